@@ -1,0 +1,39 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+# Both create .venv when it is missing.
+
+VENV ?= .venv
+PYTHON ?= python3
+# A CPU build of torch, installed before anything else so that no dependency pulls in a
+# multi-GB CUDA build. Off this machine, add e.g.
+#   TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+CORES ?= all
+STAMP := $(VENV)/.supergcn-installed
+BIN := $(VENV)/bin
+
+.PHONY: venv run test lint clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_INDEX) $(TORCH)
+	$(BIN)/python -m pip install --quiet -e '.[test,mpich,cluster]'
+	touch $@
+
+run: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES)
+	@echo
+	@echo "Communication volume: results/volume.md (CSV beside it)"
+	@cat results/volume.md
+
+test: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+lint: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
+
+clean:
+	rm -rf data logs .snakemake results/*.csv results/*.md.tmp

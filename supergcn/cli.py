@@ -1,0 +1,128 @@
+"""The ``supergcn`` command line: one sub-command per pipeline step.
+
+Errors in the user's input are reported as one line, ``supergcn: error: ...``, with exit
+status 2; outputs are written atomically, so a failed step leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from supergcn.errors import SuperGCNError
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def cmd_prepare(args) -> None:
+    from supergcn.datasets import prepare_dataset
+    from supergcn.graph import save_graph
+
+    started = time.perf_counter()
+    graph = prepare_dataset(args.dataset, raw_root=args.raw_root, seed=args.seed)
+    meta = save_graph(graph, args.out, seconds=time.perf_counter() - started)
+    print(f"prepared {meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges_undirected']:,} undirected edges, "
+          f"{meta['feature_dim']} features, {meta['num_classes']} classes, split {meta['split']} -> {args.out}")
+
+
+def _load_graph_and_hash(directory):
+    from supergcn.graph import load_graph, read_graph_meta
+
+    meta = read_graph_meta(directory)
+    return load_graph(directory, mmap=True), meta["hash"]
+
+
+def cmd_partition(args) -> None:
+    from supergcn.partition import run_partition
+
+    graph, graph_hash = _load_graph_and_hash(args.graph)
+    manifest = run_partition(graph, graph_hash, args.parts, args.out, args.constraints, args.seed)
+    balance = ", ".join(f"{name} {value['imbalance_max_over_mean']:.3f}" for name, value in manifest["balance"].items()
+                        if value["imbalance_max_over_mean"] is not None)
+    print(f"partitioned {graph.name} into {args.parts}: edge cut {manifest['edge_cut']:,} of "
+          f"{manifest['num_edges_undirected']:,}; max/mean {balance}; {manifest['seconds']:.2f} s -> {args.out}")
+
+
+def cmd_plan(args) -> None:
+    from supergcn.partition import load_partition
+    from supergcn.plan import run_plan
+    from supergcn.volume import strategy_summary
+
+    graph, graph_hash = _load_graph_and_hash(args.graph)
+    partition, part_manifest = load_partition(args.partition, graph_hash)
+    manifest = run_plan(graph, graph_hash, partition, part_manifest["partition_hash"], args.strategy, args.out)
+    print(f"plan {args.strategy} for P={partition.num_parts} on {graph.name} ({manifest['seconds']:.2f} s) -> {args.out}")
+    print(strategy_summary(manifest))
+
+
+def cmd_volume(args) -> None:
+    from supergcn.volume import volume_table
+
+    table = volume_table(args.plans)
+    print(table.to_string(index=False))
+    if args.csv:
+        from supergcn.storage import write_text
+        write_text(args.csv, table.to_csv(index=False))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from supergcn import __version__
+    from supergcn.datasets import dataset_names
+    from supergcn.partition import CONSTRAINTS, DEFAULT_CONSTRAINTS
+    from supergcn.plan import STRATEGIES
+
+    parser = argparse.ArgumentParser(prog="supergcn", description="SuperGCN pipeline steps: prepare a graph, partition it, build communication plans.")
+    parser.add_argument("--version", action="version", version=f"supergcn {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    prepare = commands.add_parser("prepare", help="build the canonical graph directory of a dataset",
+                                  description=f"Datasets: {', '.join(dataset_names())}.")
+    prepare.add_argument("dataset", help="dataset name")
+    prepare.add_argument("--out", required=True, type=Path, help="output graph directory")
+    prepare.add_argument("--raw-root", type=Path, default=Path("data/raw"),
+                         help="where original dataset files are (or are downloaded to); default data/raw")
+    prepare.add_argument("--seed", type=int, default=0, help="seed of generators and random splits")
+    prepare.set_defaults(func=cmd_prepare)
+
+    partition = commands.add_parser("partition", help="METIS-partition a prepared graph")
+    partition.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
+    partition.add_argument("--parts", required=True, type=_positive_int, help="number of parts P (MPI ranks)")
+    partition.add_argument("--out", required=True, type=Path, help="output partition directory")
+    partition.add_argument("--constraints", nargs="*", choices=CONSTRAINTS, default=list(DEFAULT_CONSTRAINTS),
+                           help="balanced vertex weights (combined into one, see docs)")
+    partition.add_argument("--seed", type=int, default=0, help="METIS random seed")
+    partition.set_defaults(func=cmd_partition)
+
+    plan = commands.add_parser("plan", help="build per-rank communication plans")
+    plan.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
+    plan.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
+    plan.add_argument("--strategy", required=True, choices=STRATEGIES, help="how cut edges are served")
+    plan.add_argument("--out", required=True, type=Path, help="output plan directory")
+    plan.set_defaults(func=cmd_plan)
+
+    volume = commands.add_parser("volume", help="tabulate the communication volume of plans")
+    volume.add_argument("plans", nargs="+", type=Path, help="plan directories")
+    volume.add_argument("--csv", type=Path, help="also write the table as CSV")
+    volume.set_defaults(func=cmd_volume)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except SuperGCNError as exc:
+        print(f"supergcn: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
