@@ -36,4 +36,5 @@ lint: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 clean:
-	rm -rf data logs .snakemake results/*.csv results/*.md.tmp
+	rm -rf data logs .snakemake
+	find results -mindepth 1 ! -name README.md -delete

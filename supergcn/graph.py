@@ -87,7 +87,7 @@ class Graph:
             array = getattr(self, mask)
             if array.shape != (n,) or array.dtype != np.bool_:
                 problems.append(f"{mask} must be boolean with one entry per node")
-            elif np.any(array & (self.labels < 0)):
+            elif self.labels.shape == (n,) and np.any(array & (self.labels < 0)):
                 problems.append(f"{mask} selects unlabelled nodes")
         if problems:
             raise SuperGCNError(f"graph {self.name!r} is malformed: " + "; ".join(problems))

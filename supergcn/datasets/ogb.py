@@ -68,6 +68,9 @@ def load_ogb(name: str, root: str | Path) -> Graph:
     if folder.is_dir() and not release.exists():
         raise SuperGCNError(f"{folder} exists but lacks {release.name}, so ogb would ask whether to re-download it: "
                             f"delete {folder} to download afresh, or create {release.name} if the files are current")
+    if folder.is_dir():
+        # The published archives ship an empty processed/ that ogb writes its cache into.
+        (folder / "processed").mkdir(exist_ok=True)
     with _unattended_ogb() as ogb_dataset:
         try:
             dataset = ogb_dataset.NodePropPredDataset(name=name, root=str(root))

@@ -1,0 +1,62 @@
+"""Shared fixtures: the offline real datasets beside the checkout, and small graphs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = Path(os.environ.get("SUPERGCN_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    """The read-only real datasets (../shared/datasets); tests using them skip without it."""
+    if not (SHARED_DATASETS / "planetoid" / "Cora" / "raw").is_dir():
+        pytest.skip(f"real datasets not found at {SHARED_DATASETS} (set SUPERGCN_SHARED_DATASETS)")
+    return SHARED_DATASETS
+
+
+@pytest.fixture(scope="session")
+def cora(shared_datasets):
+    from supergcn.datasets import prepare_dataset
+    return prepare_dataset("cora", shared_datasets)
+
+
+@pytest.fixture(scope="session")
+def facebook(shared_datasets):
+    from supergcn.datasets import prepare_dataset
+    return prepare_dataset("facebook", shared_datasets)
+
+
+def awkward_edge_list(num_nodes: int = 300, seed: int = 0):
+    """Edges with duplicates, one-directional edges, self loops and isolated nodes."""
+    rng = np.random.default_rng(seed)
+    active = num_nodes - 20  # the last 20 nodes stay isolated
+    src = rng.integers(0, active, 4 * num_nodes)
+    dst = np.where(rng.random(len(src)) < 0.5, src + rng.integers(-5, 6, len(src)), rng.integers(0, active, len(src)))
+    dst = np.clip(dst, 0, active - 1)
+    src = np.concatenate([src, src[:50], [3, 7, 7]])  # duplicates and self loops
+    dst = np.concatenate([dst, dst[:50], [3, 7, 7]])
+    return src, dst
+
+
+@pytest.fixture
+def awkward_graph():
+    from supergcn.graph import build_graph, random_split
+
+    n = 300
+    src, dst = awkward_edge_list(n)
+    rng = np.random.default_rng(1)
+    masks = random_split(n, (0.5, 0.25, 0.25), seed=2)
+    return build_graph("awkward", src, dst, rng.standard_normal((n, 6)), rng.integers(0, 3, n), *masks)
+
+
+def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "supergcn.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd)

@@ -1,0 +1,98 @@
+"""The command line: each step end to end, and one clear line for each kind of bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    assert run_cli("prepare", "synthetic-tiny", "--out", root / "g").returncode == 0
+    assert run_cli("prepare", "synthetic-tiny", "--seed", "1", "--out", root / "g_other").returncode == 0
+    assert run_cli("partition", "--graph", root / "g", "--parts", 3, "--out", root / "p3").returncode == 0
+    return root
+
+
+def assert_clean_failure(result, *fragments):
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 or lines[-1].startswith("supergcn"), result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def only_expected_entries(root, expected):
+    return sorted(p.name for p in root.iterdir()) == sorted(expected)
+
+
+def test_pipeline_steps_and_summary(workspace):
+    result = run_cli("plan", "--graph", workspace / "g", "--partition", workspace / "p3", "--strategy", "hybrid",
+                     "--out", workspace / "plan")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((workspace / "plan" / "plan.json").read_text())
+    meta = json.loads((workspace / "g" / "meta.json").read_text())
+    part = json.loads((workspace / "p3" / "partition.json").read_text())
+    assert manifest["graph_hash"] == meta["hash"] == part["graph_hash"]
+    assert manifest["partition_hash"] == part["partition_hash"]
+    assert sorted(p.name for p in (workspace / "plan").iterdir()) == [
+        "plan.json", "rank_00000.npz", "rank_00001.npz", "rank_00002.npz"]
+    # The summary prints every strategy with its total and busiest rank.
+    summary = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:]}
+    assert set(summary) == {"pre", "post", "hybrid"}
+    assert int(summary["hybrid"][0].replace(",", "")) == manifest["total_rows_sent"]
+    assert int(summary["hybrid"][1].replace(",", "")) == np.array(manifest["comm_rows"]).sum(1).max()
+
+
+def test_unknown_dataset(tmp_path):
+    assert_clean_failure(run_cli("prepare", "ogbn-nope", "--out", tmp_path / "g"), "unknown dataset 'ogbn-nope'")
+    assert only_expected_entries(tmp_path, [])
+
+
+@pytest.mark.parametrize("parts, message", [(0, "must be at least 1"), (-2, "must be at least 1"),
+                                            (2001, "P <= number of nodes")])
+def test_bad_part_counts(workspace, tmp_path, parts, message):
+    assert_clean_failure(run_cli("partition", "--graph", workspace / "g", "--parts", parts, "--out", tmp_path / "p"),
+                         message)
+    assert only_expected_entries(tmp_path, [])
+
+
+def test_plan_from_partition_of_another_graph(workspace, tmp_path):
+    result = run_cli("plan", "--graph", workspace / "g_other", "--partition", workspace / "p3", "--strategy", "pre",
+                     "--out", tmp_path / "plan")
+    assert_clean_failure(result, "different graph", "re-run `supergcn partition`")
+    assert only_expected_entries(tmp_path, [])
+
+
+def test_tampered_partition_is_detected(workspace, tmp_path):
+    import shutil
+    shutil.copytree(workspace / "p3", tmp_path / "p3")
+    parts = np.load(tmp_path / "p3" / "parts.npy")
+    np.save(tmp_path / "p3" / "parts.npy", (parts + 1) % 3)
+    result = run_cli("plan", "--graph", workspace / "g", "--partition", tmp_path / "p3", "--strategy", "pre",
+                     "--out", tmp_path / "plan")
+    assert_clean_failure(result, "does not match its manifest")
+    assert not (tmp_path / "plan").exists()
+
+
+@pytest.mark.parametrize("missing", ["graph", "partition", "array"])
+def test_missing_inputs(workspace, tmp_path, missing):
+    import shutil
+    graph = workspace / "g"
+    partition = workspace / "p3"
+    if missing == "graph":
+        graph = tmp_path / "nowhere"
+    elif missing == "partition":
+        partition = tmp_path / "nowhere"
+    else:
+        shutil.copytree(graph, tmp_path / "g")
+        (tmp_path / "g" / "indices.npy").unlink()
+        graph = tmp_path / "g"
+    result = run_cli("plan", "--graph", graph, "--partition", partition, "--strategy", "post", "--out",
+                     tmp_path / "plan")
+    assert_clean_failure(result, {"graph": "nowhere/meta.json not found", "partition": "nowhere/partition.json",
+                                  "array": "indices.npy is missing"}[missing])
+    assert not (tmp_path / "plan").exists()

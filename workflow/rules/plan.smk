@@ -1,0 +1,14 @@
+# Communication plan of one partition under one strategy.
+
+
+rule plan:
+    input:
+        graph=f"{DATA}/graphs/{{dataset}}",
+        partition=f"{DATA}/partitions/{{dataset}}/P{{P}}",
+    output:
+        directory(f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}"),
+    log:
+        "logs/plan/{dataset}/P{P}/{strategy}.log",
+    shell:
+        "supergcn plan --graph {input.graph:q} --partition {input.partition:q} "
+        "--strategy {wildcards.strategy} --out {output:q} > {log:q} 2>&1"

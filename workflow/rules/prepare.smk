@@ -1,0 +1,19 @@
+# Dataset download or generation. A local rule: login nodes reach the internet, compute
+# nodes often do not.
+
+
+localrules:
+    prepare,
+
+
+rule prepare:
+    output:
+        directory(f"{DATA}/graphs/{{dataset}}"),
+    params:
+        raw_root=config["raw_root"],
+        seed=config["dataset_seed"],
+    log:
+        "logs/prepare/{dataset}.log",
+    shell:
+        "supergcn prepare {wildcards.dataset} --raw-root {params.raw_root:q} --seed {params.seed} "
+        "--out {output:q} > {log:q} 2>&1"
