@@ -72,6 +72,56 @@ def cmd_volume(args) -> None:
         write_text(args.csv, table.to_csv(index=False))
 
 
+def cmd_train(args) -> int:
+    from mpi4py import MPI
+
+    from supergcn.train import TrainConfig, run_ranked
+
+    config = TrainConfig(**{field: getattr(args, field) for field in TrainConfig.__dataclass_fields__})
+    return run_ranked(config, MPI.COMM_WORLD)
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def _add_train_parser(commands) -> None:
+    from supergcn.models import MODELS
+
+    train = commands.add_parser("train", help="distributed full-batch training (run under mpiexec -n P)",
+                                description="Run as `mpiexec -n P supergcn train ...`, P = the plan's rank count.")
+    data = train.add_argument_group("inputs and outputs")
+    data.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
+    data.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
+    data.add_argument("--plan", required=True, type=Path, help="plan directory of that partition")
+    data.add_argument("--out", required=True, type=Path, help="metrics file (JSON lines) to write")
+    model = train.add_argument_group("model and optimisation (defaults: the paper's Table 2)")
+    model.add_argument("--model", choices=MODELS, default="sage")
+    model.add_argument("--num-layers", type=_positive_int, default=3)
+    model.add_argument("--hidden", type=_positive_int, default=256)
+    model.add_argument("--dropout", type=_non_negative_float, default=0.5)
+    model.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=True)
+    model.add_argument("--lr", type=_non_negative_float, default=0.01)
+    model.add_argument("--weight-decay", type=_non_negative_float, default=0.0)
+    model.add_argument("--epochs", type=_positive_int, default=200)
+    model.add_argument("--seed", type=int, default=0)
+    run = train.add_argument_group("execution")
+    run.add_argument("--threads", type=_positive_int, default=1, help="torch and numba threads per rank")
+    run.add_argument("--checkpoint", type=Path, help="checkpoint file (written atomically)")
+    run.add_argument("--checkpoint-every", type=int, default=0, help="epochs between checkpoints (0 = never)")
+    run.add_argument("--resume", action="store_true", help="continue from --checkpoint when it exists")
+    run.add_argument("--init-weights", type=Path, help="state_dict to start from instead of the seeded init")
+    run.add_argument("--save-model", type=Path, help="write the final state_dict here")
+    run.add_argument("--save-logits", type=Path, help="write final log-probabilities (original node order)")
+    # Fault injection for the tests of the abort path; not for users.
+    run.add_argument("--fail-at-epoch", type=int, help=argparse.SUPPRESS)
+    run.add_argument("--fail-rank", type=int, default=0, help=argparse.SUPPRESS)
+    train.set_defaults(func=cmd_train)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from supergcn import __version__
     from supergcn.datasets import dataset_names
@@ -111,17 +161,18 @@ def build_parser() -> argparse.ArgumentParser:
     volume.add_argument("plans", nargs="+", type=Path, help="plan directories")
     volume.add_argument("--csv", type=Path, help="also write the table as CSV")
     volume.set_defaults(func=cmd_volume)
+
+    _add_train_parser(commands)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        args.func(args)
+        return args.func(args) or 0
     except SuperGCNError as exc:
         print(f"supergcn: error: {exc}", file=sys.stderr)
         return 2
-    return 0
 
 
 if __name__ == "__main__":

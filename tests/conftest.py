@@ -60,3 +60,21 @@ def awkward_graph():
 def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "supergcn.cli", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd)
+
+
+def mpiexec() -> str:
+    """The MPI launcher beside this interpreter (the mpich wheel's), else the one on PATH."""
+    import shutil
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if found is None:
+        pytest.skip("no mpiexec found (install the mpich wheel or a system MPI)")
+    return found
+
+
+def run_mpi(num_ranks: int, *args, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``mpiexec -n P python -m supergcn.cli ARGS`` with one thread per rank; a hang fails
+    the test through the timeout instead of blocking the suite."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run([mpiexec(), "-n", str(num_ranks), sys.executable, "-m", "supergcn.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
