@@ -12,7 +12,7 @@ CORES ?= all
 STAMP := $(VENV)/.supergcn-installed
 BIN := $(VENV)/bin
 
-.PHONY: venv run test lint clean
+.PHONY: venv run test lint profiles clean
 
 venv: $(STAMP)
 
@@ -24,16 +24,26 @@ $(STAMP): pyproject.toml
 	touch $@
 
 run: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --profile workflow/profiles/local --cores $(CORES)
 	@echo
-	@echo "Communication volume: results/volume.md (CSV beside it)"
-	@cat results/volume.md
+	@cat results/tables/scaling.md
+	@echo
+	@echo "Tables (CSV, Markdown, LaTeX): $(CURDIR)/results/tables"
+	@echo "Figures (PNG, PDF):            $(CURDIR)/results/figures"
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 lint: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
+
+# Makes `snakemake --profile fugaku|slurm|local` resolve from this directory: Snakemake 9
+# looks up profile names in $$XDG_CONFIG_HOME/snakemake (default ~/.config/snakemake).
+PROFILE_HOME := $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/snakemake
+profiles:
+	mkdir -p "$(PROFILE_HOME)"
+	for name in local fugaku slurm; do ln -sfn "$(CURDIR)/workflow/profiles/$$name" "$(PROFILE_HOME)/$$name"; done
+	@echo "installed profiles local, fugaku, slurm in $(PROFILE_HOME)"
 
 clean:
 	rm -rf data logs .snakemake

@@ -1,5 +1,6 @@
 # SuperGCN scaling-study pipeline. Rules live in workflow/rules/; the configuration is
-# config/config.yaml, validated against workflow/schemas/config.schema.yaml.
+# config/config.yaml (plus any --configfile overlays), validated against
+# workflow/schemas/config.schema.yaml before any job runs.
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -11,14 +12,23 @@ configfile: "config/config.yaml"
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
+# Rules run this checkout's package (also inside a --sdm conda environment).
+shell.prefix(f"export PYTHONPATH='{workflow.basedir}'${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/plan.smk"
+include: "workflow/rules/train.smk"
 include: "workflow/rules/results.smk"
 
 
 rule all:
     input:
-        volume_tables(),
+        rules.tables.output,
+        rules.figures.output,
     default_target: True

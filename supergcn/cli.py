@@ -72,6 +72,76 @@ def cmd_volume(args) -> None:
         write_text(args.csv, table.to_csv(index=False))
 
 
+def cmd_tables(args) -> None:
+    from supergcn import results
+
+    plans = []
+    for item in args.plans:
+        dataset, sep, directory = item.partition("=")
+        if not sep:
+            raise SuperGCNError(f"--plans takes DATASET=PLAN_DIR, got {item!r}")
+        plans.append((dataset, directory))
+    runs = results.runs_table(args.runs)
+    out = args.out_dir
+    write = results.write_table
+    write(runs, out / "runs", "All training runs.")
+    write(results.scaling_table(runs), out / "scaling",
+          "Epoch time (s, max over ranks, mean over epochs after the first and over seeds), speed-up and "
+          "parallel efficiency relative to the smallest P.")
+    write(results.breakdown_table(runs), out / "breakdown", "Seconds per epoch by phase, of the slowest rank (mean over epochs after the first).")
+    write(results.accuracy_table(runs), out / "accuracy",
+          "Test accuracy (%) at the best-validation epoch, mean ± std over seeds.")
+    if plans:
+        write(results.volume_table(plans, args.hidden), out / "volume",
+              f"Bytes exchanged by one layer at width {args.hidden}: pre / post / hybrid (FP32) and hybrid "
+              "with Int2 data plus bfloat16 parameters.")
+
+
+def cmd_figures(args) -> None:
+    import pandas as pd
+
+    from supergcn import results
+
+    tables, out = args.tables_dir, args.out_dir
+    runs = pd.read_csv(tables / "runs.csv")
+    results.plot_scaling(pd.read_csv(tables / "scaling.csv"), out / "scaling")
+    results.plot_breakdown(pd.read_csv(tables / "breakdown.csv"), out / "breakdown")
+    results.plot_accuracy_curves(runs, out / "accuracy_curves")
+    if (tables / "volume.csv").exists():
+        results.plot_volume(pd.read_csv(tables / "volume.csv"), out / "volume")
+
+
+def cmd_pjm(args) -> None:
+    from supergcn.cluster import pjm
+
+    if args.action == "submit":
+        print(pjm.submit(args.jobscript, args.site, args.name, args.nodes, args.procs, args.threads,
+                         args.elapse_minutes, args.log_dir))
+    elif args.action == "status":
+        print(pjm.status(args.job_id))
+    else:
+        pjm.cancel(args.job_ids)
+
+
+def _add_pjm_parser(commands) -> None:
+    pjm = commands.add_parser("pjm", help="Fujitsu PJM (Fugaku) wrappers for Snakemake's cluster-generic executor")
+    actions = pjm.add_subparsers(dest="action", required=True)
+    submit = actions.add_parser("submit", help="pjsub a Snakemake job script; prints the job id")
+    submit.add_argument("--site", required=True, help="site file with a pjm: section (config/fugaku.yaml)")
+    submit.add_argument("--name", default="supergcn")
+    submit.add_argument("--nodes", type=_positive_int, required=True)
+    submit.add_argument("--procs", type=_positive_int, required=True, help="MPI processes")
+    submit.add_argument("--threads", type=_positive_int, required=True, help="threads per process")
+    submit.add_argument("--elapse-minutes", type=_positive_int, required=True)
+    submit.add_argument("--log-dir", default="logs/pjm")
+    submit.add_argument("jobscript")
+    status = actions.add_parser("status", help="print running / success / failed for a job id")
+    status.add_argument("job_id")
+    cancel = actions.add_parser("cancel", help="pjdel jobs")
+    cancel.add_argument("job_ids", nargs="*")
+    pjm.set_defaults(func=cmd_pjm)
+
+
 def cmd_train(args) -> int:
     from mpi4py import MPI
 
@@ -163,6 +233,19 @@ def build_parser() -> argparse.ArgumentParser:
     volume.set_defaults(func=cmd_volume)
 
     _add_train_parser(commands)
+    _add_pjm_parser(commands)
+
+    tables = commands.add_parser("tables", help="result tables (CSV, Markdown, LaTeX) of a study")
+    tables.add_argument("--runs", nargs="+", type=Path, required=True, help="metrics files of training runs")
+    tables.add_argument("--plans", nargs="*", default=[], help="DATASET=PLAN_DIR for the volume table")
+    tables.add_argument("--hidden", type=_positive_int, default=256, help="feature width of the volume table")
+    tables.add_argument("--out-dir", type=Path, required=True)
+    tables.set_defaults(func=cmd_tables)
+
+    figures = commands.add_parser("figures", help="figures (PNG, PDF) from `supergcn tables` output")
+    figures.add_argument("--tables-dir", type=Path, required=True)
+    figures.add_argument("--out-dir", type=Path, required=True)
+    figures.set_defaults(func=cmd_figures)
     return parser
 
 

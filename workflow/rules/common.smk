@@ -1,21 +1,81 @@
-# Paths and target lists shared by the rules.
+# Paths, wildcards and helpers shared by the rules.
+import hashlib
+import math
+import os
+from pathlib import Path
+
+import supergcn
+from supergcn.results import variant_name
+
 DATA = config["data_root"]
 RESULTS = config["results_root"]
+CHECKPOINTS = config["checkpoint_root"]
+EXECUTION = config["execution"]
+TRAINING = config["training"]
+PACKAGE_DIR = Path(supergcn.__file__).parent
+# Snakemake sees edits of a rule's own code, not of the package its shell calls, so each
+# step carries a hash of the sources it runs as a parameter: editing them reruns it.
+STEP_SOURCES = {
+    "prepare": ["graph.py", "storage.py", "datasets/*.py"],
+    "partition": ["graph.py", "storage.py", "partition.py"],
+    "plan": ["graph.py", "storage.py", "partition.py", "plan.py", "cover.py"],
+    "train": ["aggregation.py", "comm.py", "models.py", "train.py", "timing.py", "plan.py", "kernels*.py",
+              "quantization*.py", "label_propagation*.py"],
+}
+PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
 
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
     P=r"\d+",
     strategy=r"pre|post|hybrid",
+    precision=r"fp32|int8|int4|int2",
+    lp=r"lp|nolp",
+    seed=r"\d+",
 
 
-def volume_tables():
-    return expand(f"{RESULTS}/volume/{{dataset}}.csv", dataset=config["datasets"]) + [f"{RESULTS}/volume.md"]
+def source_hash(step):
+    digest = hashlib.blake2b(digest_size=8)
+    for pattern in STEP_SOURCES[step]:
+        for path in sorted(PACKAGE_DIR.glob(pattern)):
+            digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
 
 
-def plan_dirs(dataset):
+def variant_names():
+    return [variant_name(v["strategy"], v["bits"], v["label_propagation"]) for v in config["variants"]]
+
+
+def run_files(dataset):
     return expand(
-        f"{DATA}/plans/{dataset}/P{{P}}/{{strategy}}",
+        f"{RESULTS}/runs/{dataset}/P{{P}}/{{variant}}/seed{{seed}}.jsonl",
         P=config["process_counts"],
-        strategy=config["strategies"],
+        variant=variant_names(),
+        seed=config["seeds"],
     )
+
+
+def all_run_files():
+    return [path for dataset in config["datasets"] for path in run_files(dataset)]
+
+
+def volume_plans():
+    """DATASET=PLAN_DIR for the hybrid plan at every P (its manifest also holds pre/post)."""
+    return [
+        (dataset, f"{DATA}/plans/{dataset}/P{P}/hybrid")
+        for dataset in config["datasets"]
+        for P in config["process_counts"]
+    ]
+
+
+def train_flags(wildcards):
+    bits = {name: bits for bits, name in PRECISIONS.items()}[wildcards.precision]
+    flags = [f"--bits {bits}"] if bits != 32 else []
+    if wildcards.lp == "lp":
+        flags.append(f"--label-rate {TRAINING['label_rate']}")
+    return " ".join(flags)
+
+
+def nodes_for(wildcards):
+    return math.ceil(int(wildcards.P) / EXECUTION["ranks_per_node"])

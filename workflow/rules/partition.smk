@@ -7,10 +7,13 @@ rule partition:
     output:
         directory(f"{DATA}/partitions/{{dataset}}/P{{P}}"),
     params:
+        code=source_hash("partition"),
         constraints=" ".join(config["partition"]["constraints"]),
         seed=config["partition"]["seed"],
+    conda:
+        "../envs/supergcn.yaml"
     log:
         "logs/partition/{dataset}/P{P}.log",
     shell:
-        "supergcn partition --graph {input:q} --parts {wildcards.P} --constraints {params.constraints} "
+        "python -m supergcn.cli partition --graph {input:q} --parts {wildcards.P} --constraints {params.constraints} "
         "--seed {params.seed} --out {output:q} > {log:q} 2>&1"

@@ -7,8 +7,12 @@ rule plan:
         partition=f"{DATA}/partitions/{{dataset}}/P{{P}}",
     output:
         directory(f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}"),
+    params:
+        code=source_hash("plan"),
+    conda:
+        "../envs/supergcn.yaml"
     log:
         "logs/plan/{dataset}/P{P}/{strategy}.log",
     shell:
-        "supergcn plan --graph {input.graph:q} --partition {input.partition:q} "
+        "python -m supergcn.cli plan --graph {input.graph:q} --partition {input.partition:q} "
         "--strategy {wildcards.strategy} --out {output:q} > {log:q} 2>&1"

@@ -10,10 +10,13 @@ rule prepare:
     output:
         directory(f"{DATA}/graphs/{{dataset}}"),
     params:
+        code=source_hash("prepare"),
         raw_root=config["raw_root"],
         seed=config["dataset_seed"],
+    conda:
+        "../envs/supergcn.yaml"
     log:
         "logs/prepare/{dataset}.log",
     shell:
-        "supergcn prepare {wildcards.dataset} --raw-root {params.raw_root:q} --seed {params.seed} "
+        "python -m supergcn.cli prepare {wildcards.dataset} --raw-root {params.raw_root:q} --seed {params.seed} "
         "--out {output:q} > {log:q} 2>&1"

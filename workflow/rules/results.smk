@@ -1,23 +1,50 @@
-# Result tables.
+# Result tables, figures and the volume summary of the study.
+
+TABLES = ["runs", "scaling", "breakdown", "accuracy", "volume"]
+FIGURES = ["scaling", "breakdown", "accuracy_curves", "volume"]
 
 
-rule volume_table:
+rule tables:
     input:
-        lambda wildcards: plan_dirs(wildcards.dataset),
+        runs=all_run_files(),
+        plans=[plan for _, plan in volume_plans()],
     output:
-        f"{RESULTS}/volume/{{dataset}}.csv",
+        expand(f"{RESULTS}/tables/{{table}}.{{ext}}", table=TABLES, ext=["csv", "md", "tex"]),
+    params:
+        plans=" ".join(f"{dataset}={plan}" for dataset, plan in volume_plans()),
+        hidden=TRAINING["hidden"],
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+    conda:
+        "../envs/supergcn.yaml"
     log:
-        "logs/results/volume/{dataset}.log",
+        "logs/results/tables.log",
     shell:
-        "supergcn volume {input:q} --csv {output:q} > {log:q} 2>&1"
+        "python -m supergcn.cli tables --runs {input.runs:q} --plans {params.plans} --hidden {params.hidden} "
+        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
-rule volume_summary:
+rule figures:
     input:
-        expand(f"{RESULTS}/volume/{{dataset}}.csv", dataset=config["datasets"]),
+        expand(f"{RESULTS}/tables/{{table}}.csv", table=TABLES),
     output:
-        f"{RESULTS}/volume.md",
+        scaling=report(f"{RESULTS}/figures/scaling.png", caption="../report/scaling.rst", category="Scaling"),
+        breakdown=report(
+            f"{RESULTS}/figures/breakdown.png", caption="../report/breakdown.rst", category="Scaling"
+        ),
+        accuracy=report(
+            f"{RESULTS}/figures/accuracy_curves.png", caption="../report/accuracy.rst", category="Accuracy"
+        ),
+        volume=report(
+            f"{RESULTS}/figures/volume.png", caption="../report/volume.rst", category="Communication"
+        ),
+        pdf=expand(f"{RESULTS}/figures/{{figure}}.pdf", figure=FIGURES),
+    params:
+        tables=lambda wildcards, input: os.path.dirname(input[0]),
+        out_dir=lambda wildcards, output: os.path.dirname(output.scaling),
+    conda:
+        "../envs/supergcn.yaml"
     log:
-        "logs/results/volume_summary.log",
-    script:
-        "../scripts/volume_summary.py"
+        "logs/results/figures.log",
+    shell:
+        "python -m supergcn.cli figures --tables-dir {params.tables:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+

@@ -1,0 +1,1 @@
+"""Glue between Snakemake's cluster executors and batch schedulers."""

@@ -1,0 +1,276 @@
+"""The Snakemake pipeline: schema validation, profiles and rerun behaviour (dry runs)."""
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+BIN = Path(sys.executable).parent
+SNAKEMAKE = str(BIN / "snakemake")
+
+
+def snakemake(*args, cwd=REPO, env_extra=None, timeout=600):
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    return subprocess.run([SNAKEMAKE, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> count."""
+    match = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", output, re.S)
+    if match is None:
+        return {}
+    return {line.split()[0]: int(line.split()[1]) for line in match.group(1).strip().splitlines()}
+
+
+def train_jobs(output: str) -> list[dict]:
+    """Wildcards and resources of every train job a dry run lists."""
+    jobs = []
+    for block in output.split("rule train:")[1:]:
+        wildcards = dict(kv.split("=") for kv in re.search(r"wildcards: (.*)", block).group(1).split(", "))
+        resources = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", block).group(1).split(", "))
+        jobs.append({"wildcards": wildcards, "resources": resources})
+    return jobs
+
+
+def write_overlay(tmp_path, **values) -> Path:
+    path = tmp_path / "overlay.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"process_counts": [0, 2]}, "process_counts"),
+    ({"variants": [{"strategy": "both", "bits": 32, "label_propagation": False}]}, "strategy"),
+    ({"variants": [{"strategy": "hybrid", "bits": 3, "label_propagation": False}]}, "bits"),
+    ({"datasets": ["ogbn-nope"]}, "datasets"),
+    ({"training": {"lr": -1}}, "lr"),
+])
+def test_schema_violations_fail_before_any_job(tmp_path, override, key):
+    overlay = write_overlay(tmp_path, **override)
+    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode != 0
+    assert "Error validating config file" in result.stderr + result.stdout
+    assert key in result.stderr + result.stdout
+    assert "Job stats" not in result.stdout
+
+
+def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
+    from supergcn.cluster.pjm import pjm_script, read_site
+
+    overlay = write_overlay(tmp_path, process_counts=[1, 4, 6, 16])
+    result = snakemake("-n", "--profile", "workflow/profiles/fugaku", "--configfiles", "config/config.yaml",
+                       "config/fugaku.yaml", overlay)
+    assert result.returncode == 0, result.stderr
+    jobs = train_jobs(result.stdout)
+    assert sorted({int(j["wildcards"]["P"]) for j in jobs}) == [1, 4, 6, 16]
+    site = read_site(REPO / "config" / "fugaku.yaml")
+    for job in jobs:
+        procs, resources = int(job["wildcards"]["P"]), job["resources"]
+        assert int(resources["tasks"]) == procs
+        assert int(resources["nodes"]) == math.ceil(procs / 4)
+        assert int(resources["cpus_per_task"]) == 12
+        script = pjm_script("job.sh", site, "t", int(resources["nodes"]), int(resources["tasks"]),
+                            int(resources["cpus_per_task"]), int(resources["runtime"]), "logs").splitlines()
+        assert f'#PJM -L "node={math.ceil(procs / 4)}"' in script
+        assert f'#PJM --mpi "proc={procs}"' in script
+        assert '#PJM --mpi "max-proc-per-node=4"' in script
+
+
+def test_profiles_resolve_by_name_once_installed(tmp_path):
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+    subprocess.run(["make", "-s", "profiles"], cwd=REPO, check=True, env=env)
+    for name in ("fugaku", "slurm", "local"):
+        assert (tmp_path / "snakemake" / name / "config.yaml").is_file()
+    result = snakemake("-n", "--profile", "fugaku", env_extra={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "Using profile fugaku" in result.stdout + result.stderr
+    assert train_jobs(result.stdout)[0]["resources"]["cpus_per_task"] == "12"
+
+
+def test_no_default_workflow_profile_can_override_a_cluster_profile():
+    # Snakemake 9 silently applies profiles/default (beside the Snakefile or in workflow/)
+    # on top of --profile; the project ships none.
+    for candidate in ("profiles/default", "workflow/profiles/default"):
+        assert not (REPO / candidate).exists()
+
+
+def test_slurm_profile_dry_run_uses_srun_and_rank_resources(tmp_path):
+    result = snakemake("-n", "-p", "--profile", "workflow/profiles/slurm")
+    assert result.returncode == 0, result.stderr
+    jobs = train_jobs(result.stdout)
+    assert jobs
+    for job in jobs:
+        assert job["resources"]["mpi"] == "srun"
+        assert int(job["resources"]["tasks"]) == int(job["wildcards"]["P"])
+        assert job["resources"]["cpus_per_task"] == "8"
+    assert re.search(r"^Shell command: srun -n 2 python -m supergcn.cli train .* --threads 8 ", result.stdout, re.M)
+
+
+def test_slurm_profile_generates_sbatch_options(tmp_path):
+    """Runs one train job through the SLURM executor with a recording sbatch."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    record = tmp_path / "sbatch.args"
+    (fake / "sbatch").write_text(f"#!/bin/bash\nprintf '%s\\n' \"$@\" > {record}\necho 4242\n")
+    (fake / "sacct").write_text("#!/bin/bash\necho '4242|FAILED|1:0'\n")
+    (fake / "squeue").write_text("#!/bin/bash\nexit 0\n")
+    (fake / "sinfo").write_text("#!/bin/bash\nexit 0\n")
+    (fake / "sacctmgr").write_text("#!/bin/bash\necho your_account\n")  # the plugin validates the account
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    workdir = copy_workflow(tmp_path / "wf")
+    overlay = write_overlay(tmp_path, datasets=["synthetic-tiny"])
+    plan = "data/plans/synthetic-tiny/P4/hybrid"
+    prepared = snakemake(plan, "--profile", REPO / "workflow/profiles/local", "--configfiles",
+                         "config/config.yaml", overlay, cwd=workdir)
+    assert prepared.returncode == 0, prepared.stderr
+    target = "results/runs/synthetic-tiny/P4/hybrid-fp32-nolp/seed0.jsonl"
+    run = snakemake(target, "--profile", REPO / "workflow/profiles/slurm", "--configfiles", "config/config.yaml",
+                    "config/slurm.yaml", overlay, "--slurm-init-seconds-before-status-checks", 1,
+                    "--seconds-between-status-checks", 1, cwd=workdir,
+                    env_extra={"PATH": f"{fake}:{BIN}:{os.environ['PATH']}"}, timeout=300)
+    assert record.exists(), "sbatch was not called:\n" + run.stdout[-2000:] + run.stderr[-2000:]
+    args = record.read_text()
+    assert re.search(r"--ntasks[= ]4\b", args)
+    assert re.search(r"--cpus-per-task[= ]8\b", args)
+    assert "-A\nyour_account\n" in args and "-p\nyour_partition\n" in args
+    assert "--target-jobs 'train:dataset=synthetic-tiny,P=4" in args
+
+
+def copy_workflow(destination: Path) -> Path:
+    destination.mkdir(parents=True)
+    shutil.copy(REPO / "Snakefile", destination)
+    for folder in ("workflow", "config"):
+        shutil.copytree(REPO / folder, destination / folder)
+    return destination
+
+
+TINY = {"datasets": ["synthetic-tiny"], "process_counts": [1, 2], "seeds": [0],
+        "variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False}],
+        "training": {"model": "sage", "num_layers": 2, "hidden": 16, "dropout": 0.5, "layer_norm": True,
+                     "lr": 0.01, "weight_decay": 0.0, "epochs": 3, "checkpoint_every": 0, "label_rate": 0.62}}
+
+
+@pytest.fixture(scope="module")
+def finished_study(tmp_path_factory):
+    """A tiny study run to completion in a copy of the workflow and the package."""
+    root = tmp_path_factory.mktemp("study")
+    workdir = copy_workflow(root / "wf")
+    shutil.copytree(REPO / "supergcn", root / "pkg" / "supergcn")
+    (workdir / "config" / "config.yaml").write_text(
+        yaml.safe_dump({**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY}))
+    env = {"PYTHONPATH": str(root / "pkg")}
+    result = snakemake("--profile", REPO / "workflow/profiles/local", "--cores", 2, cwd=workdir, env_extra=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir, root / "pkg" / "supergcn", env
+
+
+def dry_run(study, *extra):
+    workdir, _, env = study
+    result = snakemake("-n", "--profile", REPO / "workflow/profiles/local", *extra, cwd=workdir, env_extra=env)
+    assert result.returncode == 0, result.stderr
+    return planned_jobs(result.stdout)
+
+
+def edit_config(workdir, change):
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    change(config)
+    path.write_text(yaml.safe_dump(config))
+
+
+def test_outputs_of_the_study_exist_and_are_readable(finished_study):
+    workdir, _, _ = finished_study
+    for table in ("runs", "scaling", "breakdown", "accuracy", "volume"):
+        for ext in ("csv", "md", "tex"):
+            assert (workdir / "results" / "tables" / f"{table}.{ext}").stat().st_size > 0
+    for figure in ("scaling", "breakdown", "accuracy_curves", "volume"):
+        png = (workdir / "results" / "figures" / f"{figure}.png").read_bytes()
+        assert png.startswith(b"\x89PNG")
+        assert (workdir / "results" / "figures" / f"{figure}.pdf").read_bytes().startswith(b"%PDF")
+    for log in ("prepare/synthetic-tiny.log", "train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"):
+        assert (workdir / "logs" / log).exists()
+
+
+def test_nothing_changed_means_nothing_to_do(finished_study):
+    assert dry_run(finished_study) == {}
+
+
+def test_training_parameter_change_reruns_training_only(finished_study):
+    workdir = finished_study[0]
+    original = (workdir / "config" / "config.yaml").read_text()
+    edit_config(workdir, lambda c: c["training"].update(lr=0.02))
+    try:
+        assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "all": 1}
+    finally:
+        (workdir / "config" / "config.yaml").write_text(original)
+
+
+def test_partition_parameter_change_reruns_partition_and_downstream(finished_study):
+    workdir = finished_study[0]
+    original = (workdir / "config" / "config.yaml").read_text()
+    edit_config(workdir, lambda c: c["partition"].update(seed=3))
+    try:
+        # P = 1 and P = 2 are partitioned again; each has one (hybrid) plan.
+        assert dry_run(finished_study) == {"partition": 2, "plan": 2, "train": 2, "tables": 1, "figures": 1,
+                                           "all": 1}
+    finally:
+        (workdir / "config" / "config.yaml").write_text(original)
+
+
+def test_kernel_source_change_reruns_training(finished_study):
+    _, package, _ = finished_study
+    source = package / "aggregation.py"
+    original = source.read_text()
+    source.write_text(original + "\n# an edit\n")
+    try:
+        assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "all": 1}
+    finally:
+        source.write_text(original)
+
+
+def test_interrupted_training_resumes_on_the_next_invocation(tmp_path):
+    import signal
+    import time
+
+    workdir = copy_workflow(tmp_path / "wf")
+    config = {**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY, "process_counts": [2]}
+    config["training"] = {**TINY["training"], "hidden": 128, "epochs": 1000, "checkpoint_every": 5}
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    run = "results/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
+    checkpoint = workdir / "data/checkpoints/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.pt"
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen([SNAKEMAKE, run, "--profile", REPO / "workflow/profiles/local", "--cores", "2"],
+                             cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not checkpoint.exists() and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.2)
+    assert checkpoint.exists(), "no checkpoint was written"
+    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
+    first.communicate(timeout=120)
+    assert not (workdir / run).exists()
+
+    second = snakemake(run, "--profile", REPO / "workflow/profiles/local", "--cores", 2, cwd=workdir)
+    assert second.returncode == 0, second.stderr[-3000:]
+    log = (workdir / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log").read_text()
+    resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log).group(1))
+    assert resumed_after >= 5
+    lines = [yaml.safe_load(line) for line in (workdir / run).read_text().splitlines()]
+    assert [l["epoch"] for l in lines if l["type"] == "epoch"] == list(range(1, 1001))
+    assert not checkpoint.exists(), "a finished run keeps no checkpoint"
+
+
+def test_lint_is_clean():
+    result = snakemake("--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr

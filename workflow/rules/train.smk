@@ -1,0 +1,44 @@
+# Distributed training: one MPI job of P ranks per (dataset, P, variant, seed).
+
+
+rule train:
+    input:
+        graph=f"{DATA}/graphs/{{dataset}}",
+        partition=f"{DATA}/partitions/{{dataset}}/P{{P}}",
+        plan=f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}",
+    output:
+        f"{RESULTS}/runs/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}.jsonl",
+    params:
+        checkpoint=f"{CHECKPOINTS}/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}.pt",
+        variant_flags=train_flags,
+        model=TRAINING["model"],
+        num_layers=TRAINING["num_layers"],
+        hidden=TRAINING["hidden"],
+        dropout=TRAINING["dropout"],
+        layer_norm="--layer-norm" if TRAINING["layer_norm"] else "--no-layer-norm",
+        lr=TRAINING["lr"],
+        weight_decay=TRAINING["weight_decay"],
+        epochs=TRAINING["epochs"],
+        checkpoint_every=TRAINING["checkpoint_every"],
+        code=source_hash("train"),
+    threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
+    resources:
+        mpi=EXECUTION["mpi"],
+        tasks=lambda wildcards: int(wildcards.P),
+        nodes=nodes_for,
+        cpus_per_task=EXECUTION["threads_per_rank"],
+        runtime=EXECUTION["runtime_minutes"],
+        mem_mb=lambda wildcards: int(wildcards.P) * EXECUTION["mem_mb_per_rank"],
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/train/{dataset}/P{P}/{strategy}-{precision}-{lp}/seed{seed}.log",
+    shell:
+        "{resources.mpi} -n {resources.tasks} python -m supergcn.cli train --graph {input.graph:q} "
+        "--partition {input.partition:q} --plan {input.plan:q} --out {output:q} "
+        "--model {params.model} --num-layers {params.num_layers} --hidden {params.hidden} "
+        "--dropout {params.dropout} {params.layer_norm} --lr {params.lr} "
+        "--weight-decay {params.weight_decay} --epochs {params.epochs} --seed {wildcards.seed} "
+        "--threads {resources.cpus_per_task} {params.variant_flags} "
+        "--checkpoint {params.checkpoint:q} --checkpoint-every {params.checkpoint_every} --resume "
+        "> {log:q} 2>&1"
