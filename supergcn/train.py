@@ -243,6 +243,8 @@ class Trainer:
                         "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                         "rng": rng_states, "records": self.records, "best": self.best}, tmp)
             os.replace(tmp, path)
+        # Nobody moves on (and possibly fails) before the checkpoint is on disk.
+        self.comm.Barrier()
 
     def maybe_resume(self) -> None:
         path = self.config.checkpoint
