@@ -1,21 +1,20 @@
 """Distributed neighbour aggregation as a differentiable operator.
 
-For rank i with owned features X_i (n_i x F), the *sum* aggregation over the global graph
+For rank i with owned features X_i (n_i x F), the aggregation over the global graph
 restricted to rank i's destinations is
 
-    S_i = L_i X_i + R_i B_i,      B_i = concat_j ( P_{j->i} X_j ; X_j[post_{j->i}] ),
+    Y_i = D_i (L_i X_i + R_i B_i),      B_i = concat_j S_j X_j   (rows addressed to i),
 
-with L the local CSR, P the pre-aggregation CSR, R the post-aggregation CSR over the
-receive buffer B (see :mod:`supergcn.plan`). Forward: pre-aggregate and gather the send
-buffer, exchange it (Alltoallv), then ``L X + R B``. Backward is the transpose: with
-G = dL/dS,
+with L the local CSR, S the send operator (one row per send-buffer row: a PRE partial
+sum or a single POST source, see :mod:`supergcn.plan`), R the post-aggregation CSR over
+the receive buffer B, and D a diagonal row scale (1/deg for the mean). Forward: S X,
+exchange (Alltoallv), L X, then D (· + R B). Backward is the transpose: with G = dL/dY,
 
-    dL/dX_i = L_i^T G_i + P_i^T H_i[pre] + scatter_add(post_i, H_i[post]),
-    H = exchange^T(R^T G)     (the same Alltoallv with send and receive counts swapped).
+    dL/dX_i = L_i^T (D_i G_i) + S_i^T H_i,     H = exchange^T(R^T D G)
 
-Mean (GraphSAGE) and symmetric (GCN) normalisations are diagonal scalings around S and
-are left to autograd in :class:`GraphOps`. The sparse products here use torch's CSR
-kernels (the reference path).
+(the same Alltoallv with send and receive counts swapped). Products run on the numba
+kernels of :mod:`supergcn.kernels` (``kernel="numba"``, the default) or on torch's CSR
+``torch.sparse.mm`` (``kernel="torch"``, the reference path).
 """
 
 from __future__ import annotations
@@ -27,99 +26,130 @@ import scipy.sparse as sp
 import torch
 
 from supergcn.comm import Communicator
+from supergcn.kernels import GatherCsr
 from supergcn.plan import RankPlan
 from supergcn.timing import PhaseTimer
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+KERNELS = ("numba", "torch")
 
 
-class CsrOperator:
-    """A fixed sparse matrix A with unit weights, applying A x and A^T x to dense x."""
+class SparseOperator:
+    """A fixed 0/1 sparse matrix A applying A x (optionally scaled and accumulated) and A^T x."""
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_cols: int) -> None:
-        matrix = sp.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
-                               shape=(len(indptr) - 1, num_cols))
+    def __init__(self, matrix: sp.csr_matrix, kernel: str = "numba") -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}: choose one of {KERNELS}")
+        matrix = sp.csr_matrix(matrix)
+        matrix.sort_indices()
+        self.kernel = kernel
         self.shape = matrix.shape
-        self.nnz = matrix.nnz
-        self._forward = self._to_torch(matrix)
-        self._transpose = self._to_torch(matrix.T.tocsr())
+        if kernel == "numba":
+            self._forward = GatherCsr(matrix.indptr, matrix.indices, matrix.shape[1])
+            self._transpose = self._forward.transpose()
+        else:
+            self._forward = self._to_torch(matrix)
+            self._transpose = self._to_torch(matrix.T.tocsr())
 
     @staticmethod
     def _to_torch(matrix: sp.csr_matrix) -> torch.Tensor:
         matrix.sort_indices()
         return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
                                        torch.from_numpy(matrix.indices.astype(np.int64)),
-                                       torch.from_numpy(matrix.data), size=matrix.shape, check_invariants=False)
+                                       torch.ones(matrix.nnz), size=matrix.shape, check_invariants=False)
 
-    @staticmethod
-    def _apply(matrix: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        if matrix.shape[0] == 0 or matrix.shape[1] == 0 or matrix._nnz() == 0:
-            return x.new_zeros((matrix.shape[0], x.shape[1]))
-        return torch.sparse.mm(matrix, x)
+    def _apply(self, op, x: torch.Tensor, out: torch.Tensor | None, accumulate: bool,
+               row_scale: torch.Tensor | None) -> torch.Tensor:
+        x = x.contiguous()
+        if self.kernel == "numba":
+            if out is None:
+                out = x.new_empty((op.shape[0], x.shape[1]))
+                accumulate = False
+            op.matmul(x.numpy(), out=out.numpy(), accumulate=accumulate,
+                      row_scale=None if row_scale is None else row_scale.numpy())
+            return out
+        product = (x.new_zeros((op.shape[0], x.shape[1])) if op._nnz() == 0 or 0 in op.shape
+                   else torch.sparse.mm(op.to(x.dtype), x))
+        if out is not None and accumulate:
+            product = product + out
+        if row_scale is not None:
+            product = product * row_scale[:, None]
+        if out is None:
+            return product
+        out.copy_(product)
+        return out
 
-    def matmul(self, x: torch.Tensor) -> torch.Tensor:
-        return self._apply(self._forward, x)
+    def matmul(self, x, out=None, accumulate=False, row_scale=None) -> torch.Tensor:
+        """``diag(row_scale) (out + A x)`` if accumulating into ``out``, else ``diag(row_scale) A x``."""
+        return self._apply(self._forward, x, out, accumulate, row_scale)
 
-    def t_matmul(self, x: torch.Tensor) -> torch.Tensor:
-        return self._apply(self._transpose, x)
+    def t_matmul(self, x, out=None, accumulate=False) -> torch.Tensor:
+        """``out + A^T x`` if accumulating into ``out``, else ``A^T x``."""
+        return self._apply(self._transpose, x, out, accumulate, None)
+
+
+def send_matrix(plan: RankPlan) -> sp.csr_matrix:
+    """S: one row per send-buffer row, PRE rows summing their sources, POST rows one source."""
+    pre_pos, post_pos = plan.send_positions()
+    rows = np.concatenate([np.repeat(pre_pos, np.diff(plan.pre_indptr)), post_pos])
+    cols = np.concatenate([plan.pre_indices, plan.post_send_index]).astype(np.int64)
+    return sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
+                         shape=(int(plan.send_counts.sum()), plan.num_owned))
+
+
+def _csr(indptr, indices, num_cols) -> sp.csr_matrix:
+    return sp.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
+                         shape=(len(indptr) - 1, num_cols))
 
 
 class RankOperators:
-    """Everything one rank needs to aggregate: its plan's operators and buffer layout."""
+    """Everything one rank needs to aggregate: its plan's operators and exchange counts."""
 
-    def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer) -> None:
+    def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer, kernel: str = "numba") -> None:
         self.plan = plan
         self.communicator = communicator
         self.timer = timer
-        n = plan.num_owned
-        self.local = CsrOperator(plan.local_indptr, plan.local_indices, n)
-        self.pre = CsrOperator(plan.pre_indptr, plan.pre_indices, n)
-        self.remote = CsrOperator(plan.remote_indptr, plan.remote_indices, int(plan.recv_counts.sum()))
-        pre_pos, post_pos = plan.send_positions()
-        self.pre_pos = torch.from_numpy(pre_pos)
-        self.post_pos = torch.from_numpy(post_pos)
-        self.post_index = torch.from_numpy(plan.post_send_index.astype(np.int64))
+        self.local = SparseOperator(_csr(plan.local_indptr, plan.local_indices, plan.num_owned), kernel)
+        self.send = SparseOperator(send_matrix(plan), kernel)
+        self.remote = SparseOperator(_csr(plan.remote_indptr, plan.remote_indices, int(plan.recv_counts.sum())),
+                                     kernel)
         self.send_counts = plan.send_counts
         self.recv_counts = plan.recv_counts
-        self.num_send = int(plan.send_counts.sum())
 
     def exchange(self, rows: torch.Tensor, reverse: bool = False) -> torch.Tensor:
-        send_counts, recv_counts = (self.recv_counts, self.send_counts) if reverse else (self.send_counts,
-                                                                                          self.recv_counts)
+        send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
+                                    else (self.send_counts, self.recv_counts))
         with self.timer.phase("communication"):
             received = self.communicator.alltoallv(rows.contiguous().numpy(), send_counts, recv_counts)
         return torch.from_numpy(received)
 
-    def forward_sum(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
-            send = x.new_empty((self.num_send, x.shape[1]))
-            send[self.pre_pos] = self.pre.matmul(x)
-            send[self.post_pos] = x[self.post_index]
+            send = self.send.matmul(x)
         received = self.exchange(send)
         with self.timer.phase("aggregation"):
-            return self.local.matmul(x) + self.remote.matmul(received)
+            out = self.local.matmul(x)
+            return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
 
-    def backward_sum(self, grad: torch.Tensor) -> torch.Tensor:
+    def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
-            grad = grad.contiguous()
+            grad = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
             grad_received = self.remote.t_matmul(grad)
         grad_send = self.exchange(grad_received, reverse=True)
         with self.timer.phase("aggregation"):
             grad_x = self.local.t_matmul(grad)
-            grad_x += self.pre.t_matmul(grad_send[self.pre_pos].contiguous())
-            grad_x.index_add_(0, self.post_index, grad_send[self.post_pos])
-            return grad_x
+            return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
 
 
-class _DistributedSum(torch.autograd.Function):
+class _DistributedAggregation(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, operators: RankOperators):
-        ctx.operators = operators
-        return operators.forward_sum(x.detach().contiguous())
+    def forward(ctx, x, operators: RankOperators, row_scale):
+        ctx.operators, ctx.row_scale = operators, row_scale
+        return operators.forward(x.detach(), row_scale)
 
     @staticmethod
     def backward(ctx, grad):
-        return ctx.operators.backward_sum(grad), None
+        return ctx.operators.backward(grad, ctx.row_scale), None, None
 
 
 class GraphOps:
@@ -134,19 +164,20 @@ class GraphOps:
         self.operators = operators
         plan = operators.plan
         degree = torch.from_numpy(plan.in_degree.astype(np.float32))
-        self.inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))[:, None]
+        self.inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
         rows = np.repeat(np.arange(plan.num_owned), np.diff(plan.local_indptr))
         has_loop = np.zeros(plan.num_owned, dtype=bool)
         has_loop[rows[plan.local_indices == rows]] = True
         self.missing_loop = torch.from_numpy((~has_loop).astype(np.float32))[:, None]
-        self.inv_sqrt_gcn_degree = (degree[:, None] + self.missing_loop).rsqrt()
+        self.inv_sqrt_gcn_degree = (degree + self.missing_loop[:, 0]).rsqrt()
 
-    def sum(self, x: torch.Tensor) -> torch.Tensor:
-        return _DistributedSum.apply(x, self.operators)
+    def sum(self, x: torch.Tensor, row_scale: torch.Tensor | None = None) -> torch.Tensor:
+        return _DistributedAggregation.apply(x, self.operators, row_scale)
 
     def mean(self, x: torch.Tensor) -> torch.Tensor:
-        return self.sum(x) * self.inv_degree
+        return self.sum(x, self.inv_degree)
 
     def gcn(self, x: torch.Tensor) -> torch.Tensor:
-        scaled = x * self.inv_sqrt_gcn_degree
-        return (self.sum(scaled) + self.missing_loop * scaled) * self.inv_sqrt_gcn_degree
+        scale = self.inv_sqrt_gcn_degree
+        scaled = x * scale[:, None]
+        return self.sum(scaled, scale) + self.missing_loop * scaled * scale[:, None]

@@ -180,6 +180,8 @@ def _add_train_parser(commands) -> None:
     model.add_argument("--seed", type=int, default=0)
     run = train.add_argument_group("execution")
     run.add_argument("--threads", type=_positive_int, default=1, help="torch and numba threads per rank")
+    run.add_argument("--kernel", choices=("numba", "torch"), default="numba",
+                     help="sparse kernels: numba (optimised, default) or torch (torch.sparse.mm reference)")
     run.add_argument("--checkpoint", type=Path, help="checkpoint file (written atomically)")
     run.add_argument("--checkpoint-every", type=int, default=0, help="epochs between checkpoints (0 = never)")
     run.add_argument("--resume", action="store_true", help="continue from --checkpoint when it exists")

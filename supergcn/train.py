@@ -88,6 +88,7 @@ class TrainConfig:
     epochs: int = 200
     seed: int = 0
     threads: int = 1
+    kernel: str = "numba"
     checkpoint: Path | None = None
     checkpoint_every: int = 0
     resume: bool = False
@@ -169,7 +170,7 @@ class Trainer:
         self.timer = PhaseTimer()
         set_threads(config.threads)
         self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
-        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer))
+        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel))
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm)

@@ -70,6 +70,18 @@ def test_distributed_training_matches_pyg(workspace, reference, parts, strategy,
     assert header["num_ranks"] == parts and header["strategy"] == strategy
 
 
+def test_reference_torch_kernels_match_pyg_too(workspace, reference, tmp_path):
+    root, _ = workspace
+    model, init, expected = reference
+    out, logits = tmp_path / "m.jsonl", tmp_path / "logits.npy"
+    result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--model", model, "--dropout", 0, "--epochs", EPOCHS,
+                                    "--lr", LR, "--init-weights", init, "--save-logits", logits, "--kernel", "torch"))
+    assert result.returncode == 0, result.stderr
+    assert read_metrics(out)[0]["config"]["kernel"] == "torch"
+    np.testing.assert_allclose([e["loss"] for e in read_metrics(out)[1]], expected["losses"], rtol=1e-4)
+    np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
+
+
 def test_metrics_record_breakdown_bytes_and_provenance(workspace, tmp_path):
     root, _ = workspace
     out = tmp_path / "m.jsonl"
