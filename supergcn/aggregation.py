@@ -88,20 +88,6 @@ class SparseOperator:
         return self._apply(self._transpose, x, out, accumulate, None)
 
 
-def send_matrix(plan: RankPlan) -> sp.csr_matrix:
-    """S: one row per send-buffer row, PRE rows summing their sources, POST rows one source."""
-    pre_pos, post_pos = plan.send_positions()
-    rows = np.concatenate([np.repeat(pre_pos, np.diff(plan.pre_indptr)), post_pos])
-    cols = np.concatenate([plan.pre_indices, plan.post_send_index]).astype(np.int64)
-    return sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)),
-                         shape=(int(plan.send_counts.sum()), plan.num_owned))
-
-
-def _csr(indptr, indices, num_cols) -> sp.csr_matrix:
-    return sp.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
-                         shape=(len(indptr) - 1, num_cols))
-
-
 class RankOperators:
     """Everything one rank needs to aggregate: its plan's operators and exchange counts."""
 
@@ -109,10 +95,10 @@ class RankOperators:
         self.plan = plan
         self.communicator = communicator
         self.timer = timer
-        self.local = SparseOperator(_csr(plan.local_indptr, plan.local_indices, plan.num_owned), kernel)
-        self.send = SparseOperator(send_matrix(plan), kernel)
-        self.remote = SparseOperator(_csr(plan.remote_indptr, plan.remote_indices, int(plan.recv_counts.sum())),
-                                     kernel)
+        matrices = plan.matrices()
+        self.local = SparseOperator(matrices["local"], kernel)
+        self.send = SparseOperator(matrices["send"], kernel)
+        self.remote = SparseOperator(matrices["remote"], kernel)
         self.send_counts = plan.send_counts
         self.recv_counts = plan.recv_counts
 

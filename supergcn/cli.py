@@ -142,6 +142,30 @@ def _add_pjm_parser(commands) -> None:
     pjm.set_defaults(func=cmd_pjm)
 
 
+def cmd_bench(args) -> None:
+    import json
+
+    from supergcn.bench import run_bench_kernels
+
+    print(json.dumps(run_bench_kernels(args), indent=2))
+
+
+def _add_bench_parser(commands) -> None:
+    bench = commands.add_parser("bench", help="benchmarks")
+    kinds = bench.add_subparsers(dest="kind", required=True)
+    kernels = kinds.add_parser("kernels", help="our aggregation kernels vs PyG, torch.sparse.mm, scipy, memcpy",
+                               description="Times are medians over --repeats calls after one warm-up call.")
+    kernels.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
+    kernels.add_argument("--features", type=_positive_int, default=256, help="feature width F")
+    kernels.add_argument("--threads", type=_positive_int, default=1, help="threads for every contender")
+    kernels.add_argument("--repeats", type=_positive_int, default=5)
+    kernels.add_argument("--reorder", choices=("none", "rcm"), default="none",
+                         help="renumber nodes first (reverse Cuthill-McKee) to measure locality effects")
+    kernels.add_argument("--no-pyg", action="store_true", help="skip PyG's scatter path (slow on big graphs)")
+    kernels.add_argument("--json", type=Path, help="also write the result here")
+    bench.set_defaults(func=cmd_bench)
+
+
 def cmd_train(args) -> int:
     from mpi4py import MPI
 
@@ -236,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_train_parser(commands)
     _add_pjm_parser(commands)
+    _add_bench_parser(commands)
 
     tables = commands.add_parser("tables", help="result tables (CSV, Markdown, LaTeX) of a study")
     tables.add_argument("--runs", nargs="+", type=Path, required=True, help="metrics files of training runs")

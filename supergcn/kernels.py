@@ -58,24 +58,28 @@ def _gather_spmm(indptr, indices, weights, row_scale, x, out, chunks, tile, accu
     for job in prange(num_tiles * num_chunks):
         start = (job // num_chunks) * tile
         stop = min(num_features, start + tile)
+        width = stop - start
         chunk = job % num_chunks
         for r in range(chunks[chunk], chunks[chunk + 1]):
+            # Loops over 1-D views from index 0 vectorise; the same loops written with
+            # out[r, f] and offset bounds did not (600 ms instead of 150 ms, F = 256).
+            row = out[r, start:stop]
             if not accumulate:
-                for f in range(start, stop):
-                    out[r, f] = 0
+                for f in range(width):
+                    row[f] = 0
             for k in range(indptr[r], indptr[r + 1]):
-                c = indices[k]
+                gathered = x[indices[k], start:stop]
                 if use_weights:
                     w = weights[k]
-                    for f in range(start, stop):
-                        out[r, f] += w * x[c, f]
+                    for f in range(width):
+                        row[f] += w * gathered[f]
                 else:
-                    for f in range(start, stop):
-                        out[r, f] += x[c, f]
+                    for f in range(width):
+                        row[f] += gathered[f]
             if use_scale:
                 s = row_scale[r]
-                for f in range(start, stop):
-                    out[r, f] *= s
+                for f in range(width):
+                    row[f] *= s
 
 
 class GatherCsr:

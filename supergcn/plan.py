@@ -84,11 +84,22 @@ class RankPlan:
         return pre_pos, post_pos
 
     def matrices(self) -> dict[str, sp.csr_matrix]:
-        """The plan's three CSR operators as scipy matrices with unit weights."""
+        """The plan's operators as scipy CSR matrices with unit weights:
+
+        * ``local`` (n x n): owned destinations <- owned sources;
+        * ``send`` (send rows x n): each send-buffer row, a PRE row summing its sources or
+          a POST row copying one source, in buffer order;
+        * ``remote`` (n x received rows): owned destinations <- receive-buffer rows.
+        """
         def csr(indptr, indices, num_cols):
-            return sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(indptr) - 1, num_cols))
-        return {"local": csr(self.local_indptr, self.local_indices, self.num_owned),
-                "pre": csr(self.pre_indptr, self.pre_indices, self.num_owned),
+            return sp.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
+                                 shape=(len(indptr) - 1, num_cols))
+        pre_pos, post_pos = self.send_positions()
+        send_rows = np.concatenate([np.repeat(pre_pos, np.diff(self.pre_indptr)), post_pos])
+        send_cols = np.concatenate([self.pre_indices, self.post_send_index]).astype(np.int64)
+        send = sp.csr_matrix((np.ones(len(send_rows), dtype=np.float32), (send_rows, send_cols)),
+                             shape=(int(self.send_counts.sum()), self.num_owned))
+        return {"local": csr(self.local_indptr, self.local_indices, self.num_owned), "send": send,
                 "remote": csr(self.remote_indptr, self.remote_indices, int(self.recv_counts.sum()))}
 
 
@@ -296,20 +307,16 @@ def aggregate_in_process(plans: list[RankPlan], features: np.ndarray) -> np.ndar
     """Run the whole distributed mean aggregation in one process, in float64.
 
     ``features`` are indexed by new ids. Each rank pre-aggregates and gathers its send
-    buffer; the buffers are routed as Alltoallv would route them; each rank adds local
+    buffer (the ``send`` operator); the buffers are routed as Alltoallv would route them;
+    each rank adds local
     and remote contributions and divides by the global in-degree. This is the reference
     the MPI trainer is held to, and the check that a plan reproduces ÂX.
     """
     x = np.asarray(features, dtype=np.float64)
     blocks = [x[p.offset:p.offset + p.num_owned] for p in plans]
     matrices = [p.matrices() for p in plans]
-    send_chunks = []
-    for plan, ops, block in zip(plans, matrices, blocks):
-        buffer = np.empty((int(plan.send_counts.sum()), x.shape[1]))
-        pre_pos, post_pos = plan.send_positions()
-        buffer[pre_pos] = ops["pre"] @ block
-        buffer[post_pos] = block[plan.post_send_index]
-        send_chunks.append(np.split(buffer, np.cumsum(plan.send_counts)[:-1]))
+    send_chunks = [np.split(ops["send"] @ block, np.cumsum(plan.send_counts)[:-1])
+                   for plan, ops, block in zip(plans, matrices, blocks)]
     out = np.empty_like(x)
     for plan, ops, block in zip(plans, matrices, blocks):
         received = np.concatenate([send_chunks[j][plan.rank] for j in range(len(plans))])

@@ -96,3 +96,20 @@ def test_missing_inputs(workspace, tmp_path, missing):
     assert_clean_failure(result, {"graph": "nowhere/meta.json not found", "partition": "nowhere/partition.json",
                                   "array": "indices.npy is missing"}[missing])
     assert not (tmp_path / "plan").exists()
+
+
+def test_bench_kernels_reports_times_and_ratios(workspace, tmp_path):
+    out = tmp_path / "bench.json"
+    result = run_cli("bench", "kernels", "--graph", workspace / "g", "--features", 8, "--threads", 1, "--repeats", 1,
+                     "--json", out)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert report == json.loads(result.stdout)
+    assert set(report["seconds"]) == {"ours_forward", "ours_backward", "torch_sparse_mm", "scipy_csr",
+                                      "pyg_scatter_mean"}
+    assert report["max_abs_error_vs_scipy"] < 1e-5
+    assert report["memcpy_gb_per_s"] > 0
+    nnz_bytes = report["nnz"] * 8 * 4
+    assert report["roofline_seconds"] == pytest.approx(nnz_bytes / (report["memcpy_gb_per_s"] * 1e9))
+    assert report["ratios"]["pyg_over_ours"] == pytest.approx(
+        report["seconds"]["pyg_scatter_mean"] / report["seconds"]["ours_forward"])
