@@ -136,3 +136,29 @@ def run_bench_kernels(args) -> dict:
     if args.json:
         write_text(Path(args.json), json.dumps(result, indent=2) + "\n")
     return result
+
+
+def bench_quantization(rows: int, features: int, threads: int, bits: int, rounding: str, repeats: int = 5,
+                       destinations: int = 8) -> dict:
+    """Throughput of quantize+pack and unpack+dequantize in GB/s of float32 rows, against
+    the same run's memcpy bandwidth."""
+    from supergcn.quantization import dequantize, quantize
+
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    x = np.random.default_rng(0).standard_normal((rows, features), dtype=np.float32)
+    counts = np.full(destinations, rows // destinations)
+    counts[-1] += rows - counts.sum()
+    _, quantize_seconds = _timed(lambda: quantize(x, counts, bits, rounding), repeats)
+    packed = quantize(x, counts, bits, rounding)
+    out = np.empty_like(x)
+    _, dequantize_seconds = _timed(lambda: dequantize(packed, counts, bits, out=out), repeats)
+    bandwidth = memcpy_bandwidth(threads)
+    quantize_rate = x.nbytes / quantize_seconds / 1e9
+    dequantize_rate = x.nbytes / dequantize_seconds / 1e9
+    return {"rows": rows, "features": features, "threads": threads, "bits": bits, "rounding": rounding,
+            "seconds": {"quantize_pack": quantize_seconds, "unpack_dequantize": dequantize_seconds},
+            "gb_per_s": {"quantize_pack": quantize_rate, "unpack_dequantize": dequantize_rate},
+            "memcpy_gb_per_s": bandwidth,
+            "fraction_of_memcpy": {"quantize_pack": quantize_rate / bandwidth,
+                                   "unpack_dequantize": dequantize_rate / bandwidth},
+            "packed_bytes": int(packed.packed.nbytes), "float32_bytes": int(x.nbytes)}

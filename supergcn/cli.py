@@ -145,9 +145,14 @@ def _add_pjm_parser(commands) -> None:
 def cmd_bench(args) -> None:
     import json
 
-    from supergcn.bench import run_bench_kernels
+    from supergcn import bench
 
-    print(json.dumps(run_bench_kernels(args), indent=2))
+    if args.kind == "kernels":
+        result = bench.run_bench_kernels(args)
+    else:
+        result = bench.bench_quantization(args.rows, args.features, args.threads, args.bits, args.rounding,
+                                          args.repeats)
+    print(json.dumps(result, indent=2))
 
 
 def _add_bench_parser(commands) -> None:
@@ -163,6 +168,13 @@ def _add_bench_parser(commands) -> None:
                          help="renumber nodes first (reverse Cuthill-McKee) to measure locality effects")
     kernels.add_argument("--no-pyg", action="store_true", help="skip PyG's scatter path (slow on big graphs)")
     kernels.add_argument("--json", type=Path, help="also write the result here")
+    quant = kinds.add_parser("quantization", help="quantize+pack and unpack+dequantize throughput vs memcpy")
+    quant.add_argument("--rows", type=_positive_int, default=200_000)
+    quant.add_argument("--features", type=_positive_int, default=256)
+    quant.add_argument("--threads", type=_positive_int, default=1)
+    quant.add_argument("--bits", type=int, choices=(2, 4, 8), default=2)
+    quant.add_argument("--rounding", choices=("nearest", "stochastic"), default="nearest")
+    quant.add_argument("--repeats", type=_positive_int, default=5)
     bench.set_defaults(func=cmd_bench)
 
 

@@ -113,3 +113,16 @@ def test_bench_kernels_reports_times_and_ratios(workspace, tmp_path):
     assert report["roofline_seconds"] == pytest.approx(nnz_bytes / (report["memcpy_gb_per_s"] * 1e9))
     assert report["ratios"]["pyg_over_ours"] == pytest.approx(
         report["seconds"]["pyg_scatter_mean"] / report["seconds"]["ours_forward"])
+
+
+def test_bench_quantization_reports_rates_against_memcpy():
+    result = run_cli("bench", "quantization", "--rows", 1000, "--features", 16, "--repeats", 1, "--bits", 2)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["float32_bytes"] == 1000 * 16 * 4
+    # 8 destinations of 125 rows; each chunk is padded to 128 rows = 32 packed byte rows.
+    assert report["packed_bytes"] == 8 * 32 * 16
+    for step in ("quantize_pack", "unpack_dequantize"):
+        rate = report["float32_bytes"] / report["seconds"][step] / 1e9
+        assert report["gb_per_s"][step] == pytest.approx(rate)
+        assert report["fraction_of_memcpy"][step] == pytest.approx(rate / report["memcpy_gb_per_s"])

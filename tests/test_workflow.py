@@ -274,3 +274,11 @@ def test_lint_is_clean():
     result = snakemake("--lint")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_variants_the_trainer_cannot_run_yet_are_refused_up_front(tmp_path):
+    overlay = write_overlay(tmp_path, variants=[{"strategy": "hybrid", "bits": 2, "label_propagation": True}])
+    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode != 0
+    assert "does not support yet" in result.stdout + result.stderr
+    assert "Job stats" not in result.stdout
