@@ -8,7 +8,9 @@ restricted to rank i's destinations is
 with L the local CSR, S the send operator (one row per send-buffer row: a PRE partial
 sum or a single POST source, see :mod:`supergcn.plan`), R the post-aggregation CSR over
 the receive buffer B, and D a diagonal row scale (1/deg for the mean). Forward: S X,
-exchange (Alltoallv), L X, then D (· + R B). Backward is the transpose: with G = dL/dY,
+exchange (Alltoallv, started before L X and awaited after it, so the local aggregation
+overlaps the transfer), L X, then D (· + R B). While training, exchanged rows may be
+quantized (:class:`ExchangeSettings`). Backward is the transpose: with G = dL/dY,
 
     dL/dX_i = L_i^T (D_i G_i) + S_i^T H_i,     H = exchange^T(R^T D G)
 
@@ -20,6 +22,7 @@ kernels of :mod:`supergcn.kernels` (``kernel="numba"``, the default) or on torch
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +31,7 @@ import torch
 from supergcn.comm import Communicator
 from supergcn.kernels import GatherCsr
 from supergcn.plan import RankPlan
+from supergcn.quantization import Quantized, dequantize, packed_rows, quantize
 from supergcn.timing import PhaseTimer
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
@@ -88,42 +92,104 @@ class SparseOperator:
         return self._apply(self._transpose, x, out, accumulate, None)
 
 
+@dataclass(frozen=True)
+class ExchangeSettings:
+    """How boundary rows travel while training (evaluation always exchanges float32).
+
+    ``bits`` < 32 quantizes every exchanged row, embeddings forward and gradients
+    backward (:mod:`supergcn.quantization`); ``overlap`` starts the exchange before the
+    local aggregation and waits for it afterwards.
+    """
+
+    bits: int = 32
+    rounding: str = "nearest"
+    overlap: bool = True
+    bfloat16_parameters: bool = True
+    seed: int = 0
+
+
+def _parameters_to_wire(quantized: Quantized, bfloat16: bool) -> np.ndarray:
+    pair = np.stack([quantized.zero_point, quantized.scale], axis=1)
+    return (pair.view(np.uint32) >> np.uint32(16)).astype(np.uint16) if bfloat16 else pair
+
+
+def _parameters_from_wire(wire: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pair = (wire.astype(np.uint32) << np.uint32(16)).view(np.float32) if wire.dtype == np.uint16 else wire
+    return np.ascontiguousarray(pair[:, 0]), np.ascontiguousarray(pair[:, 1])
+
+
 class RankOperators:
     """Everything one rank needs to aggregate: its plan's operators and exchange counts."""
 
-    def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer, kernel: str = "numba") -> None:
+    def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer, kernel: str = "numba",
+                 settings: ExchangeSettings = ExchangeSettings()) -> None:
         self.plan = plan
         self.communicator = communicator
         self.timer = timer
+        self.settings = settings
         matrices = plan.matrices()
         self.local = SparseOperator(matrices["local"], kernel)
         self.send = SparseOperator(matrices["send"], kernel)
         self.remote = SparseOperator(matrices["remote"], kernel)
         self.send_counts = plan.send_counts
         self.recv_counts = plan.recv_counts
+        self.training = False       # quantize only while training
+        self.quantize_calls = 0     # position in the stochastic-rounding stream (checkpointed)
 
-    def exchange(self, rows: torch.Tensor, reverse: bool = False) -> torch.Tensor:
+    def start_exchange(self, rows: torch.Tensor, reverse: bool = False):
+        """Start sending ``rows``; return a function that waits and returns the rows received."""
         send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
                                     else (self.send_counts, self.recv_counts))
+        rows = rows.contiguous().numpy()
+        bits = self.settings.bits
+        if not self.training or bits == 32:
+            with self.timer.phase("communication"):
+                pending = self.communicator.ialltoallv(rows, send_counts, recv_counts)
+
+            def finish():
+                with self.timer.phase("communication"):
+                    return torch.from_numpy(pending.wait())
+            return finish
+        with self.timer.phase("quantization"):
+            seed = (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls
+            self.quantize_calls += 1
+            quantized = quantize(rows, send_counts, bits, self.settings.rounding, seed,
+                                 self.settings.bfloat16_parameters)
+            wire = _parameters_to_wire(quantized, self.settings.bfloat16_parameters)
         with self.timer.phase("communication"):
-            received = self.communicator.alltoallv(rows.contiguous().numpy(), send_counts, recv_counts)
-        return torch.from_numpy(received)
+            data = self.communicator.ialltoallv(quantized.packed, packed_rows(send_counts, bits),
+                                                packed_rows(recv_counts, bits))
+            parameters = self.communicator.ialltoallv(wire, send_counts, recv_counts, kind="params")
+
+        def finish():
+            with self.timer.phase("communication"):
+                packed, wire_received = data.wait(), parameters.wait()
+            with self.timer.phase("quantization"):
+                zero_point, scale = _parameters_from_wire(wire_received)
+                return torch.from_numpy(dequantize(Quantized(packed, zero_point, scale), recv_counts, bits))
+        return finish
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
             send = self.send.matmul(x)
-        received = self.exchange(send)
+        finish = self.start_exchange(send)
+        received = None if self.settings.overlap else finish()
         with self.timer.phase("aggregation"):
-            out = self.local.matmul(x)
+            out = self.local.matmul(x)  # overlaps the exchange when it is still in flight
+        received = finish() if received is None else received
+        with self.timer.phase("aggregation"):
             return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
 
     def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
             grad = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
             grad_received = self.remote.t_matmul(grad)
-        grad_send = self.exchange(grad_received, reverse=True)
+        finish = self.start_exchange(grad_received, reverse=True)
+        grad_send = None if self.settings.overlap else finish()
         with self.timer.phase("aggregation"):
             grad_x = self.local.t_matmul(grad)
+        grad_send = finish() if grad_send is None else grad_send
+        with self.timer.phase("aggregation"):
             return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
 
 

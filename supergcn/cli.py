@@ -218,6 +218,15 @@ def _add_train_parser(commands) -> None:
     run.add_argument("--threads", type=_positive_int, default=1, help="torch and numba threads per rank")
     run.add_argument("--kernel", choices=("numba", "torch"), default="numba",
                      help="sparse kernels: numba (optimised, default) or torch (torch.sparse.mm reference)")
+    exchange = train.add_argument_group("boundary exchange while training (evaluation is always float32)")
+    exchange.add_argument("--bits", type=int, choices=(32, 8, 4, 2), default=32,
+                          help="32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients")
+    exchange.add_argument("--rounding", choices=("nearest", "stochastic"), default="nearest",
+                          help="quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)")
+    exchange.add_argument("--parameter-dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                          help="wire type of the per-row zero point and scale")
+    exchange.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
+                          help="overlap the exchange with the local aggregation")
     run.add_argument("--checkpoint", type=Path, help="checkpoint file (written atomically)")
     run.add_argument("--checkpoint-every", type=int, default=0, help="epochs between checkpoints (0 = never)")
     run.add_argument("--resume", action="store_true", help="continue from --checkpoint when it exists")

@@ -24,7 +24,7 @@ class PendingExchange:
 
     request: object
     received: np.ndarray
-    communicator: "Communicator"
+    send: np.ndarray  # MPI reads it until the exchange completes
 
     def wait(self) -> np.ndarray:
         self.request.Wait()
@@ -41,8 +41,9 @@ class Communicator:
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
-        self.bytes_sent = np.zeros(self.size, dtype=np.int64)
-        self.bytes_received = np.zeros(self.size, dtype=np.int64)
+        # Bytes per peer and kind: "data" (rows) and "params" (quantization parameters).
+        self.bytes_sent = {kind: np.zeros(self.size, dtype=np.int64) for kind in ("data", "params")}
+        self.bytes_received = {kind: np.zeros(self.size, dtype=np.int64) for kind in ("data", "params")}
         self._row_types: dict[tuple[str, int], object] = {}
 
     def _row_type(self, dtype: np.dtype, width: int):
@@ -56,7 +57,7 @@ class Communicator:
             self._row_types[key] = row
         return self._row_types[key]
 
-    def _specs(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray):
+    def _specs(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray, kind: str):
         if send.ndim != 2 or not send.flags.c_contiguous:
             raise ValueError("exchange buffers must be C-contiguous 2-D arrays")
         if max(int(send_counts.max(initial=0)), int(recv_counts.max(initial=0))) > _MAX_COUNT:
@@ -67,22 +68,24 @@ class Communicator:
         send_displs = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
         recv_displs = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
         row_bytes = width * send.dtype.itemsize
-        self.bytes_sent += send_counts * row_bytes
-        self.bytes_received += recv_counts * row_bytes
+        self.bytes_sent[kind] += send_counts * row_bytes
+        self.bytes_received[kind] += recv_counts * row_bytes
         as_int = lambda a: np.asarray(a, dtype=np.int64).tolist()  # noqa: E731
         return ([send, (as_int(send_counts), as_int(send_displs)), row],
                 [received, (as_int(recv_counts), as_int(recv_displs)), row], received)
 
-    def alltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> np.ndarray:
+    def alltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
+                  kind: str = "data") -> np.ndarray:
         """Send ``send_counts[r]`` rows to each rank r; return the rows received."""
-        send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts)
+        send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts, kind)
         self.comm.Alltoallv(send_spec, recv_spec)
         return received
 
-    def ialltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> PendingExchange:
-        """Nonblocking :meth:`alltoallv`; keep ``send`` alive until ``wait()``."""
-        send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts)
-        return PendingExchange(self.comm.Ialltoallv(send_spec, recv_spec), received, self)
+    def ialltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
+                   kind: str = "data") -> PendingExchange:
+        """Nonblocking :meth:`alltoallv`; the pending exchange keeps ``send`` alive."""
+        send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts, kind)
+        return PendingExchange(self.comm.Ialltoallv(send_spec, recv_spec), received, send)
 
     def allreduce_sum(self, values: np.ndarray) -> np.ndarray:
         """In-place global sum of a contiguous array (identical on every rank)."""

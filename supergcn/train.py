@@ -36,7 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from supergcn.aggregation import GraphOps, RankOperators
+from supergcn.aggregation import ExchangeSettings, GraphOps, RankOperators
 from supergcn.comm import Communicator
 from supergcn.errors import SuperGCNError
 from supergcn.graph import load_graph, read_graph_meta
@@ -89,6 +89,10 @@ class TrainConfig:
     seed: int = 0
     threads: int = 1
     kernel: str = "numba"
+    bits: int = 32
+    rounding: str = "nearest"
+    overlap: bool = True
+    parameter_dtype: str = "bfloat16"
     checkpoint: Path | None = None
     checkpoint_every: int = 0
     resume: bool = False
@@ -100,7 +104,8 @@ class TrainConfig:
 
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
-        keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed")
+        keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
+                "rounding", "parameter_dtype")
         payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
@@ -170,7 +175,9 @@ class Trainer:
         self.timer = PhaseTimer()
         set_threads(config.threads)
         self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
-        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel))
+        settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
+                                    bfloat16_parameters=config.parameter_dtype == "bfloat16", seed=config.seed)
+        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings))
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm)
@@ -199,9 +206,10 @@ class Trainer:
     # -- one epoch ------------------------------------------------------------------
     def train_step(self) -> tuple[float, dict, np.ndarray]:
         self.timer.reset()
-        bytes_before = self.communicator.bytes_sent.copy()
+        bytes_before = {kind: sent.copy() for kind, sent in self.communicator.bytes_sent.items()}
         started = time.perf_counter()
         self.model.train()
+        self.ops.operators.training = True
         self.optimizer.zero_grad(set_to_none=False)
         logits = self.model(self.data.x, self.ops)
         mask = self.data.train_mask
@@ -219,11 +227,13 @@ class Trainer:
             offset += p.numel()
         self.optimizer.step()
         seconds = self.timer.breakdown(time.perf_counter() - started)
-        return float(flat[-1]), seconds, self.communicator.bytes_sent - bytes_before
+        sent = {kind: self.communicator.bytes_sent[kind] - bytes_before[kind] for kind in bytes_before}
+        return float(flat[-1]), seconds, sent
 
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, torch.Tensor]:
         self.model.eval()
+        self.ops.operators.training = False
         logits = self.model(self.data.x, self.ops)
         correct = logits.argmax(-1) == self.data.y
         counts = np.array([int((correct & m).sum()) for m in (self.data.train_mask, self.data.val_mask,
@@ -235,7 +245,7 @@ class Trainer:
 
     # -- checkpoints ----------------------------------------------------------------
     def save_checkpoint(self, epoch: int) -> None:
-        rng_states = self.comm.gather(torch.get_rng_state(), root=0)
+        rng_states = self.comm.gather((torch.get_rng_state(), self.ops.operators.quantize_calls), root=0)
         if self.rank == 0:
             path = Path(self.config.checkpoint)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -262,7 +272,8 @@ class Trainer:
             print(f"resuming from checkpoint {path} after epoch {state['epoch']}", flush=True)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"][self.rank])
+        rng_state, self.ops.operators.quantize_calls = state["rng"][self.rank]
+        torch.set_rng_state(rng_state)
         self.records, self.best = state["records"], state["best"]
         self.start_epoch = state["epoch"] + 1
 
@@ -283,8 +294,10 @@ class Trainer:
         return {"type": "epoch", "epoch": epoch, "loss": loss, **accuracy,
                 "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*PHASES, "other", "total")},
                             "slowest_rank": slowest, "per_rank": per_rank},
-                "bytes": {"sent_total": int(np.sum(sent_per_rank)),
-                          "sent_per_rank": [int(s.sum()) for s in sent_per_rank],
+                "bytes": {"sent_total": int(sum(s[k].sum() for s in sent_per_rank for k in s)),
+                          "data_sent_total": int(sum(s["data"].sum() for s in sent_per_rank)),
+                          "params_sent_total": int(sum(s["params"].sum() for s in sent_per_rank)),
+                          "sent_per_rank": [int(sum(s[k].sum() for k in s)) for s in sent_per_rank],
                           "allreduce_per_rank": int(sum(p.numel() for p in self.model.parameters()) + 1) * 4}}
 
     def run(self) -> None:

@@ -165,3 +165,49 @@ def test_nan_loss_stops_with_the_epoch(tmp_path):
     assert result.returncode == 2
     assert "loss became nan at epoch 1" in result.stderr
     assert not (tmp_path / "m.jsonl").exists()
+
+
+def test_int2_exchange_moves_a_sixteenth_of_the_data(workspace, tmp_path):
+    from supergcn.volume import layer_bytes
+
+    root, _ = workspace
+    fp32, int2 = tmp_path / "fp32.jsonl", tmp_path / "int2.jsonl"
+    for out, bits in ((fp32, 32), (int2, 2)):
+        result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 3, "--bits", bits))
+        assert result.returncode == 0, result.stderr
+    plan = json.loads((root / "p3hybrid" / "plan.json").read_text())
+    rows = [p["rows"] for p in plan["pairs"]]
+    widths = (32 + HIDDEN + 5) + (HIDDEN + 5)  # forward layers 1-3, backward layers 2-3
+    data, params = layer_bytes(rows, 1, 2)
+    for epoch_fp32, epoch_int2 in zip(read_metrics(fp32)[1], read_metrics(int2)[1]):
+        assert epoch_int2["bytes"]["data_sent_total"] == data * widths
+        assert epoch_int2["bytes"]["params_sent_total"] == params * 5  # one (zero point, scale) pair per row
+        assert 15 * epoch_int2["bytes"]["data_sent_total"] <= epoch_fp32["bytes"]["data_sent_total"]
+        assert epoch_fp32["bytes"]["params_sent_total"] == 0
+        assert epoch_int2["seconds"]["max"]["quantization"] > 0
+    # Evaluation exchanges float32, training converges anyway.
+    losses = [e["loss"] for e in read_metrics(int2)[1]]
+    assert losses[-1] < losses[0]
+
+
+def test_single_rank_int2_equals_fp32(workspace, tmp_path):
+    root, _ = workspace
+    outs = []
+    for bits in (32, 2):
+        out = tmp_path / f"{bits}.jsonl"
+        assert run_mpi(1, *train_args(root, 1, "hybrid", out, "--epochs", 3, "--bits", bits)).returncode == 0
+        outs.append([e["loss"] for e in read_metrics(out)[1]])
+    assert outs[0] == outs[1]  # nothing is exchanged at P = 1
+
+
+@pytest.mark.parametrize("rounding", ["nearest", "stochastic"])
+def test_overlap_changes_timing_not_results(workspace, tmp_path, rounding):
+    root, _ = workspace
+    losses = []
+    for overlap in ("--overlap", "--no-overlap"):
+        out = tmp_path / f"{overlap}.jsonl"
+        result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--epochs", 3, "--bits", 2, "--rounding", rounding,
+                                        overlap))
+        assert result.returncode == 0, result.stderr
+        losses.append([e["loss"] for e in read_metrics(out)[1]])
+    assert losses[0] == losses[1]
