@@ -194,6 +194,13 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _label_rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
 def _add_train_parser(commands) -> None:
     from supergcn.models import MODELS
 
@@ -227,6 +234,11 @@ def _add_train_parser(commands) -> None:
                           help="wire type of the per-row zero point and scale")
     exchange.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
                           help="overlap the exchange with the local aggregation")
+    model.add_argument("--label-rate", type=_label_rate, default=0.0,
+                       help="masked label propagation: share of training labels fed as inputs each epoch "
+                            "(0 = off; the paper uses 0.62)")
+    model.add_argument("--input-norm", action=argparse.BooleanOptionalAction, default=False,
+                       help="LayerNorm on the input features before the first layer")
     run.add_argument("--checkpoint", type=Path, help="checkpoint file (written atomically)")
     run.add_argument("--checkpoint-every", type=int, default=0, help="epochs between checkpoints (0 = never)")
     run.add_argument("--resume", action="store_true", help="continue from --checkpoint when it exists")

@@ -50,19 +50,34 @@ class GCNLayer(nn.Module):
 
 
 class GNN(nn.Module):
-    """A stack of ``num_layers`` SAGE or GCN layers with the upstream hidden-layer order."""
+    """A stack of ``num_layers`` SAGE or GCN layers with the upstream hidden-layer order.
+
+    ``label_propagation`` adds masked label propagation (UniMP, PyG's ``MaskLabel``): a
+    learned embedding of the label, ``E[y_v]`` (one row of width ``in_dim`` per class), is
+    added to the input features of the nodes passed as ``label_nodes``. ``input_norm``
+    applies LayerNorm to the input (after the label embedding) before the first layer, so
+    that, as in the paper's §6.1, every layer's input is normalised (the hidden layers'
+    LayerNorm already precedes the next layer).
+    """
 
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
-                 dropout: float = 0.5, layer_norm: bool = True) -> None:
+                 dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
+                 input_norm: bool = False) -> None:
         super().__init__()
         layer = {"sage": SAGELayer, "gcn": GCNLayer}[model]
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.convs = nn.ModuleList(layer(a, b) for a, b in zip(dims[:-1], dims[1:]))
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
                                    for _ in range(num_layers - 1))
+        self.label_embedding = nn.Embedding(out_dim, in_dim) if label_propagation else None
+        self.input_norm = nn.LayerNorm(in_dim) if input_norm else nn.Identity()
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, ops: GraphOps, label_nodes: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> torch.Tensor:
+        if self.label_embedding is not None and label_nodes is not None:
+            x = x.index_add(0, label_nodes, self.label_embedding(labels))
+        x = self.input_norm(x)
         for conv, norm in zip(self.convs[:-1], self.norms):
             x = conv(x, ops)
             x = F.dropout(x, self.dropout, self.training)

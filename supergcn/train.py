@@ -3,7 +3,8 @@
 Every rank holds the rows of its partition and identical model parameters. An epoch is
 
     forward (with boundary exchanges) -> loss on the rank's training nodes, divided by the
-    GLOBAL number of training nodes -> backward (reverse exchanges) -> barrier (measures the
+    GLOBAL number of training nodes (with masked label propagation: those whose label
+    is not an input this epoch) -> backward (reverse exchanges) -> barrier (measures the
     wait for slower ranks) -> one all-reduce (sum) of all gradients and the loss -> Adam.
 
 The summed gradient equals the gradient of the single-process loss, so the model is the
@@ -93,6 +94,8 @@ class TrainConfig:
     rounding: str = "nearest"
     overlap: bool = True
     parameter_dtype: str = "bfloat16"
+    label_rate: float = 0.0
+    input_norm: bool = False
     checkpoint: Path | None = None
     checkpoint_every: int = 0
     resume: bool = False
@@ -105,7 +108,7 @@ class TrainConfig:
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
         keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
-                "rounding", "parameter_dtype")
+                "rounding", "parameter_dtype", "label_rate", "input_norm")
         payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
@@ -180,7 +183,8 @@ class Trainer:
         self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings))
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
-                         config.num_layers, config.dropout, config.layer_norm)
+                         config.num_layers, config.dropout, config.layer_norm,
+                         label_propagation=config.label_rate > 0, input_norm=config.input_norm)
         if config.init_weights is not None:
             agree(comm, lambda: self.load_weights(config.init_weights))
         for tensor in self.model.state_dict().values():  # identical start on every rank
@@ -192,6 +196,14 @@ class Trainer:
         self.global_counts = self.communicator.allreduce_sum(counts)
         if self.global_counts[0] == 0:
             raise CollectiveError(f"graph {self.data.graph_name!r} has no training nodes")
+        # Masked label propagation: each epoch, label_rate of every rank's training nodes
+        # get their label as input and the others carry the loss.
+        self.train_nodes = torch.nonzero(self.data.train_mask).reshape(-1)
+        self.num_label_inputs = int(round(config.label_rate * len(self.train_nodes)))
+        loss_nodes = np.array([len(self.train_nodes) - self.num_label_inputs], dtype=np.int64)
+        self.global_loss_nodes = int(self.communicator.allreduce_sum(loss_nodes)[0])
+        if self.global_loss_nodes == 0:
+            raise CollectiveError(f"label rate {config.label_rate} leaves no training node for the loss")
         self.fingerprint = config.trajectory_fingerprint(self.data.hashes)
         self.records: list[dict] = []
         self.best = {"val_acc": -1.0, "epoch": 0, "test_acc": 0.0}
@@ -211,9 +223,9 @@ class Trainer:
         self.model.train()
         self.ops.operators.training = True
         self.optimizer.zero_grad(set_to_none=False)
-        logits = self.model(self.data.x, self.ops)
-        mask = self.data.train_mask
-        loss = F.nll_loss(logits[mask], self.data.y[mask], reduction="sum") / float(self.global_counts[0])
+        label_nodes, loss_nodes = self.split_training_nodes()
+        logits = self.model(self.data.x, self.ops, label_nodes, self.data.y[label_nodes])
+        loss = F.nll_loss(logits[loss_nodes], self.data.y[loss_nodes], reduction="sum") / self.global_loss_nodes
         loss.backward()
         with self.timer.phase("synchronization"):
             self.comm.Barrier()
@@ -230,11 +242,19 @@ class Trainer:
         sent = {kind: self.communicator.bytes_sent[kind] - bytes_before[kind] for kind in bytes_before}
         return float(flat[-1]), seconds, sent
 
+    def split_training_nodes(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(nodes whose label is an input, nodes that carry the loss) for one epoch."""
+        if self.num_label_inputs == 0:
+            return self.train_nodes[:0], self.train_nodes
+        order = self.train_nodes[torch.randperm(len(self.train_nodes))]
+        return order[:self.num_label_inputs], order[self.num_label_inputs:]
+
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, torch.Tensor]:
         self.model.eval()
         self.ops.operators.training = False
-        logits = self.model(self.data.x, self.ops)
+        # At evaluation every training label is an input (label propagation only).
+        logits = self.model(self.data.x, self.ops, self.train_nodes, self.data.y[self.train_nodes])
         correct = logits.argmax(-1) == self.data.y
         counts = np.array([int((correct & m).sum()) for m in (self.data.train_mask, self.data.val_mask,
                                                               self.data.test_mask)], dtype=np.int64)

@@ -211,3 +211,61 @@ def test_overlap_changes_timing_not_results(workspace, tmp_path, rounding):
         assert result.returncode == 0, result.stderr
         losses.append([e["loss"] for e in read_metrics(out)[1]])
     assert losses[0] == losses[1]
+
+
+def test_label_embedding_is_added_to_the_chosen_inputs_only():
+    from supergcn.models import GNN
+
+    class Identity:
+        """Aggregation stand-in: every layer sees only its own row."""
+
+        def mean(self, x):
+            return torch.zeros_like(x)
+
+    torch.manual_seed(0)
+    model = GNN("sage", 4, 8, 3, num_layers=1, dropout=0.0, label_propagation=True).eval()
+    x = torch.randn(6, 4)
+    labels = torch.tensor([2, 0])
+    nodes = torch.tensor([1, 4])
+    with torch.no_grad():
+        plain = model(x, Identity())
+        with_labels = model(x, Identity(), nodes, labels)
+        shifted = x.clone()
+        shifted[nodes] += model.label_embedding.weight[labels]
+        expected = model(shifted, Identity())
+    torch.testing.assert_close(with_labels, expected)
+    unchanged = torch.tensor([0, 2, 3, 5])
+    torch.testing.assert_close(with_labels[unchanged], plain[unchanged])
+
+
+def test_label_rate_splits_each_epochs_training_nodes(workspace):
+    from mpi4py import MPI
+
+    from supergcn.train import TrainConfig, Trainer
+
+    root, graph = workspace
+    config = TrainConfig(graph=root / "g", partition=root / "p1", plan=root / "p1hybrid", out=root / "unused",
+                         hidden=8, label_rate=0.62)
+    trainer = Trainer(config, MPI.COMM_SELF)
+    train_nodes = set(np.flatnonzero(graph.train_mask).tolist())
+    expected_inputs = round(0.62 * len(train_nodes))
+    assert trainer.global_loss_nodes == len(train_nodes) - expected_inputs
+    first, _ = trainer.split_training_nodes()
+    for _ in range(2):
+        inputs, loss = trainer.split_training_nodes()
+        assert len(inputs) == expected_inputs and len(loss) == len(train_nodes) - expected_inputs
+        assert set(inputs.tolist()) | set(loss.tolist()) == train_nodes  # P = 1: local ids are global ids
+        assert not set(inputs.tolist()) & set(loss.tolist())
+    assert not torch.equal(first, inputs), "the split must be redrawn every epoch"
+
+
+def test_int2_with_label_propagation_trains(workspace, tmp_path):
+    root, _ = workspace
+    out = tmp_path / "m.jsonl"
+    result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--epochs", 8, "--bits", 2, "--label-rate", 0.62,
+                                    "--input-norm"))
+    assert result.returncode == 0, result.stderr
+    header, epochs, summary = read_metrics(out)
+    assert header["config"]["label_rate"] == 0.62 and header["config"]["input_norm"]
+    assert epochs[-1]["loss"] < epochs[0]["loss"]
+    assert summary["identical_parameters"]

@@ -157,7 +157,8 @@ def copy_workflow(destination: Path) -> Path:
 TINY = {"datasets": ["synthetic-tiny"], "process_counts": [1, 2], "seeds": [0],
         "variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False}],
         "training": {"model": "sage", "num_layers": 2, "hidden": 16, "dropout": 0.5, "layer_norm": True,
-                     "lr": 0.01, "weight_decay": 0.0, "epochs": 3, "checkpoint_every": 0, "label_rate": 0.62}}
+                     "lr": 0.01, "weight_decay": 0.0, "epochs": 3, "checkpoint_every": 0, "label_rate": 0.62,
+                     "input_norm": False, "rounding": "nearest"}}
 
 
 @pytest.fixture(scope="module")
@@ -276,9 +277,9 @@ def test_lint_is_clean():
     assert "Congratulations" in result.stdout + result.stderr
 
 
-def test_variants_the_trainer_cannot_run_yet_are_refused_up_front(tmp_path):
+def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
     overlay = write_overlay(tmp_path, variants=[{"strategy": "hybrid", "bits": 2, "label_propagation": True}])
-    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
-    assert result.returncode != 0
-    assert "does not support yet" in result.stdout + result.stderr
-    assert "Job stats" not in result.stdout
+    result = snakemake("-n", "-p", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode == 0, result.stderr
+    commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
+    assert commands and all("--bits 2 --label-rate 0.62" in c and "hybrid-int2-lp" in c for c in commands)

@@ -5,7 +5,6 @@ import os
 from pathlib import Path
 
 import supergcn
-from snakemake.exceptions import WorkflowError
 from supergcn.results import variant_name
 
 DATA = config["data_root"]
@@ -20,8 +19,8 @@ STEP_SOURCES = {
     "prepare": ["graph.py", "storage.py", "datasets/*.py"],
     "partition": ["graph.py", "storage.py", "partition.py"],
     "plan": ["graph.py", "storage.py", "partition.py", "plan.py", "cover.py"],
-    "train": ["aggregation.py", "comm.py", "models.py", "train.py", "timing.py", "plan.py", "kernels*.py",
-              "quantization*.py", "label_propagation*.py"],
+    "train": ["aggregation.py", "comm.py", "models.py", "train.py", "timing.py", "plan.py", "kernels.py",
+              "quantization.py"],
 }
 PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
 
@@ -33,16 +32,6 @@ wildcard_constraints:
     precision=r"fp32|int8|int4|int2",
     lp=r"lp|nolp",
     seed=r"\d+",
-
-
-# The trainer has no quantized exchange or label propagation yet: refuse such variants
-# before any job runs instead of failing inside their train jobs.
-_unsupported = [v for v in config["variants"] if v["bits"] != 32 or v["label_propagation"]]
-if _unsupported:
-    raise WorkflowError(
-        f"variants {_unsupported} need quantized exchange / label propagation, which `supergcn train` "
-        "does not support yet: keep bits: 32 and label_propagation: false"
-    )
 
 
 def source_hash(step):

@@ -16,6 +16,8 @@ rule train:
         hidden=TRAINING["hidden"],
         dropout=TRAINING["dropout"],
         layer_norm="--layer-norm" if TRAINING["layer_norm"] else "--no-layer-norm",
+        input_norm="--input-norm" if TRAINING["input_norm"] else "--no-input-norm",
+        rounding=TRAINING["rounding"],
         lr=TRAINING["lr"],
         weight_decay=TRAINING["weight_decay"],
         epochs=TRAINING["epochs"],
@@ -37,8 +39,8 @@ rule train:
         "{resources.mpi} -n {resources.tasks} python -m supergcn.cli train --graph {input.graph:q} "
         "--partition {input.partition:q} --plan {input.plan:q} --out {output:q} "
         "--model {params.model} --num-layers {params.num_layers} --hidden {params.hidden} "
-        "--dropout {params.dropout} {params.layer_norm} --lr {params.lr} "
+        "--dropout {params.dropout} {params.layer_norm} {params.input_norm} --lr {params.lr} "
         "--weight-decay {params.weight_decay} --epochs {params.epochs} --seed {wildcards.seed} "
-        "--threads {resources.cpus_per_task} {params.variant_flags} "
+        "--threads {resources.cpus_per_task} {params.variant_flags} --rounding {params.rounding} "
         "--checkpoint {params.checkpoint:q} --checkpoint-every {params.checkpoint_every} --resume "
         "> {log:q} 2>&1"
