@@ -257,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     from supergcn.partition import CONSTRAINTS, DEFAULT_CONSTRAINTS
     from supergcn.plan import STRATEGIES
 
-    parser = argparse.ArgumentParser(prog="supergcn", description="SuperGCN pipeline steps: prepare a graph, partition it, build communication plans.")
+    parser = argparse.ArgumentParser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training "
+                                     "on CPU clusters, and the steps of its scaling pipeline.")
     parser.add_argument("--version", action="version", version=f"supergcn {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 

@@ -129,12 +129,28 @@ def write_table(table: pd.DataFrame, stem: str | Path, caption: str) -> None:
 
 # -- figures ------------------------------------------------------------------------
 
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _panels(table: pd.DataFrame):
+    """A figure with one panel per dataset of ``table``: (figure, [(axes, dataset), ...])."""
+    datasets = _datasets(table)
+    figure, axes = _pyplot().subplots(1, len(datasets), figsize=(6 * len(datasets), 4), squeeze=False)
+    return figure, list(zip(axes[0], datasets))
+
+
 def _save(figure, stem: Path) -> None:
+    """``stem``.png and .pdf, each written under a temporary name and renamed."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     for suffix in (".png", ".pdf"):
         tmp = stem.with_name(f".{stem.name}.tmp{suffix}")
         figure.savefig(tmp, dpi=150, bbox_inches="tight")
         tmp.replace(stem.with_suffix(suffix))
+    _pyplot().close(figure)
 
 
 def _datasets(table):
@@ -147,13 +163,8 @@ def _bar_positions(num_groups: int, num_bars: int):
 
 
 def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    datasets = _datasets(scaling)
-    figure, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    figure, panels = _panels(scaling)
+    for ax, dataset in panels:
         data = scaling[scaling["dataset"] == dataset]
         process_counts = sorted(data["P"].unique())
         variants = list(dict.fromkeys(data["variant"]))
@@ -170,14 +181,10 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
         ax.set_title(dataset)
         ax.legend(fontsize="small")
     _save(figure, stem)
-    plt.close(figure)
 
 
 def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     groups = list(dict.fromkeys(zip(breakdown["dataset"], breakdown["variant"])))
     figure, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 4), squeeze=False, sharey=False)
     for ax, (dataset, variant) in zip(axes[0], groups):
@@ -192,17 +199,11 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
     axes[0][0].set_ylabel("seconds per epoch (slowest rank)")
     axes[0][-1].legend(fontsize="small")
     _save(figure, stem)
-    plt.close(figure)
 
 
 def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    datasets = _datasets(runs)
-    figure, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    figure, panels = _panels(runs)
+    for ax, dataset in panels:
         data = runs[runs["dataset"] == dataset]
         largest = data["P"].max()
         for variant in dict.fromkeys(data["variant"]):
@@ -214,18 +215,12 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
         ax.set_title(f"{dataset}, P = {largest}")
         ax.legend(fontsize="small")
     _save(figure, stem)
-    plt.close(figure)
 
 
 def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     columns = [c for c in ("pre_bytes", "post_bytes", "hybrid_bytes", "hybrid_int2_data_bytes") if c in volume]
-    datasets = _datasets(volume)
-    figure, axes = plt.subplots(1, len(datasets), figsize=(6 * len(datasets), 4), squeeze=False)
-    for ax, dataset in zip(axes[0], datasets):
+    figure, panels = _panels(volume)
+    for ax, dataset in panels:
         rows = volume[(volume["dataset"] == dataset) & (volume["P"] > 1)].sort_values("P")
         x, width = _bar_positions(len(rows), len(columns))
         for k, column in enumerate(columns):
@@ -237,4 +232,3 @@ def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
         ax.set_title(dataset)
         ax.legend(fontsize="small")
     _save(figure, stem)
-    plt.close(figure)
