@@ -15,8 +15,9 @@ validate(config, "workflow/schemas/config.schema.yaml")
 report: "workflow/report/workflow.rst"
 
 
-# Rules run this checkout's package (also inside a --sdm conda environment).
-shell.prefix(f"export PYTHONPATH='{workflow.basedir}'${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
+# Rules run this checkout's package (also inside a --sdm conda environment). The prefix
+# replaces Snakemake's default one, so it repeats its strict mode.
+shell.prefix(f"set -euo pipefail; export PYTHONPATH='{workflow.basedir}'${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
 
 
 include: "workflow/rules/common.smk"

@@ -254,7 +254,7 @@ def _add_train_parser(commands) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from supergcn import __version__
     from supergcn.datasets import dataset_names
-    from supergcn.partition import CONSTRAINTS, DEFAULT_CONSTRAINTS
+    from supergcn.partition import CONSTRAINTS
     from supergcn.plan import STRATEGIES
 
     parser = argparse.ArgumentParser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training "
@@ -275,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     partition.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
     partition.add_argument("--parts", required=True, type=_positive_int, help="number of parts P (MPI ranks)")
     partition.add_argument("--out", required=True, type=Path, help="output partition directory")
-    partition.add_argument("--constraints", nargs="*", choices=CONSTRAINTS, default=list(DEFAULT_CONSTRAINTS),
+    partition.add_argument("--constraints", nargs="*", choices=CONSTRAINTS, default=list(CONSTRAINTS),
                            help="balanced vertex weights (combined into one, see docs)")
     partition.add_argument("--seed", type=int, default=0, help="METIS random seed")
     partition.set_defaults(func=cmd_partition)

@@ -32,7 +32,7 @@ class PendingExchange:
 
 
 class Communicator:
-    """Alltoallv of rows and gradient all-reduce on an MPI communicator."""
+    """Nonblocking Alltoallv of rows and the gradient all-reduce on an MPI communicator."""
 
     def __init__(self, comm) -> None:
         from mpi4py import MPI
@@ -74,16 +74,10 @@ class Communicator:
         return ([send, (as_int(send_counts), as_int(send_displs)), row],
                 [received, (as_int(recv_counts), as_int(recv_displs)), row], received)
 
-    def alltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
-                  kind: str = "data") -> np.ndarray:
-        """Send ``send_counts[r]`` rows to each rank r; return the rows received."""
-        send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts, kind)
-        self.comm.Alltoallv(send_spec, recv_spec)
-        return received
-
     def ialltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
                    kind: str = "data") -> PendingExchange:
-        """Nonblocking :meth:`alltoallv`; the pending exchange keeps ``send`` alive."""
+        """Start sending ``send_counts[r]`` rows to each rank r; ``wait()`` on the result
+        returns the rows received. The pending exchange keeps ``send`` alive."""
         send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts, kind)
         return PendingExchange(self.comm.Ialltoallv(send_spec, recv_spec), received, send)
 

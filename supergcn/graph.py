@@ -61,6 +61,16 @@ class Graph:
     def in_degree(self) -> np.ndarray:
         return np.diff(self.indptr)
 
+    @property
+    def num_self_loops(self) -> int:
+        return int(np.count_nonzero(self.indices == np.repeat(np.arange(self.num_nodes), self.in_degree)))
+
+    @property
+    def num_undirected_edges(self) -> int:
+        """Undirected edges, a self loop counting once (it is stored once)."""
+        loops = self.num_self_loops
+        return (self.num_edges - loops) // 2 + loops
+
     def adjacency(self) -> sp.csr_matrix:
         """The 0/1 adjacency as a scipy CSR matrix (row = destination, column = source)."""
         data = np.ones(self.num_edges, dtype=np.float32)
@@ -146,14 +156,13 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) 
     graph.validate()
     started = time.perf_counter()
     content_hash = graph.content_hash()
-    loops = int(np.count_nonzero(graph.indices == np.repeat(np.arange(graph.num_nodes), graph.in_degree)))
     meta = {
         "format": GRAPH_FORMAT,
         "name": graph.name,
         "num_nodes": graph.num_nodes,
         "num_edges_directed": graph.num_edges,
-        "num_edges_undirected": (graph.num_edges - loops) // 2 + loops,
-        "self_loops": loops,
+        "num_edges_undirected": graph.num_undirected_edges,
+        "self_loops": graph.num_self_loops,
         "isolated_nodes": int(np.count_nonzero(graph.in_degree == 0)),
         "feature_dim": int(graph.features.shape[1]),
         "num_classes": graph.num_classes,

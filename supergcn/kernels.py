@@ -94,10 +94,6 @@ class GatherCsr:
         self.chunks_per_thread = chunks_per_thread
         self._chunks: dict[int, np.ndarray] = {}
 
-    @property
-    def nnz(self) -> int:
-        return int(self.indptr[-1])
-
     def chunks(self) -> np.ndarray:
         from supergcn._numba import numba
 

@@ -34,7 +34,6 @@ from supergcn.storage import (atomic_output_dir, hash_arrays, load_array, peak_m
 
 PARTITION_FORMAT = "supergcn-partition/1"
 CONSTRAINTS = ("nodes", "in_degree", "train")
-DEFAULT_CONSTRAINTS = ("nodes", "in_degree", "train")
 _METIS_WEIGHT_BUDGET = 2**30  # total vertex weight must stay well inside METIS's int32 idx_t
 _WEIGHT_RESOLUTION = 16
 
@@ -69,7 +68,7 @@ class Partition:
         return hash_arrays({"parts": self.parts, "num_parts": np.asarray(self.num_parts)})
 
 
-def constraint_weights(graph: Graph, constraints=DEFAULT_CONSTRAINTS) -> dict[str, np.ndarray]:
+def constraint_weights(graph: Graph, constraints=CONSTRAINTS) -> dict[str, np.ndarray]:
     available = {
         "nodes": lambda: np.ones(graph.num_nodes, dtype=np.int64),
         "in_degree": lambda: graph.in_degree.astype(np.int64),
@@ -93,7 +92,7 @@ def combined_weight(weights: dict[str, np.ndarray]) -> np.ndarray:
     return np.maximum(total, 1)
 
 
-def partition_graph(graph: Graph, num_parts: int, constraints=DEFAULT_CONSTRAINTS, seed: int = 0) -> Partition:
+def partition_graph(graph: Graph, num_parts: int, constraints=CONSTRAINTS, seed: int = 0) -> Partition:
     """METIS k-way partition of ``graph`` into ``num_parts`` parts."""
     import pymetis
 
@@ -145,7 +144,7 @@ def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir:
         "method": "single part" if partition.num_parts == 1 else "pymetis k-way, combined vertex weight",
         "constraints": list(constraints),
         "edge_cut": edge_cut(graph, partition.parts),
-        "num_edges_undirected": graph.num_edges // 2,
+        "num_edges_undirected": graph.num_undirected_edges,
         "balance": balance_report(graph, partition),
         "partition_hash": partition.content_hash(),
         "seconds": seconds,
@@ -172,7 +171,7 @@ def load_partition(directory: str | Path, graph_hash: str | None = None) -> tupl
     return partition, manifest
 
 
-def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constraints=DEFAULT_CONSTRAINTS,
+def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constraints=CONSTRAINTS,
                   seed: int = 0) -> dict:
     started = time.perf_counter()
     partition = partition_graph(graph, num_parts, constraints, seed)

@@ -15,7 +15,8 @@ column f of rows r*g .. r*g + r - 1, the first row in the highest bits (row r*g 
 in bits (r-1-k)*b .. (r-1-k)*b + b - 1). Each destination's chunk of rows is padded to a
 multiple of r rows, so no byte mixes two destinations, and the packed chunk for ``n``
 rows is ceil(n / r) x F bytes. The per-row parameters (zero_point, scale) travel
-separately, as float32 or rounded to bfloat16.
+separately, as float32 or as bfloat16; bfloat16 parameters are rounded *before* packing
+(zero point down, scale up), so the bounds above hold for the values the receiver uses.
 
 Each group of r rows is read from memory once: the min/max pass, the parameters and the
 quantize-and-pack pass run back to back on the same rows while they are in cache. The
@@ -23,6 +24,8 @@ inner loops multiply by a reciprocal instead of dividing.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -69,8 +72,16 @@ def _uniform(seed, row, column):
     return np.float32(z >> np.uint64(40)) * np.float32(1.0 / (1 << 24))
 
 
+@njit(inline="always")
+def _bfloat16_toward(value, upward):
+    """The nearest bfloat16 value at or below (at or above if ``upward``) ``value``."""
+    mantissa, exponent = math.frexp(value)
+    kept = math.ceil(mantissa * 256.0) if upward else math.floor(mantissa * 256.0)
+    return np.float32(math.ldexp(kept / 256.0, exponent))
+
+
 @njit(parallel=True, fastmath=False, cache=True)
-def _quantize_pack(x, first, size, bits, stochastic, seed, packed, zero_point, scale, finite):
+def _quantize_pack(x, first, size, bits, stochastic, seed, packed, zero_point, scale, finite, bfloat16):
     num_features = x.shape[1]
     per_byte = 8 // bits
     top = np.float32((1 << bits) - 1)
@@ -88,9 +99,16 @@ def _quantize_pack(x, first, size, bits, stochastic, seed, packed, zero_point, s
                     low = v
                 if v > high:
                     high = v
+            if bfloat16:
+                # Parameters that travel as bfloat16 are rounded before packing, the zero
+                # point down and the scale up, so the levels still span [min, max] and the
+                # receiver decodes with exactly the values the sender encoded with.
+                low = _bfloat16_toward(low, False)
             step = (high - low) / top
             if step <= 0:
                 step = np.float32(1.0)
+            if bfloat16:
+                step = _bfloat16_toward(step, True)
             zero_point[r] = low
             scale[r] = step
         out = packed[g]
@@ -128,13 +146,6 @@ def _unpack_dequantize(packed, first, size, bits, zero_point, scale, out):
                 row[f] = np.float32((np.int32(source[f]) >> shift) & mask) * step + low
 
 
-def to_bfloat16(values: np.ndarray) -> np.ndarray:
-    """float32 rounded to the nearest bfloat16 (ties to even), returned as float32."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return rounded.view(np.float32)
-
-
 class Quantized:
     """Packed rows of a send buffer plus their per-row parameters."""
 
@@ -158,12 +169,10 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
     zero_point = np.empty(x.shape[0], dtype=np.float32)
     scale = np.empty(x.shape[0], dtype=np.float32)
     finite = np.ones(len(first), dtype=np.bool_)
-    _quantize_pack(x, first, size, bits, rounding == "stochastic", np.uint64(seed), packed, zero_point, scale,
-                   finite)
+    _quantize_pack(x, first, size, bits, rounding == "stochastic", np.uint64(seed % 2**64), packed, zero_point,
+                   scale, finite, bfloat16_parameters)
     if not finite.all():
         raise SuperGCNError("NaN or Inf in the rows to quantize: the model diverged; lower the learning rate")
-    if bfloat16_parameters:
-        zero_point, scale = to_bfloat16(zero_point), to_bfloat16(scale)
     return Quantized(packed, zero_point, scale)
 
 

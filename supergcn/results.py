@@ -26,7 +26,7 @@ import pandas as pd
 
 from supergcn.errors import SuperGCNError
 from supergcn.plan import read_plan_manifest
-from supergcn.storage import write_text
+from supergcn.storage import atomic_file, write_text
 from supergcn.timing import PHASES
 
 BREAKDOWN = (*PHASES, "other")
@@ -145,11 +145,9 @@ def _panels(table: pd.DataFrame):
 
 def _save(figure, stem: Path) -> None:
     """``stem``.png and .pdf, each written under a temporary name and renamed."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
     for suffix in (".png", ".pdf"):
-        tmp = stem.with_name(f".{stem.name}.tmp{suffix}")
-        figure.savefig(tmp, dpi=150, bbox_inches="tight")
-        tmp.replace(stem.with_suffix(suffix))
+        with atomic_file(stem.with_suffix(suffix)) as tmp:
+            figure.savefig(tmp, dpi=150, bbox_inches="tight", format=suffix[1:])
     _pyplot().close(figure)
 
 

@@ -1,6 +1,7 @@
 """Self-describing, atomically written output directories.
 
-Every pipeline step writes a directory of ``.npy`` arrays plus a JSON manifest. The
+Every pipeline step writes a directory of arrays (``.npy``, or ``.npz`` per rank for
+plans) plus a JSON manifest. The
 directory is assembled under a temporary name beside its destination and renamed into
 place only when complete, so an interrupted or failing step never leaves a directory
 that a later step could mistake for a finished one.
@@ -39,7 +40,12 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
         if destination.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{destination.name}.old-", dir=destination.parent))
             os.replace(destination, retired / destination.name)
-            os.replace(staging, destination)
+            try:
+                os.replace(staging, destination)
+            except BaseException:
+                os.replace(retired / destination.name, destination)  # put the previous output back
+                shutil.rmtree(retired)
+                raise
             shutil.rmtree(retired)
         else:
             os.replace(staging, destination)
@@ -88,10 +94,21 @@ def peak_memory_mib() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write a text file through a temporary file and a rename."""
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` that is renamed to ``path`` on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write a text file through a temporary file and a rename."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text)

@@ -45,7 +45,7 @@ from supergcn.models import GNN
 from supergcn.partition import load_partition
 from supergcn.plan import load_rank_plan, read_plan_manifest
 from supergcn.provenance import git_commit, host, package_versions
-from supergcn.storage import write_text
+from supergcn.storage import atomic_file, write_text
 from supergcn.timing import PHASES, PhaseTimer
 
 
@@ -216,9 +216,10 @@ class Trainer:
             raise SuperGCNError(f"cannot load initial weights from {path}: {exc}") from exc
 
     # -- one epoch ------------------------------------------------------------------
-    def train_step(self) -> tuple[float, dict, np.ndarray]:
+    def train_step(self) -> tuple[float, dict, dict]:
         self.timer.reset()
         bytes_before = {kind: sent.copy() for kind, sent in self.communicator.bytes_sent.items()}
+        received_before = {kind: got.copy() for kind, got in self.communicator.bytes_received.items()}
         started = time.perf_counter()
         self.model.train()
         self.ops.operators.training = True
@@ -240,7 +241,8 @@ class Trainer:
         self.optimizer.step()
         seconds = self.timer.breakdown(time.perf_counter() - started)
         sent = {kind: self.communicator.bytes_sent[kind] - bytes_before[kind] for kind in bytes_before}
-        return float(flat[-1]), seconds, sent
+        received = {kind: self.communicator.bytes_received[kind] - received_before[kind] for kind in received_before}
+        return float(flat[-1]), seconds, {"sent": sent, "received": received}
 
     def split_training_nodes(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(nodes whose label is an input, nodes that carry the loss) for one epoch."""
@@ -267,26 +269,32 @@ class Trainer:
     def save_checkpoint(self, epoch: int) -> None:
         rng_states = self.comm.gather((torch.get_rng_state(), self.ops.operators.quantize_calls), root=0)
         if self.rank == 0:
-            path = Path(self.config.checkpoint)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            torch.save({"epoch": epoch, "fingerprint": self.fingerprint, "num_ranks": self.size,
-                        "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                        "rng": rng_states, "records": self.records, "best": self.best}, tmp)
-            os.replace(tmp, path)
+            with atomic_file(self.config.checkpoint) as tmp:
+                torch.save({"epoch": epoch, "fingerprint": self.fingerprint, "num_ranks": self.size,
+                            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                            "rng": rng_states, "records": self.records, "best": self.best}, tmp)
         # Nobody moves on (and possibly fails) before the checkpoint is on disk.
         self.comm.Barrier()
 
     def maybe_resume(self) -> None:
+        """Continue from the checkpoint if ``--resume`` and a compatible one exists.
+
+        Rank 0 alone reads the file and broadcasts it, so every rank takes the same
+        decision even where the file system shows the file to some ranks only. A
+        checkpoint of another configuration, another rank count, a model of other shapes
+        or a run longer than this one is ignored (training starts from scratch).
+        """
         path = self.config.checkpoint
-        if not (self.config.resume and path is not None and Path(path).exists()):
-            return
-        state = torch.load(path, weights_only=False) if self.rank == 0 else None
+        state = None
+        if self.rank == 0 and self.config.resume and path is not None and Path(path).exists():
+            state = torch.load(path, weights_only=False)
         state = self.comm.bcast(state, root=0)
-        if state["fingerprint"] != self.fingerprint or state["num_ranks"] != self.size:
+        if state is None:
+            return
+        reason = self._incompatibility(state)
+        if reason:
             if self.rank == 0:
-                print(f"ignoring checkpoint {path}: written by another configuration; training from scratch",
-                      flush=True)
+                print(f"ignoring checkpoint {path}: {reason}; training from scratch", flush=True)
             return
         if self.rank == 0:
             print(f"resuming from checkpoint {path} after epoch {state['epoch']}", flush=True)
@@ -297,31 +305,45 @@ class Trainer:
         self.records, self.best = state["records"], state["best"]
         self.start_epoch = state["epoch"] + 1
 
+    def _incompatibility(self, state: dict) -> str | None:
+        if state["fingerprint"] != self.fingerprint or state["num_ranks"] != self.size:
+            return "written by another configuration or process count"
+        if state["epoch"] > self.config.epochs:
+            return f"it is at epoch {state['epoch']}, past the {self.config.epochs} epochs asked for"
+        shapes = {name: tuple(t.shape) for name, t in self.model.state_dict().items()}
+        if {name: tuple(t.shape) for name, t in state["model"].items()} != shapes:
+            return "its model has other parameters (the code changed)"
+        return None
+
     # -- the run --------------------------------------------------------------------
-    def header(self) -> dict:
+    def header(self) -> dict | None:
         hosts = self.comm.gather(host(), root=0)
+        if self.rank != 0:  # versions and the git commit are looked up once, not P times
+            return None
         return {"type": "header", "config": self.config.as_json(), "dataset": self.data.graph_name,
                 "strategy": self.data.strategy, "num_ranks": self.size, "threads_per_rank": self.config.threads,
                 "hosts": hosts, "versions": package_versions(), "git_commit": git_commit(),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **self.data.hashes}
 
-    def epoch_record(self, epoch, loss, seconds, sent, accuracy) -> dict | None:
+    def epoch_record(self, epoch, loss, seconds, traffic, accuracy) -> dict | None:
+        """Rank 0's metrics line of one epoch (``traffic``: this rank's bytes sent and received)."""
         per_rank = self.comm.gather(seconds, root=0)
-        sent_per_rank = self.comm.gather(sent, root=0)
+        traffic = self.comm.gather(traffic, root=0)
         if self.rank != 0:
             return None
         slowest = max(per_rank, key=lambda r: r["total"])
         return {"type": "epoch", "epoch": epoch, "loss": loss, **accuracy,
                 "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*PHASES, "other", "total")},
                             "slowest_rank": slowest, "per_rank": per_rank},
-                "bytes": {"sent_total": int(sum(s[k].sum() for s in sent_per_rank for k in s)),
-                          "data_sent_total": int(sum(s["data"].sum() for s in sent_per_rank)),
-                          "params_sent_total": int(sum(s["params"].sum() for s in sent_per_rank)),
-                          "sent_per_rank": [int(sum(s[k].sum() for k in s)) for s in sent_per_rank],
+                "bytes": {"sent_total": int(sum(t["sent"][k].sum() for t in traffic for k in t["sent"])),
+                          "data_sent_total": int(sum(t["sent"]["data"].sum() for t in traffic)),
+                          "params_sent_total": int(sum(t["sent"]["params"].sum() for t in traffic)),
+                          "sent_per_rank": [int(sum(v.sum() for v in t["sent"].values())) for t in traffic],
+                          "received_per_rank": [int(sum(v.sum() for v in t["received"].values())) for t in traffic],
                           "allreduce_per_rank": int(sum(p.numel() for p in self.model.parameters()) + 1) * 4}}
 
     def run(self) -> None:
-        agree(self.comm, self.maybe_resume)  # every rank reads the same checkpoint
+        self.maybe_resume()
         partial = Path(f"{self.config.out}.partial")
         header = self.header()
         if self.rank == 0:
@@ -329,14 +351,14 @@ class Trainer:
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")
-            loss, seconds, sent = self.train_step()
+            loss, seconds, traffic = self.train_step()
             if not np.isfinite(loss):
                 raise CollectiveError(f"the training loss became {loss} at epoch {epoch}: lower the learning rate "
                                       "(--lr) or check the input features for NaN/Inf")
             accuracy, _ = self.evaluate()
             if accuracy["val_acc"] is not None and accuracy["val_acc"] > self.best["val_acc"]:
                 self.best = {"val_acc": accuracy["val_acc"], "epoch": epoch, "test_acc": accuracy["test_acc"]}
-            record = self.epoch_record(epoch, loss, seconds, sent, accuracy)
+            record = self.epoch_record(epoch, loss, seconds, traffic, accuracy)
             if self.rank == 0:
                 self.records.append(record)
                 with open(partial, "a") as metrics:
@@ -354,11 +376,13 @@ class Trainer:
                 ids = np.concatenate([g[0] for g in gathered])
                 full = np.empty((len(ids), logits.shape[1]), dtype=np.float32)
                 full[ids] = np.concatenate([g[1] for g in gathered])
-                np.save(self.config.save_logits, full)
+                with atomic_file(self.config.save_logits) as tmp, open(tmp, "wb") as handle:
+                    np.save(handle, full)
         if self.rank != 0:
             return
         if self.config.save_model is not None:
-            torch.save(self.model.state_dict(), self.config.save_model)
+            with atomic_file(self.config.save_model) as tmp:
+                torch.save(self.model.state_dict(), tmp)
         epoch_seconds = [r["seconds"]["max"]["total"] for r in self.records]
         summary = {"type": "summary", "epochs": len(self.records),
                    "mean_epoch_seconds": float(np.mean(epoch_seconds[1:] or epoch_seconds)),

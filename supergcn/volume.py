@@ -29,12 +29,13 @@ def layer_bytes(rows_per_pair: np.ndarray, width: int, bits: int) -> tuple[int, 
     (sender, receiver) pair. FP32 moves 4 bytes per value. A b-bit exchange packs 8/b
     rows per byte column, padding each pair's chunk to whole bytes, and sends two
     bfloat16 parameters (zero point, scale) per row."""
+    from supergcn.quantization import packed_rows
+
     rows_per_pair = np.asarray(rows_per_pair, dtype=np.int64)
     if bits == 32:
         return int(rows_per_pair.sum()) * width * 4, 0
-    rows_per_byte = 8 // bits
-    packed_rows = -(-rows_per_pair // rows_per_byte)
-    return int(packed_rows.sum()) * width, int(rows_per_pair.sum()) * 2 * 2
+    bfloat16_bytes = 2
+    return int(packed_rows(rows_per_pair, bits).sum()) * width, int(rows_per_pair.sum()) * 2 * bfloat16_bytes
 
 
 def strategy_summary(manifest: dict) -> str:
@@ -45,7 +46,7 @@ def strategy_summary(manifest: dict) -> str:
 
 
 def volume_table(plan_dirs: list[str | Path]) -> pd.DataFrame:
-    """One row per plan: its graph, P, strategy and rows sent, with pre/post for comparison."""
+    """One row per plan: its directory, P, strategy and rows sent, with pre/post for comparison."""
     records = []
     for directory in plan_dirs:
         manifest = read_plan_manifest(directory)

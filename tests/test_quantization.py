@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from supergcn.errors import SuperGCNError
-from supergcn.quantization import dequantize, packed_rows, quantize, to_bfloat16
+from supergcn.quantization import dequantize, packed_rows, quantize
 
 
 @pytest.mark.parametrize("bits", [2, 4, 8])
@@ -99,9 +99,20 @@ def test_non_finite_input_is_an_error():
         quantize(x, np.array([3]), 2)
 
 
-def test_bfloat16_parameters_round_to_nearest():
-    values = np.array([1.0, 1.00390625, 3.0e-3, -2.5], dtype=np.float32)
-    rounded = to_bfloat16(values)
-    assert rounded[0] == 1.0 and rounded[3] == -2.5
-    assert np.all(np.abs(rounded - values) <= np.abs(values) * 2**-8)
-    assert np.all((rounded.view(np.uint32) & 0xFFFF) == 0)
+@pytest.mark.parametrize("bits", [2, 8])
+@pytest.mark.parametrize("rounding", ["nearest", "stochastic"])
+def test_bfloat16_parameters_keep_the_error_bound(bits, rounding):
+    # Rows far from zero relative to their spread are where rounding parameters after
+    # packing went wrong: [100.3, 100.31] at Int2 was decoded 0.2 off.
+    rng = np.random.default_rng(bits)
+    offsets = np.array([100.3, -57.1, 0.0, 3e-4, 1e4], dtype=np.float32)[:, None]
+    spreads = np.array([0.01, 2.0, 1.0, 1e-5, 3.0], dtype=np.float32)[:, None]
+    x = (offsets + spreads * rng.random((5, 64))).astype(np.float32)
+    q = quantize(x, np.array([5]), bits, rounding=rounding, bfloat16_parameters=True)
+    for parameter in (q.zero_point, q.scale):
+        assert np.all((parameter.view(np.uint32) & 0xFFFF) == 0), "not representable in bfloat16"
+    assert np.all(q.zero_point <= x.min(1))
+    assert np.all(q.zero_point + q.scale * (2**bits - 1) >= x.max(1))
+    error = np.abs(dequantize(q, np.array([5]), bits) - x)
+    limit = q.scale[:, None] * (0.5 if rounding == "nearest" else 1.0)
+    assert np.all(error <= limit * (1 + 1e-5) + 1e-3 * np.abs(x) * 2**-20)

@@ -2,6 +2,7 @@
 import hashlib
 import math
 import os
+import shlex
 from pathlib import Path
 
 import supergcn
@@ -20,7 +21,8 @@ STEP_SOURCES = {
     "partition": ["graph.py", "storage.py", "partition.py"],
     "plan": ["graph.py", "storage.py", "partition.py", "plan.py", "cover.py"],
     "train": ["aggregation.py", "comm.py", "models.py", "train.py", "timing.py", "plan.py", "kernels.py",
-              "quantization.py"],
+              "quantization.py", "graph.py", "partition.py", "storage.py", "cli.py"],
+    "results": ["results.py", "volume.py", "quantization.py", "plan.py", "storage.py", "cli.py"],
 }
 PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
 
@@ -79,3 +81,8 @@ def train_flags(wildcards):
 
 def nodes_for(wildcards):
     return math.ceil(int(wildcards.P) / EXECUTION["ranks_per_node"])
+
+
+def memory_per_node(wildcards):
+    """Schedulers apply mem_mb per node: the ranks that share one."""
+    return min(int(wildcards.P), EXECUTION["ranks_per_node"]) * EXECUTION["mem_mb_per_rank"]

@@ -11,8 +11,9 @@ rule tables:
     output:
         expand(f"{RESULTS}/tables/{{table}}.{{ext}}", table=TABLES, ext=["csv", "md", "tex"]),
     params:
-        plans=" ".join(f"{dataset}={plan}" for dataset, plan in volume_plans()),
+        plans=" ".join(shlex.quote(f"{dataset}={plan}") for dataset, plan in volume_plans()),
         hidden=TRAINING["hidden"],
+        code=source_hash("results"),
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     conda:
         "../envs/supergcn.yaml"
@@ -25,7 +26,8 @@ rule tables:
 
 rule figures:
     input:
-        expand(f"{RESULTS}/tables/{{table}}.csv", table=TABLES),
+        tables=expand(f"{RESULTS}/tables/{{table}}.csv", table=TABLES),
+        runs=all_run_files(),  # the accuracy curves read every run's epochs
     output:
         scaling=report(f"{RESULTS}/figures/scaling.png", caption="../report/scaling.rst", category="Scaling"),
         breakdown=report(
@@ -39,7 +41,8 @@ rule figures:
         ),
         pdf=expand(f"{RESULTS}/figures/{{figure}}.pdf", figure=FIGURES),
     params:
-        tables=lambda wildcards, input: os.path.dirname(input[0]),
+        tables=lambda wildcards, input: os.path.dirname(input.tables[0]),
+        code=source_hash("results"),
         out_dir=lambda wildcards, output: os.path.dirname(output.scaling),
     conda:
         "../envs/supergcn.yaml"

@@ -9,7 +9,11 @@ rule train:
     output:
         f"{RESULTS}/runs/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}.jsonl",
     params:
-        checkpoint=f"{CHECKPOINTS}/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}.pt",
+        # The code hash in the name keeps an interrupted run's checkpoint from being
+        # resumed by changed training code.
+        checkpoint=f"{CHECKPOINTS}/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}-"
+        + source_hash("train")
+        + ".pt",
         variant_flags=train_flags,
         model=TRAINING["model"],
         num_layers=TRAINING["num_layers"],
@@ -30,7 +34,7 @@ rule train:
         nodes=nodes_for,
         cpus_per_task=EXECUTION["threads_per_rank"],
         runtime=EXECUTION["runtime_minutes"],
-        mem_mb=lambda wildcards: int(wildcards.P) * EXECUTION["mem_mb_per_rank"],
+        mem_mb=memory_per_node,
     conda:
         "../envs/supergcn.yaml"
     log:
