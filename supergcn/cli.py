@@ -63,9 +63,9 @@ def cmd_plan(args) -> None:
 
 
 def cmd_volume(args) -> None:
-    from supergcn.volume import volume_table
+    from supergcn.volume import rows_table
 
-    table = volume_table(args.plans)
+    table = rows_table(args.plans)
     print(table.to_string(index=False))
     if args.csv:
         from supergcn.storage import write_text

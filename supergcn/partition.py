@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -40,25 +41,25 @@ _WEIGHT_RESOLUTION = 16
 
 @dataclass
 class Partition:
-    """Part id of every node (original ids) and the derived renumbering."""
+    """Part id of every node (original ids) and the derived renumbering (computed once)."""
 
     parts: np.ndarray
     num_parts: int
 
-    @property
+    @cached_property
     def sizes(self) -> np.ndarray:
         return np.bincount(self.parts, minlength=self.num_parts)
 
-    @property
+    @cached_property
     def offsets(self) -> np.ndarray:
         """``offsets[r]`` is the first new id owned by part r; ``offsets[P]`` = n."""
         return np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
 
-    @property
+    @cached_property
     def new_to_old(self) -> np.ndarray:
         return np.argsort(self.parts, kind="stable")
 
-    @property
+    @cached_property
     def old_to_new(self) -> np.ndarray:
         inverse = np.empty(len(self.parts), dtype=np.int64)
         inverse[self.new_to_old] = np.arange(len(self.parts))

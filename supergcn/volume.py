@@ -45,7 +45,7 @@ def strategy_summary(manifest: dict) -> str:
     return "\n".join(lines)
 
 
-def volume_table(plan_dirs: list[str | Path]) -> pd.DataFrame:
+def rows_table(plan_dirs: list[str | Path]) -> pd.DataFrame:
     """One row per plan: its directory, P, strategy and rows sent, with pre/post for comparison."""
     records = []
     for directory in plan_dirs:

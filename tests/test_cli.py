@@ -126,3 +126,18 @@ def test_bench_quantization_reports_rates_against_memcpy():
         rate = report["float32_bytes"] / report["seconds"][step] / 1e9
         assert report["gb_per_s"][step] == pytest.approx(rate)
         assert report["fraction_of_memcpy"][step] == pytest.approx(rate / report["memcpy_gb_per_s"])
+
+
+def test_volume_tabulates_rows_per_strategy(workspace, tmp_path):
+    for strategy in ("pre", "hybrid"):
+        assert run_cli("plan", "--graph", workspace / "g", "--partition", workspace / "p3", "--strategy", strategy,
+                       "--out", tmp_path / strategy).returncode == 0
+    result = run_cli("volume", tmp_path / "pre", tmp_path / "hybrid", "--csv", tmp_path / "rows.csv")
+    assert result.returncode == 0, result.stderr
+    import pandas as pd
+    table = pd.read_csv(tmp_path / "rows.csv").set_index("strategy")
+    hybrid = json.loads((tmp_path / "hybrid" / "plan.json").read_text())
+    assert table.loc["hybrid", "rows_sent"] == hybrid["total_rows_sent"]
+    assert table.loc["pre", "rows_sent"] == table.loc["hybrid", "rows_pre"] == hybrid["rows_if_pre"]
+    assert table.loc["hybrid", "reduction_vs_best_single"] == pytest.approx(
+        min(hybrid["rows_if_pre"], hybrid["rows_if_post"]) / hybrid["total_rows_sent"])
