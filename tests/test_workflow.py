@@ -286,3 +286,10 @@ def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
     assert result.returncode == 0, result.stderr
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
     assert commands and all("--bits 2 --label-rate 0.62" in c and "hybrid-int2-lp" in c for c in commands)
+
+
+def test_int2_accuracy_study_plans_every_run():
+    result = snakemake("-n", "--configfiles", "config/config.yaml", "config/studies/int2-accuracy.yaml")
+    assert result.returncode == 0, result.stderr
+    assert planned_jobs(result.stdout)["train"] == 4 * 4 * 4 * 5
+    assert "results/int2-accuracy/tables/accuracy.md" in result.stdout
