@@ -1,11 +1,10 @@
 import numpy as np
 import pymetis
 import pytest
-import scipy.sparse as sp
 
 from supergcn.errors import SuperGCNError
 from supergcn.graph import build_graph
-from supergcn.partition import (Partition, balance_report, combined_weight, constraint_weights, edge_cut,
+from supergcn.partition import (Partition, combined_weight, constraint_weights, edge_cut,
                                 load_partition, partition_graph, run_partition)
 
 

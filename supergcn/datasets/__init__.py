@@ -28,10 +28,6 @@ def dataset_names() -> list[str]:
     return [*REAL_DATASETS, *synthetic.PLANTED_PRESETS, "rmat-<scale>"]
 
 
-def is_synthetic(name: str) -> bool:
-    return name in synthetic.PLANTED_PRESETS or bool(_RMAT.match(name))
-
-
 def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0) -> Graph:
     """Build the in-memory :class:`Graph` for ``name`` (see the module docstring)."""
     raw_root = Path(raw_root)
