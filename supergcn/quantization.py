@@ -80,25 +80,54 @@ def _bfloat16_toward(value, upward):
     return np.float32(math.ldexp(kept / 256.0, exponent))
 
 
+@njit(inline="always")
+def _ordered_key(bits):
+    """Map float32 bits (as int32) to an int32 that sorts like the floats (and back).
+
+    Integer min/max reductions vectorize where float ones do not: LLVM needs a
+    function-wide no-NaN attribute for those, which numba does not set.
+    """
+    return bits ^ ((bits >> 31) & np.int32(0x7FFFFFFF))
+
+
+@njit(inline="always")
+def _row_range(bits):
+    """(min key, max key, all finite) of one row given as int32 bits."""
+    low = np.int32(0x7FFFFFFF)
+    high = np.int32(-0x80000000)
+    exponent = np.int32(0x7F800000)
+    not_finite = np.int32(0)
+    for f in range(bits.shape[0]):
+        key = _ordered_key(bits[f])
+        low = min(low, key)
+        high = max(high, key)
+        not_finite |= np.int32((bits[f] & exponent) == exponent)
+    return low, high, not_finite == 0
+
+
 @njit(parallel=True, fastmath=False, cache=True)
-def _quantize_pack(x, first, size, bits, stochastic, seed, packed, zero_point, scale, finite, bfloat16):
+def _quantize_pack(x, x_bits, first, size, bits, stochastic, seed, packed, zero_point, scale, finite, bfloat16):
     num_features = x.shape[1]
     per_byte = 8 // bits
     top = np.float32((1 << bits) - 1)
+    # The row minimum and maximum pass through the parameter arrays' bits to turn the
+    # integer keys back into floats.
+    zero_point_bits = zero_point.view(np.int32)
+    scale_bits = scale.view(np.int32)
     for g in prange(len(first)):
         for k in range(size[g]):
             r = first[g] + k
-            row = x[r]
-            low = row[0] if num_features else np.float32(0)
-            high = low
-            for f in range(num_features):
-                v = row[f]
-                if not np.isfinite(v):
+            if num_features:
+                low_key, high_key, row_finite = _row_range(x_bits[r])
+                if not row_finite:
                     finite[g] = False
-                if v < low:
-                    low = v
-                if v > high:
-                    high = v
+                zero_point_bits[r] = _ordered_key(low_key)
+                scale_bits[r] = _ordered_key(high_key)
+            else:
+                zero_point[r] = 0
+                scale[r] = 0
+            low = zero_point[r]
+            high = scale[r]
             if bfloat16:
                 # Parameters that travel as bfloat16 are rounded before packing, the zero
                 # point down and the scale up, so the levels still span [min, max] and the
@@ -169,7 +198,7 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
     zero_point = np.empty(x.shape[0], dtype=np.float32)
     scale = np.empty(x.shape[0], dtype=np.float32)
     finite = np.ones(len(first), dtype=np.bool_)
-    _quantize_pack(x, first, size, bits, rounding == "stochastic", np.uint64(seed % 2**64), packed, zero_point,
+    _quantize_pack(x, x.view(np.int32), first, size, bits, rounding == "stochastic", np.uint64(seed % 2**64), packed, zero_point,
                    scale, finite, bfloat16_parameters)
     if not finite.all():
         raise SuperGCNError("NaN or Inf in the rows to quantize: the model diverged; lower the learning rate")
