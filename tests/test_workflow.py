@@ -158,7 +158,7 @@ TINY = {"datasets": ["synthetic-tiny"], "process_counts": [1, 2], "seeds": [0],
         "variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False}],
         "training": {"model": "sage", "num_layers": 2, "hidden": 16, "dropout": 0.5, "layer_norm": True,
                      "lr": 0.01, "weight_decay": 0.0, "epochs": 3, "checkpoint_every": 0, "label_rate": 0.62,
-                     "input_norm": False, "rounding": "nearest"}}
+                     "input_norm": False, "rounding": "nearest", "parameter_dtype": "bfloat16"}}
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ rule train:
         layer_norm="--layer-norm" if TRAINING["layer_norm"] else "--no-layer-norm",
         input_norm="--input-norm" if TRAINING["input_norm"] else "--no-input-norm",
         rounding=TRAINING["rounding"],
+        parameter_dtype=TRAINING["parameter_dtype"],
         lr=TRAINING["lr"],
         weight_decay=TRAINING["weight_decay"],
         epochs=TRAINING["epochs"],
@@ -46,5 +47,6 @@ rule train:
         "--dropout {params.dropout} {params.layer_norm} {params.input_norm} --lr {params.lr} "
         "--weight-decay {params.weight_decay} --epochs {params.epochs} --seed {wildcards.seed} "
         "--threads {resources.cpus_per_task} {params.variant_flags} --rounding {params.rounding} "
+        "--parameter-dtype {params.parameter_dtype} "
         "--checkpoint {params.checkpoint:q} --checkpoint-every {params.checkpoint_every} --resume "
         "> {log:q} 2>&1"
