@@ -27,9 +27,7 @@ import dataclasses
 import hashlib
 import json
 import os
-import sys
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,32 +43,9 @@ from supergcn.models import GNN
 from supergcn.partition import load_partition
 from supergcn.plan import load_rank_plan, read_plan_manifest
 from supergcn.provenance import git_commit, host, package_versions
+from supergcn.ranks import CollectiveError, agree
 from supergcn.storage import atomic_file, write_text
 from supergcn.timing import PHASES, PhaseTimer
-
-
-class CollectiveError(SuperGCNError):
-    """An error every rank raises at the same point (so only rank 0 reports it)."""
-
-
-def agree(comm, setup):
-    """Run ``setup()`` on every rank; if it fails on any, fail on all with the messages.
-
-    Setup errors (a wrong world size, a stale plan, a missing file) are usually seen by
-    every rank at once; gathering them gives one report instead of P copies, and lets
-    every rank exit cleanly instead of some blocking in a collective.
-    """
-    try:
-        result, message = setup(), None
-    except SuperGCNError as exc:
-        result, message = None, str(exc)
-    messages = comm.allgather(message)
-    failed = [(rank, text) for rank, text in enumerate(messages) if text is not None]
-    if failed:
-        distinct = list(dict.fromkeys(text for _, text in failed))
-        raise CollectiveError(distinct[0] if len(distinct) == 1 else
-                              "; ".join(f"rank {rank}: {text}" for rank, text in failed))
-    return result
 
 
 @dataclass
@@ -398,34 +373,9 @@ class Trainer:
 
 
 def train(config: TrainConfig, comm) -> None:
-    """Train on ``comm`` (every rank calls this); raises on error (see :func:`run_ranked`)."""
+    """Train on ``comm`` (every rank calls this); raises on error (see :mod:`supergcn.ranks`)."""
     trainer = Trainer(config, comm)
     try:
         trainer.run()
     finally:
         trainer.communicator.close()
-
-
-def run_ranked(config: TrainConfig, comm) -> int:
-    """Train and turn failures into an exit status without ever leaving ranks hanging.
-
-    A :class:`CollectiveError` happened on every rank: rank 0 reports it and all return 2.
-    Anything else happened on some ranks only while the others may be blocked in a
-    collective: the failing rank reports it with its rank and aborts the whole job.
-    """
-    rank, size = comm.Get_rank(), comm.Get_size()
-    try:
-        train(config, comm)
-        return 0
-    except CollectiveError as exc:
-        if rank == 0:
-            print(f"supergcn train: error: {exc}", file=sys.stderr, flush=True)
-        return 2
-    except BaseException as exc:  # noqa: BLE001 - every failure must abort all ranks
-        known = isinstance(exc, SuperGCNError)
-        detail = str(exc) if known else "".join(traceback.format_exception(exc)).rstrip()
-        print(f"supergcn train: rank {rank} of {size}: error: {detail}", file=sys.stderr, flush=True)
-        code = 2 if known else 1
-        if size > 1:
-            comm.Abort(code)
-        return code

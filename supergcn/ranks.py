@@ -1,0 +1,59 @@
+"""Running one piece of work on every MPI rank without ever leaving a rank hanging.
+
+An error seen by every rank at the same point (a :class:`CollectiveError`, usually from
+:func:`agree`) is reported once, by rank 0, and every rank exits with status 2. Any other
+error happened on some ranks only, while the others may be blocked in a collective: the
+failing rank reports it with its rank number and aborts the whole job.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+
+from supergcn.errors import SuperGCNError
+
+
+class CollectiveError(SuperGCNError):
+    """An error every rank raises at the same point (so only rank 0 reports it)."""
+
+
+def agree(comm, setup):
+    """Run ``setup()`` on every rank; if it fails on any, fail on all with the messages.
+
+    Setup errors (a wrong world size, a stale plan, a missing file) are usually seen by
+    every rank at once; gathering them gives one report instead of P copies, and lets
+    every rank exit cleanly instead of some blocking in a collective.
+    """
+    try:
+        result, message = setup(), None
+    except SuperGCNError as exc:
+        result, message = None, str(exc)
+    messages = comm.allgather(message)
+    failed = [(rank, text) for rank, text in enumerate(messages) if text is not None]
+    if failed:
+        distinct = list(dict.fromkeys(text for _, text in failed))
+        raise CollectiveError(distinct[0] if len(distinct) == 1 else
+                              "; ".join(f"rank {rank}: {text}" for rank, text in failed))
+    return result
+
+
+def run_ranked(work: Callable[[object], None], comm, command: str) -> int:
+    """Run ``work(comm)`` on every rank; return the exit status (see the module docstring)."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    try:
+        work(comm)
+        return 0
+    except CollectiveError as exc:
+        if rank == 0:
+            print(f"supergcn {command}: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    except BaseException as exc:  # noqa: BLE001 - every failure must abort all ranks
+        known = isinstance(exc, SuperGCNError)
+        detail = str(exc) if known else "".join(traceback.format_exception(exc)).rstrip()
+        print(f"supergcn {command}: rank {rank} of {size}: error: {detail}", file=sys.stderr, flush=True)
+        code = 2 if known else 1
+        if size > 1:
+            comm.Abort(code)
+        return code
