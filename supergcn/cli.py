@@ -142,17 +142,62 @@ def _add_pjm_parser(commands) -> None:
     pjm.set_defaults(func=cmd_pjm)
 
 
-def cmd_bench(args) -> None:
+def cmd_bench(args) -> int:
     import json
 
     from supergcn import bench
 
+    if args.kind in ("comm", "exchange"):
+        return _bench_mpi(args)
     if args.kind == "kernels":
         result = bench.run_bench_kernels(args)
     else:
         result = bench.bench_quantization(args.rows, args.features, args.threads, args.bits, args.rounding,
                                           args.repeats)
     print(json.dumps(result, indent=2))
+    return 0
+
+
+def _bench_mpi(args) -> int:
+    """The MPI benchmarks: every rank measures, rank 0 prints and writes the result."""
+    import json
+
+    from mpi4py import MPI
+
+    from supergcn import commbench
+    from supergcn.ranks import agree, run_ranked
+    from supergcn.storage import write_json
+
+    def work(comm):
+        if args.kind == "comm":
+            result = commbench.bench_comm(comm)
+        else:
+            _set_threads(args.threads)
+            agree(comm, lambda: _check_plan_size(args.plan, comm.Get_size()))
+            result = commbench.bench_exchange(comm, args.plan, args.features, args.bits, args.repeats)
+        if comm.Get_rank() == 0:
+            print(json.dumps(result, indent=2))
+            if args.json:
+                write_json(args.json, result)
+
+    return run_ranked(work, MPI.COMM_WORLD, f"bench {args.kind}")
+
+
+def _set_threads(threads: int) -> None:
+    import torch
+
+    from supergcn._numba import numba
+
+    torch.set_num_threads(threads)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+
+
+def _check_plan_size(plan_dir: Path, size: int) -> None:
+    from supergcn.plan import read_plan_manifest
+
+    ranks = read_plan_manifest(plan_dir)["num_ranks"]
+    if ranks != size:
+        raise SuperGCNError(f"plan {plan_dir} is for {ranks} ranks, not {size}: run with mpiexec -n {ranks}")
 
 
 def _add_bench_parser(commands) -> None:
@@ -175,16 +220,104 @@ def _add_bench_parser(commands) -> None:
     quant.add_argument("--bits", type=int, choices=(2, 4, 8), default=2)
     quant.add_argument("--rounding", choices=("nearest", "stochastic"), default="nearest")
     quant.add_argument("--repeats", type=_positive_int, default=5)
+    comm = kinds.add_parser("comm", help="MPI ping-pong latency and Alltoallv time vs message size "
+                            "(run under mpiexec -n P)",
+                            description="Fits the performance model's latency L and bandwidth BW at this P.")
+    comm.add_argument("--json", type=Path, help="also write the result here")
+    exchange = kinds.add_parser("exchange", help="time one layer's boundary exchange of a plan "
+                                "(run under mpiexec -n P)")
+    exchange.add_argument("--plan", required=True, type=Path, help="plan directory")
+    exchange.add_argument("--features", type=_positive_int, default=256, help="feature width F")
+    exchange.add_argument("--bits", type=int, choices=(32, 8, 4, 2), default=32)
+    exchange.add_argument("--threads", type=_positive_int, default=1, help="torch and numba threads per rank")
+    exchange.add_argument("--repeats", type=_positive_int, default=20)
+    exchange.add_argument("--json", type=Path, help="also write the result here")
     bench.set_defaults(func=cmd_bench)
+
+
+def cmd_model(args) -> None:
+    from supergcn import modelstudy
+    from supergcn.perfmodel import MachineProfile
+    from supergcn.storage import read_json, write_json
+
+    if args.action == "profile":
+        if (args.entry is None) == (not args.comm):
+            raise SuperGCNError("give either --entry (a profile from the config) or --comm (measured results)")
+        if args.entry is not None:
+            import json
+
+            try:
+                entry = json.loads(args.entry)
+            except json.JSONDecodeError as exc:
+                raise SuperGCNError(f"--entry is not JSON ({exc}): pass the profile as a JSON object") from exc
+            modelstudy.save_profile(MachineProfile.from_config(args.name, entry), args.out)
+        else:
+            if args.graph is None:
+                raise SuperGCNError("--comm needs --graph, the graph whose aggregation throughput is measured")
+            results = [read_json(path, "bench comm result") for path in args.comm]
+            profile, measurements = modelstudy.measured_profile(results, args.graph, args.features, args.threads,
+                                                                args.name)
+            modelstudy.save_profile(profile, args.out, measurements)
+    elif args.action == "predict":
+        machines = [modelstudy.load_profile(path) for path in args.machine]
+        document = modelstudy.predict(args.graph, args.partition, args.plan, machines, args.hidden, args.num_layers,
+                                      args.bits)
+        write_json(args.out, document)
+    elif args.action == "tables":
+        validation = []
+        for item in args.validation:
+            parts = item.split("=")
+            if len(parts) != 3:
+                raise SuperGCNError(f"--validation takes STRATEGY=PLAN_DIR=RESULT_JSON, got {item!r}")
+            validation.append((parts[0], Path(parts[1]), Path(parts[2])))
+        if validation and args.profile is None:
+            raise SuperGCNError("--validation needs --profile, the measured profile of this machine")
+        modelstudy.write_tables(args.predictions, validation, args.profile, args.out_dir)
+    else:
+        modelstudy.plot_study(args.tables_dir, args.out_dir)
+
+
+def _add_model_parser(commands) -> None:
+    model = commands.add_parser("model", help="the communication performance model and the plan-only study")
+    actions = model.add_subparsers(dest="action", required=True)
+    profile = actions.add_parser("profile", help="write a machine profile (from the config, or measured here)")
+    profile.add_argument("--name", required=True, help="machine name")
+    profile.add_argument("--entry", help="the profile as a JSON object (latency_us, bandwidth_gb_per_s, "
+                         "quantization_gb_per_s, aggregation_gb_per_s, ...)")
+    profile.add_argument("--comm", nargs="*", type=Path, default=[], help="`supergcn bench comm --json` results")
+    profile.add_argument("--graph", type=Path, help="graph for the aggregation throughput (with --comm)")
+    profile.add_argument("--features", type=_positive_int, default=256)
+    profile.add_argument("--threads", type=_positive_int, default=1)
+    profile.add_argument("--out", required=True, type=Path)
+    predict = actions.add_parser("predict", help="predicted exchange and epoch times of one (graph, P)")
+    predict.add_argument("--graph", required=True, type=Path)
+    predict.add_argument("--partition", required=True, type=Path)
+    predict.add_argument("--plan", required=True, type=Path, help="hybrid plan directory")
+    predict.add_argument("--machine", nargs="+", required=True, type=Path, help="machine profile files")
+    predict.add_argument("--hidden", type=_positive_int, default=256)
+    predict.add_argument("--num-layers", type=_positive_int, default=3)
+    predict.add_argument("--bits", type=int, nargs="*", choices=(8, 4, 2), default=[2])
+    predict.add_argument("--out", required=True, type=Path)
+    tables = actions.add_parser("tables", help="the study's tables from predictions and measurements")
+    tables.add_argument("--predictions", nargs="+", required=True, type=Path)
+    tables.add_argument("--validation", nargs="*", default=[],
+                        help="STRATEGY=PLAN_DIR=RESULT_JSON of `supergcn bench exchange` runs")
+    tables.add_argument("--profile", type=Path, help="this machine's measured profile (for --validation)")
+    tables.add_argument("--out-dir", required=True, type=Path)
+    figures = actions.add_parser("figures", help="the study's figures from its tables")
+    figures.add_argument("--tables-dir", required=True, type=Path)
+    figures.add_argument("--out-dir", required=True, type=Path)
+    model.set_defaults(func=cmd_model)
 
 
 def cmd_train(args) -> int:
     from mpi4py import MPI
 
-    from supergcn.train import TrainConfig, run_ranked
+    from supergcn.ranks import run_ranked
+    from supergcn.train import TrainConfig, train
 
     config = TrainConfig(**{field: getattr(args, field) for field in TrainConfig.__dataclass_fields__})
-    return run_ranked(config, MPI.COMM_WORLD)
+    return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train")
 
 
 def _non_negative_float(text: str) -> float:
@@ -295,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_parser(commands)
     _add_pjm_parser(commands)
     _add_bench_parser(commands)
+    _add_model_parser(commands)
 
     tables = commands.add_parser("tables", help="result tables (CSV, Markdown, LaTeX) of a study")
     tables.add_argument("--runs", nargs="+", type=Path, required=True, help="metrics files of training runs")

@@ -1,0 +1,306 @@
+"""The plan-only scaling study: the performance model applied to real partitions and plans.
+
+Three steps, each a ``supergcn model`` sub-command and a pipeline rule:
+
+* ``profile`` — a machine profile as JSON: a static one from the config (Fugaku, ABCI,
+  a user's cluster), or this machine's, assembled from ``supergcn bench comm`` runs at
+  several P plus single-rank quantization and aggregation throughputs measured here;
+* ``predict`` — for one (graph, P): Comm[i][j] of pre, post and hybrid from the hybrid
+  plan's manifest, and the model's per-layer exchange and per-epoch times on every
+  machine for FP32 and each quantized width;
+* ``tables`` / ``figures`` — the study's tables (hybrid vs pre/post, predicted times,
+  latency-bound regime, partition and plan cost, model vs measurement) and figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from supergcn import perfmodel
+from supergcn.errors import SuperGCNError
+from supergcn.graph import read_graph_meta
+from supergcn.perfmodel import MachineProfile
+from supergcn.plan import read_plan_manifest
+from supergcn.storage import read_json, write_json
+
+PROFILE_FORMAT = "supergcn-machine/1"
+PREDICTION_FORMAT = "supergcn-prediction/1"
+
+
+def save_profile(profile: MachineProfile, path: str | Path, measurements: dict | None = None) -> None:
+    write_json(Path(path), {"format": PROFILE_FORMAT, "name": profile.name, **profile.to_config(),
+                            "measurements": measurements or {}})
+
+
+def load_profile(path: str | Path) -> MachineProfile:
+    entry = read_json(Path(path), "machine profile")
+    if entry.get("format") != PROFILE_FORMAT:
+        raise SuperGCNError(f"{path} is not a supergcn machine profile: write it with `supergcn model profile`")
+    return MachineProfile.from_config(entry["name"], entry)
+
+
+def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: int, threads: int,
+                     name: str = "local") -> tuple[MachineProfile, dict]:
+    """This machine's profile: (L, BW) fitted at every measured P and jointly over all of
+    them (the default for other P); TH from the Int2 quantization benchmark; the
+    aggregation throughput from our kernel on ``graph_dir``."""
+    from supergcn.bench import bench_kernels, bench_quantization
+
+    multi = [result for result in comm_results if result["num_ranks"] > 1]
+    if not multi:
+        raise SuperGCNError("no `supergcn bench comm` result with 2 or more ranks: run it under mpiexec -n 2 or more")
+    peers, sizes, seconds = [], [], []
+    for result in multi:
+        for point in result["alltoallv"]:
+            peers.append(result["num_ranks"] - 1)
+            sizes.append(point["bytes_per_peer"])
+            seconds.append(point["seconds"])
+    latency, bandwidth = perfmodel.fit_latency_bandwidth(np.array(peers), np.array(sizes), np.array(seconds))
+    quantization = bench_quantization(rows=100_000, features=features, threads=threads, bits=2, rounding="nearest")
+    # TH counts bytes read and written: float32 in, packed bits out (and the reverse).
+    moved = quantization["float32_bytes"] + quantization["packed_bytes"]
+    round_trip = quantization["seconds"]["quantize_pack"] + quantization["seconds"]["unpack_dequantize"]
+    kernels = bench_kernels(graph_dir, features, threads, with_pyg=False)
+    gathered = kernels["nnz"] * features * perfmodel.FP32_BYTES
+    profile = MachineProfile(
+        name=name, latency_s=latency, bandwidth_bytes_per_s=bandwidth,
+        quantization_bytes_per_s=2 * moved / round_trip,
+        aggregation_bytes_per_s=gathered / kernels["seconds"]["ours_forward"],
+        description=f"this machine, measured ({threads} thread(s) per rank)",
+        sources={"latency_us": "supergcn bench comm: Alltoallv sweep, fitted jointly over P",
+                 "bandwidth_gb_per_s": "supergcn bench comm: Alltoallv sweep, fitted jointly over P",
+                 "quantization_gb_per_s": "supergcn bench quantization (Int2, nearest)",
+                 "aggregation_gb_per_s": f"supergcn bench kernels on {Path(graph_dir).name}"},
+        by_num_ranks={result["num_ranks"]: (result["fit"]["latency_s"], result["fit"]["bandwidth_bytes_per_s"])
+                      for result in multi})
+    measurements = {"comm": comm_results, "quantization": quantization,
+                    "kernels": {key: kernels[key] for key in ("nnz", "features", "threads", "seconds")}}
+    return profile, measurements
+
+
+def _edges_per_part(partition_dir: str | Path) -> np.ndarray:
+    manifest = read_json(Path(partition_dir) / "partition.json", "partition")
+    return np.asarray(manifest["balance"]["edges"]["per_part"], dtype=np.int64)
+
+
+def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
+            hidden: int, num_layers: int, bits: list[int]) -> dict:
+    """Every strategy x bit width x machine prediction for one (graph, P)."""
+    meta = read_graph_meta(graph_dir)
+    plan = read_plan_manifest(plan_dir)
+    partition = read_json(Path(partition_dir) / "partition.json", "partition")
+    if plan["strategy"] != "hybrid":
+        raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan: the study reads pre, post and hybrid "
+                            "volumes from a hybrid plan's manifest")
+    rows = perfmodel.comm_rows(plan)
+    edges = _edges_per_part(partition_dir)
+    num_ranks = plan["num_ranks"]
+    predictions = []
+    for machine in machines:
+        for strategy in perfmodel.STRATEGIES:
+            for width_bits in [32, *bits]:
+                if width_bits != 32 and strategy != "hybrid":
+                    continue  # the paper quantizes the hybrid exchange only
+                layer = perfmodel.exchange_time(rows[strategy], hidden, width_bits, machine)
+                epoch = perfmodel.epoch_seconds(rows[strategy], edges, meta["feature_dim"], hidden, num_layers,
+                                                width_bits, machine)
+                record = {"machine": machine.name, "strategy": strategy, "bits": width_bits,
+                          "layer_seconds": layer.seconds, "transfer_seconds": layer.transfer_seconds,
+                          "latency_seconds": layer.latency_seconds,
+                          "quantization_seconds": layer.quantization_seconds,
+                          "latency_bound": layer.latency_bound, "data_bytes": layer.data_bytes,
+                          "param_bytes": layer.param_bytes, "epoch_aggregation_seconds": epoch["aggregation"],
+                          "epoch_exchange_seconds": epoch["exchange"], "epoch_seconds": epoch["total"]}
+                if width_bits != 32:
+                    record.update(perfmodel.paper_ratios(rows[strategy], hidden, width_bits, machine))
+                predictions.append(record)
+    peers = (rows["hybrid"] > 0).sum(axis=1)
+    return {
+        "format": PREDICTION_FORMAT, "graph": meta["name"], "graph_hash": meta["hash"],
+        "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges_directed"], "num_ranks": num_ranks, "hidden": hidden,
+        "rows": {strategy: int(matrix.sum()) for strategy, matrix in rows.items()},
+        "max_rows_by_rank": {strategy: int(matrix.sum(axis=1).max()) for strategy, matrix in rows.items()},
+        "max_peers_by_rank": int(peers.max()), "mean_peers_by_rank": float(peers.mean()),
+        "partition_seconds": partition["seconds"], "partition_peak_memory_mib": partition.get("peak_memory_mib"),
+        "plan_seconds": plan["seconds"], "plan_peak_memory_mib": plan.get("peak_memory_mib"),
+        "predictions": predictions,
+    }
+
+
+def _read_predictions(paths) -> list[dict]:
+    documents = []
+    for path in paths:
+        document = read_json(Path(path), "prediction")
+        if document.get("format") != PREDICTION_FORMAT:
+            raise SuperGCNError(f"{path} is not a supergcn prediction: write it with `supergcn model predict`")
+        documents.append(document)
+    return documents
+
+
+def hybrid_table(documents: list[dict]) -> pd.DataFrame:
+    """Rows sent per layer by pre, post and hybrid, and min(pre, post) / hybrid (Table 5's 1.52x)."""
+    records = [{"dataset": d["graph"], "P": d["num_ranks"], "rows_pre": d["rows"]["pre"],
+                "rows_post": d["rows"]["post"], "rows_hybrid": d["rows"]["hybrid"],
+                "min_pre_post_over_hybrid": (min(d["rows"]["pre"], d["rows"]["post"]) / d["rows"]["hybrid"]
+                                             if d["rows"]["hybrid"] else float("nan")),
+                "max_rows_by_rank_hybrid": d["max_rows_by_rank"]["hybrid"],
+                "max_peers_by_rank": d["max_peers_by_rank"]} for d in documents]
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "P"], kind="stable")
+
+
+def prediction_table(documents: list[dict]) -> pd.DataFrame:
+    """One row per dataset, P, machine, strategy and bit width: the model's per-layer and per-epoch times."""
+    records = [{"dataset": d["graph"], "P": d["num_ranks"], **p} for d in documents for p in d["predictions"]]
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "machine", "P", "strategy", "bits"],
+                                                          kind="stable")
+
+
+def regime_table(predictions: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, machine and P: hybrid FP32 vs hybrid quantized per-layer time, the
+    model's speedup, Eq. 8's, and which term bounds each exchange."""
+    hybrid = predictions[predictions["strategy"] == "hybrid"]
+    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "P"])
+    records = []
+    for (dataset, machine, num_ranks, bits), row in hybrid[hybrid["bits"] != 32].set_index(
+            ["dataset", "machine", "P", "bits"]).iterrows():
+        base = fp32.loc[(dataset, machine, num_ranks)]
+        records.append({"dataset": dataset, "machine": machine, "P": num_ranks, "bits": bits,
+                        "fp32_layer_ms": base["layer_seconds"] * 1e3, "quant_layer_ms": row["layer_seconds"] * 1e3,
+                        "speedup": base["layer_seconds"] / row["layer_seconds"],
+                        "speedup_eq8": row["speedup_eq8"], "speedup_eq8_approx": row["speedup_eq8_approx"],
+                        "delta": row["delta"],
+                        "fp32_bound": "latency" if base["latency_bound"] else "throughput",
+                        "quant_bound": "latency" if row["latency_bound"] else "throughput"})
+    return pd.DataFrame.from_records(records)
+
+
+def crossover_table(predictions: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, machine and bit width: the smallest P of the study at which the hybrid
+    exchange turns latency-bound, and (quantized widths) the smallest P at which it is no
+    faster than FP32 any more."""
+    hybrid = predictions[predictions["strategy"] == "hybrid"]
+    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "P"])["layer_seconds"]
+    records = []
+    for (dataset, machine, bits), group in hybrid.groupby(["dataset", "machine", "bits"]):
+        bound = group[group["latency_bound"]]
+        record = {"dataset": dataset, "machine": machine, "bits": bits,
+                  "latency_bound_from_P": int(bound["P"].min()) if len(bound) else None,
+                  "no_gain_from_P": None, "largest_P_studied": int(group["P"].max())}
+        if bits != 32:
+            baseline = fp32.loc[[(dataset, machine, p) for p in group["P"]]].to_numpy()
+            no_gain = group["P"].to_numpy()[group["layer_seconds"].to_numpy() >= baseline]
+            record["no_gain_from_P"] = int(no_gain.min()) if len(no_gain) else None
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def cost_table(documents: list[dict]) -> pd.DataFrame:
+    """Partition and hybrid plan wall time and peak memory per graph and P."""
+    records = [{"dataset": d["graph"], "nodes": d["num_nodes"], "edges": d["num_edges"], "P": d["num_ranks"],
+                "partition_s": d["partition_seconds"], "partition_peak_mib": d["partition_peak_memory_mib"],
+                "plan_s": d["plan_seconds"], "plan_peak_mib": d["plan_peak_memory_mib"]} for d in documents]
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "P"], kind="stable")
+
+
+def validation_table(measurements: list[tuple[str, Path, dict]], profile: MachineProfile) -> pd.DataFrame:
+    """Model vs ``supergcn bench exchange`` per (plan, bits): predicted and measured
+    seconds of one exchange and the relative error (predicted / measured - 1)."""
+    records = []
+    for strategy, plan_dir, measured in measurements:
+        plan = read_plan_manifest(plan_dir)
+        rows = perfmodel.comm_rows(plan)[strategy]
+        predicted = perfmodel.exchange_time(rows, measured["features"], measured["bits"], profile)
+        seconds = measured["seconds"]
+        records.append({"P": plan["num_ranks"], "strategy": strategy, "bits": measured["bits"],
+                        "predicted_ms": predicted.seconds * 1e3, "measured_ms": seconds["total"] * 1e3,
+                        "relative_error": predicted.seconds / seconds["total"] - 1,
+                        "predicted_comm_ms": (predicted.transfer_seconds + predicted.latency_seconds) * 1e3,
+                        "measured_comm_ms": seconds["communication"] * 1e3,
+                        "predicted_quant_ms": predicted.quantization_seconds * 1e3,
+                        "measured_quant_ms": seconds["quantization"] * 1e3})
+    return pd.DataFrame.from_records(records).sort_values(["P", "strategy", "bits"], kind="stable")
+
+
+def write_tables(prediction_paths, validation: list[tuple[str, Path, Path]], profile_path, out_dir: Path) -> None:
+    from supergcn.results import write_table
+
+    documents = _read_predictions(prediction_paths)
+    predictions = prediction_table(documents)
+    hidden = documents[0]["hidden"] if documents else 0
+    write_table(hybrid_table(documents), out_dir / "model_hybrid",
+                "Rows sent per layer by pre, post and hybrid aggregation, and min(pre, post) / hybrid "
+                "(the paper's Table 5: 1.52x for mag240M at 2,048 ranks).")
+    write_table(predictions, out_dir / "model_predictions",
+                f"Model predictions at width {hidden}: per-layer exchange (s) at the bottleneck rank and its "
+                "transfer, latency and quantization parts; aggregation + exchange per epoch (s).")
+    write_table(regime_table(predictions), out_dir / "model_regime",
+                "Hybrid FP32 vs quantized per-layer exchange: the model's speedup, Eq. 8's, delta (latency : "
+                "quantized transfer) and which term bounds each exchange.")
+    write_table(crossover_table(predictions), out_dir / "model_crossover",
+                "Smallest P of the study at which the hybrid exchange is latency-bound, and at which a "
+                "quantized one is no faster than FP32 (empty: not in the study's range).")
+    write_table(cost_table(documents), out_dir / "model_cost",
+                "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P.")
+    if validation:
+        profile = load_profile(profile_path)
+        measured = [(strategy, Path(plan_dir), read_json(Path(path), "exchange benchmark"))
+                    for strategy, plan_dir, path in validation]
+        write_table(validation_table(measured, profile), out_dir / "model_validation",
+                    f"Model vs measured time of one exchange on {profile.name} "
+                    f"(relative error = predicted / measured - 1).")
+
+
+def plot_study(tables_dir: Path, out_dir: Path) -> None:
+    """Per-layer hybrid exchange time vs P for each machine and dataset, FP32 vs quantized,
+    with the transfer and latency terms (the paper's Fig. 7), and the partition/plan cost."""
+    from supergcn.results import _pyplot, _save
+
+    plt = _pyplot()
+    predictions = pd.read_csv(tables_dir / "model_predictions.csv")
+    hybrid = predictions[predictions["strategy"] == "hybrid"]
+    datasets = sorted(hybrid["dataset"].unique())
+    machines = sorted(hybrid["machine"].unique())
+    figure, axes = plt.subplots(len(datasets), len(machines), figsize=(4.5 * len(machines), 3.6 * len(datasets)),
+                                squeeze=False)
+    for row, dataset in enumerate(datasets):
+        for column, machine in enumerate(machines):
+            ax = axes[row][column]
+            for bits, group in hybrid[(hybrid["dataset"] == dataset) & (hybrid["machine"] == machine)].groupby("bits"):
+                group = group.sort_values("P")
+                label = "FP32" if bits == 32 else f"Int{bits}"
+                line, = ax.plot(group["P"], group["layer_seconds"] * 1e3, marker="o", label=f"{label} total")
+                ax.plot(group["P"], group["transfer_seconds"] * 1e3, linestyle="--", color=line.get_color(),
+                        label=f"{label} transfer")
+                ax.plot(group["P"], group["latency_seconds"] * 1e3, linestyle=":", color=line.get_color(),
+                        label=f"{label} latency")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{dataset} on {machine}")
+            ax.set_xlabel("P (ranks)")
+            ax.set_ylabel("ms per layer exchange")
+    axes[0][0].legend(fontsize="small")
+    figure.tight_layout()
+    _save(figure, out_dir / "model_comm_scaling")
+
+    cost = pd.read_csv(tables_dir / "model_cost.csv")
+    figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(10, 4))
+    for dataset, group in cost.groupby("dataset"):
+        group = group.sort_values("P")
+        line, = time_axes.plot(group["P"], group["partition_s"], marker="o", label=f"{dataset} partition")
+        time_axes.plot(group["P"], group["plan_s"], marker="s", linestyle="--", color=line.get_color(),
+                       label=f"{dataset} plan")
+        memory_axes.plot(group["P"], group["partition_peak_mib"], marker="o", color=line.get_color(),
+                         label=f"{dataset} partition")
+        memory_axes.plot(group["P"], group["plan_peak_mib"], marker="s", linestyle="--", color=line.get_color(),
+                         label=f"{dataset} plan")
+    for ax, label in ((time_axes, "seconds"), (memory_axes, "peak MiB")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("P (ranks)")
+        ax.set_ylabel(label)
+    time_axes.legend(fontsize="small")
+    figure.tight_layout()
+    _save(figure, out_dir / "model_cost")
+
