@@ -26,10 +26,12 @@ include: "workflow/rules/partition.smk"
 include: "workflow/rules/plan.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/results.smk"
+include: "workflow/rules/model.smk"
 
 
 rule all:
     input:
         rules.tables.output,
         rules.figures.output,
+        rules.model_study.input if MODEL["datasets"] else [],
     default_target: True

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -158,7 +159,9 @@ TINY = {"datasets": ["synthetic-tiny"], "process_counts": [1, 2], "seeds": [0],
         "variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False}],
         "training": {"model": "sage", "num_layers": 2, "hidden": 16, "dropout": 0.5, "layer_norm": True,
                      "lr": 0.01, "weight_decay": 0.0, "epochs": 3, "checkpoint_every": 0, "label_rate": 0.62,
-                     "input_norm": False, "rounding": "nearest", "parameter_dtype": "bfloat16"}}
+                     "input_norm": False, "rounding": "nearest", "parameter_dtype": "bfloat16"},
+        "model": {"datasets": ["synthetic-tiny"], "process_counts": [2, 4], "bits": [2], "machines": ["fugaku"],
+                  "local": {"process_counts": [2], "dataset": "synthetic-tiny", "bits": [32, 2]}}}
 
 
 @pytest.fixture(scope="module")
@@ -200,6 +203,17 @@ def test_outputs_of_the_study_exist_and_are_readable(finished_study):
         assert (workdir / "results" / "figures" / f"{figure}.pdf").read_bytes().startswith(b"%PDF")
     for log in ("prepare/synthetic-tiny.log", "train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"):
         assert (workdir / "logs" / log).exists()
+    model = workdir / "results" / "model"
+    for table in ("model_hybrid", "model_predictions", "model_regime", "model_crossover", "model_cost",
+                  "model_validation"):
+        assert (model / "tables" / f"{table}.csv").stat().st_size > 0
+    for figure in ("model_comm_scaling", "model_cost"):
+        assert (model / "figures" / f"{figure}.png").read_bytes().startswith(b"\x89PNG")
+    validation = pd.read_csv(model / "tables" / "model_validation.csv")
+    assert len(validation) == 3 * 2  # pre, post, hybrid x FP32, Int2 at P = 2
+    assert (validation["measured_ms"] > 0).all() and validation["relative_error"].notna().all()
+    hybrid = pd.read_csv(model / "tables" / "model_hybrid.csv")
+    assert list(hybrid["P"]) == [2, 4] and (hybrid["min_pre_post_over_hybrid"] >= 1).all()
 
 
 def test_nothing_changed_means_nothing_to_do(finished_study):
@@ -222,8 +236,11 @@ def test_partition_parameter_change_reruns_partition_and_downstream(finished_stu
     edit_config(workdir, lambda c: c["partition"].update(seed=3))
     try:
         # P = 1 and P = 2 are partitioned again; each has one (hybrid) plan.
-        assert dry_run(finished_study) == {"partition": 2, "plan": 2, "train": 2, "tables": 1, "figures": 1,
-                                           "all": 1}
+        # P = 1, 2 (training) and 4 (model study) are partitioned again: hybrid plans at
+        # every P, and pre and post at P = 2 for the model-vs-measurement check.
+        assert dry_run(finished_study) == {"partition": 3, "plan": 5, "train": 2, "tables": 1, "figures": 1,
+                                           "bench_exchange": 6, "predict": 2, "model_tables": 1,
+                                           "model_figures": 1, "all": 1}
     finally:
         (workdir / "config" / "config.yaml").write_text(original)
 
@@ -234,9 +251,29 @@ def test_kernel_source_change_reruns_training(finished_study):
     original = source.read_text()
     source.write_text(original + "\n# an edit\n")
     try:
-        assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "all": 1}
+        # Training and the measured exchanges run this code; the model's predictions do not.
+        assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "bench_exchange": 6,
+                                           "model_tables": 1, "model_figures": 1, "all": 1}
     finally:
         source.write_text(original)
+
+
+def test_machine_profile_change_reruns_only_its_predictions(finished_study):
+    workdir = finished_study[0]
+    original = (workdir / "config" / "config.yaml").read_text()
+    edit_config(workdir, lambda c: c["machines"]["fugaku"].update(latency_us=2.0))
+    try:
+        assert dry_run(finished_study) == {"machine_profile": 1, "predict": 2, "model_tables": 1,
+                                           "model_figures": 1, "all": 1}
+    finally:
+        (workdir / "config" / "config.yaml").write_text(original)
+
+
+def test_unknown_machine_name_is_reported(tmp_path):
+    overlay = write_overlay(tmp_path, model={"machines": ["fugaku", "summit"]})
+    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode != 0
+    assert "model.machines names summit" in result.stderr + result.stdout
 
 
 def test_interrupted_training_resumes_on_the_next_invocation(tmp_path):

@@ -1,5 +1,6 @@
 # Paths, wildcards and helpers shared by the rules.
 import hashlib
+import json
 import math
 import os
 import shlex
@@ -13,6 +14,7 @@ RESULTS = config["results_root"]
 CHECKPOINTS = config["checkpoint_root"]
 EXECUTION = config["execution"]
 TRAINING = config["training"]
+MODEL = config["model"]
 PACKAGE_DIR = Path(supergcn.__file__).parent
 # Snakemake sees edits of a rule's own code, not of the package its shell calls, so each
 # step carries a hash of the sources it runs as a parameter: editing them reruns it.
@@ -23,7 +25,16 @@ STEP_SOURCES = {
     "train": ["aggregation.py", "comm.py", "models.py", "train.py", "timing.py", "plan.py", "kernels.py",
               "quantization.py", "graph.py", "partition.py", "storage.py", "cli.py"],
     "results": ["results.py", "volume.py", "quantization.py", "plan.py", "storage.py", "cli.py"],
+    # Measurements of this machine rerun when the code they measure changes, not the model.
+    "bench_comm": ["commbench.py", "ranks.py", "perfmodel.py", "storage.py", "cli.py"],
+    "bench_exchange": ["commbench.py", "ranks.py", "comm.py", "aggregation.py", "quantization.py", "kernels.py",
+                       "timing.py", "plan.py", "storage.py", "cli.py"],
+    "local_machine": ["bench.py", "kernels.py", "quantization.py", "perfmodel.py", "modelstudy.py", "storage.py",
+                      "cli.py"],
+    "model": ["perfmodel.py", "modelstudy.py", "results.py", "plan.py", "graph.py", "storage.py", "cli.py"],
 }
+MODEL_TABLES = ["model_hybrid", "model_predictions", "model_regime", "model_crossover", "model_cost",
+                "model_validation"]
 PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
 
 
@@ -34,6 +45,7 @@ wildcard_constraints:
     precision=r"fp32|int8|int4|int2",
     lp=r"lp|nolp",
     seed=r"\d+",
+    machine=r"[A-Za-z0-9_\-]+",
 
 
 def source_hash(step):
@@ -71,8 +83,43 @@ def volume_plans():
     ]
 
 
+def precision_bits(precision):
+    return {name: bits for bits, name in PRECISIONS.items()}[precision]
+
+
+def machine_profiles():
+    unknown = [name for name in MODEL["machines"] if name not in config["machines"]]
+    if unknown:
+        raise ValueError(
+            f"model.machines names {', '.join(unknown)}, which the config's `machines` section does not define: "
+            "add a profile there or remove the name"
+        )
+    return [f"{RESULTS}/model/machines/{name}.json" for name in ["local", *MODEL["machines"]]]
+
+
+def model_predictions():
+    return expand(
+        f"{RESULTS}/model/predictions/{{dataset}}/P{{P}}.json", dataset=MODEL["datasets"], P=MODEL["process_counts"]
+    )
+
+
+def model_validation():
+    """(strategy, plan dir, measurement) of every exchange measured here to check the model."""
+    local = MODEL["local"]
+    return [
+        (
+            strategy,
+            f"{DATA}/plans/{local['dataset']}/P{P}/{strategy}",
+            f"{RESULTS}/model/bench/{local['dataset']}/P{P}/{strategy}-{PRECISIONS[bits]}.json",
+        )
+        for P in local["process_counts"]
+        for strategy in ("pre", "post", "hybrid")
+        for bits in local["bits"]
+    ]
+
+
 def train_flags(wildcards):
-    bits = {name: bits for bits, name in PRECISIONS.items()}[wildcards.precision]
+    bits = precision_bits(wildcards.precision)
     flags = [f"--bits {bits}"] if bits != 32 else []
     if wildcards.lp == "lp":
         flags.append(f"--label-rate {TRAINING['label_rate']}")
