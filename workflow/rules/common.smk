@@ -97,10 +97,16 @@ def machine_profiles():
     return [f"{RESULTS}/model/machines/{name}.json" for name in ["local", *MODEL["machines"]]]
 
 
+def model_process_counts(dataset):
+    return MODEL.get("process_counts_by_dataset", {}).get(dataset, MODEL["process_counts"])
+
+
 def model_predictions():
-    return expand(
-        f"{RESULTS}/model/predictions/{{dataset}}/P{{P}}.json", dataset=MODEL["datasets"], P=MODEL["process_counts"]
-    )
+    return [
+        f"{RESULTS}/model/predictions/{dataset}/P{P}.json"
+        for dataset in MODEL["datasets"]
+        for P in model_process_counts(dataset)
+    ]
 
 
 def model_validation():
