@@ -13,6 +13,9 @@ from pathlib import Path
 
 from supergcn.errors import SuperGCNError
 
+# Bytes of one quantization parameter (zero point or scale) on the wire.
+PARAMETER_BYTES = {"bfloat16": 2, "float32": 4}
+
 
 def _positive_int(text: str) -> int:
     value = int(text)
@@ -174,7 +177,8 @@ def _bench_mpi(args) -> int:
         else:
             _set_threads(args.threads)
             agree(comm, lambda: _check_plan_size(args.plan, comm.Get_size()))
-            result = commbench.bench_exchange(comm, args.plan, args.features, args.bits, args.repeats)
+            result = commbench.bench_exchange(comm, args.plan, args.features, args.bits, args.repeats,
+                                              args.parameter_dtype == "bfloat16")
         if comm.Get_rank() == 0:
             print(json.dumps(result, indent=2))
             if args.json:
@@ -229,6 +233,8 @@ def _add_bench_parser(commands) -> None:
     exchange.add_argument("--plan", required=True, type=Path, help="plan directory")
     exchange.add_argument("--features", type=_positive_int, default=256, help="feature width F")
     exchange.add_argument("--bits", type=int, choices=(32, 8, 4, 2), default=32)
+    exchange.add_argument("--parameter-dtype", choices=tuple(PARAMETER_BYTES), default="bfloat16",
+                          help="wire type of the quantization parameters")
     exchange.add_argument("--threads", type=_positive_int, default=1, help="torch and numba threads per rank")
     exchange.add_argument("--repeats", type=_positive_int, default=20)
     exchange.add_argument("--json", type=Path, help="also write the result here")
@@ -236,7 +242,7 @@ def _add_bench_parser(commands) -> None:
 
 
 def cmd_model(args) -> None:
-    from supergcn import modelstudy
+    from supergcn import machines, modelstudy
     from supergcn.perfmodel import MachineProfile
     from supergcn.storage import read_json, write_json
 
@@ -250,23 +256,23 @@ def cmd_model(args) -> None:
                 entry = json.loads(args.entry)
             except json.JSONDecodeError as exc:
                 raise SuperGCNError(f"--entry is not JSON ({exc}): pass the profile as a JSON object") from exc
-            modelstudy.save_profile(MachineProfile.from_config(args.name, entry), args.out)
+            machines.save_profile(MachineProfile.from_config(args.name, entry), args.out)
         else:
             if args.graph is None:
                 raise SuperGCNError("--comm needs --graph, the graph whose aggregation throughput is measured")
             results = [read_json(path, "bench comm result") for path in args.comm]
-            profile, measurements = modelstudy.measured_profile(results, args.graph, args.features, args.threads,
-                                                                args.name)
-            modelstudy.save_profile(profile, args.out, measurements)
+            profile, measurements = machines.measured_profile(results, args.graph, args.features, args.threads,
+                                                              args.name)
+            machines.save_profile(profile, args.out, measurements)
     elif args.action == "predict":
-        machines = [modelstudy.load_profile(path) for path in args.machine]
-        document = modelstudy.predict(args.graph, args.partition, args.plan, machines, args.hidden, args.num_layers,
-                                      args.bits)
+        profiles = [machines.load_profile(path) for path in args.machine]
+        document = modelstudy.predict(args.graph, args.partition, args.plan, profiles, args.hidden, args.num_layers,
+                                      args.bits, PARAMETER_BYTES[args.parameter_dtype])
         write_json(args.out, document)
     elif args.action == "tables":
         validation = []
         for item in args.validation:
-            parts = item.split("=")
+            parts = item.split("=", 2)
             if len(parts) != 3:
                 raise SuperGCNError(f"--validation takes STRATEGY=PLAN_DIR=RESULT_JSON, got {item!r}")
             validation.append((parts[0], Path(parts[1]), Path(parts[2])))
@@ -297,6 +303,8 @@ def _add_model_parser(commands) -> None:
     predict.add_argument("--hidden", type=_positive_int, default=256)
     predict.add_argument("--num-layers", type=_positive_int, default=3)
     predict.add_argument("--bits", type=int, nargs="*", choices=(8, 4, 2), default=[2])
+    predict.add_argument("--parameter-dtype", choices=tuple(PARAMETER_BYTES), default="bfloat16",
+                         help="wire type of the quantization parameters")
     predict.add_argument("--out", required=True, type=Path)
     tables = actions.add_parser("tables", help="the study's tables from predictions and measurements")
     tables.add_argument("--predictions", nargs="+", required=True, type=Path)
@@ -363,7 +371,7 @@ def _add_train_parser(commands) -> None:
                           help="32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients")
     exchange.add_argument("--rounding", choices=("nearest", "stochastic"), default="nearest",
                           help="quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)")
-    exchange.add_argument("--parameter-dtype", choices=("bfloat16", "float32"), default="bfloat16",
+    exchange.add_argument("--parameter-dtype", choices=tuple(PARAMETER_BYTES), default="bfloat16",
                           help="wire type of the per-row zero point and scale")
     exchange.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=True,
                           help="overlap the exchange with the local aggregation")

@@ -6,12 +6,14 @@
 * Alltoallv with the same number of bytes m for every peer, m from 8 B to 8 MiB: the
   slowest rank's time per call, the median of repeated calls, each started after a
   barrier. ``supergcn.perfmodel.fit_latency_bandwidth`` fits (P - 1) (L + m / BW) to
-  these times, which gives the model's L and BW at this P.
+  these times, which gives the model's L and BW at this P (printed by rank 0; machine
+  profiles refit the raw sweep).
 
 ``supergcn bench exchange``: the exchange a training layer really does, from a plan
 (``RankOperators.start_exchange`` with random rows of F features, FP32 or quantized),
-timed the same way, split into communication and (de)quantization; the measurement the
-model is validated against.
+each call started after a barrier; the largest over ranks of the per-rank mean time,
+split into communication and (de)quantization: the measurement the model is checked
+against.
 """
 
 from __future__ import annotations
@@ -86,7 +88,8 @@ def bench_comm(comm, sizes=ALLTOALL_SIZES) -> dict:
     sweep = [{"bytes_per_peer": int(m), "seconds": alltoallv_seconds(comm, int(m), _repeats_for(m * size))}
              for m in sizes]
     result = {"num_ranks": size, "ping_pong_latency_s": latency, "alltoallv": sweep}
-    if size > 1:
+    # Rank 0 alone fits, so a sweep that does not fit is reported once (and aborts the job).
+    if size > 1 and comm.Get_rank() == 0:
         peers = np.full(len(sweep), size - 1)
         fitted_latency, bandwidth = fit_latency_bandwidth(peers, [s["bytes_per_peer"] for s in sweep],
                                                           [s["seconds"] for s in sweep])
@@ -94,11 +97,12 @@ def bench_comm(comm, sizes=ALLTOALL_SIZES) -> dict:
     return result
 
 
-def bench_exchange(comm, plan_dir, features: int, bits: int, repeats: int = 20, seed: int = 0) -> dict:
+def bench_exchange(comm, plan_dir, features: int, bits: int, repeats: int = 20, bfloat16_parameters: bool = True,
+                   seed: int = 0) -> dict:
     """Time one layer's forward exchange of a plan, as training does it (no overlap).
 
-    Returns the slowest rank's mean seconds per exchange: ``total`` (wall clock of the
-    exchange), ``communication`` and ``quantization`` (its parts), on every rank."""
+    Returns, on every rank, the largest over ranks of each rank's mean seconds per
+    exchange: ``total`` (wall clock), ``communication`` and ``quantization`` (its parts)."""
     import torch
     from mpi4py import MPI
 
@@ -111,7 +115,8 @@ def bench_exchange(comm, plan_dir, features: int, bits: int, repeats: int = 20, 
     plan = load_rank_plan(plan_dir, rank)
     communicator = Communicator(comm)
     timer = PhaseTimer()
-    operators = RankOperators(plan, communicator, timer, settings=ExchangeSettings(bits=bits, overlap=False))
+    operators = RankOperators(plan, communicator, timer, settings=ExchangeSettings(
+        bits=bits, overlap=False, bfloat16_parameters=bfloat16_parameters))
     operators.training = True  # quantize as in a training step
     rows = torch.from_numpy(np.random.default_rng(seed + rank).standard_normal(
         (int(plan.send_counts.sum()), features), dtype=np.float32))
@@ -132,4 +137,5 @@ def bench_exchange(comm, plan_dir, features: int, bits: int, repeats: int = 20, 
                           op=MPI.MAX)
     communicator.close()
     return {"num_ranks": comm.Get_size(), "features": features, "bits": bits, "repeats": repeats,
+            "parameter_bytes": 2 if bfloat16_parameters else 4,
             "seconds": slowest, "max_bytes_sent_per_exchange": sent // (repeats + 1)}

@@ -2,9 +2,7 @@
 
 Three steps, each a ``supergcn model`` sub-command and a pipeline rule:
 
-* ``profile`` — a machine profile as JSON: a static one from the config (Fugaku, ABCI,
-  a user's cluster), or this machine's, assembled from ``supergcn bench comm`` runs at
-  several P plus single-rank quantization and aggregation throughputs measured here;
+* ``profile`` — a machine profile as JSON (:mod:`supergcn.machines`);
 * ``predict`` — for one (graph, P): Comm[i][j] of pre, post and hybrid from the hybrid
   plan's manifest, and the model's per-layer exchange and per-epoch times on every
   machine for FP32 and each quantized width;
@@ -22,63 +20,12 @@ import pandas as pd
 from supergcn import perfmodel
 from supergcn.errors import SuperGCNError
 from supergcn.graph import read_graph_meta
+from supergcn.machines import load_profile
 from supergcn.perfmodel import MachineProfile
 from supergcn.plan import read_plan_manifest
-from supergcn.storage import read_json, write_json
+from supergcn.storage import read_json
 
-PROFILE_FORMAT = "supergcn-machine/1"
 PREDICTION_FORMAT = "supergcn-prediction/1"
-
-
-def save_profile(profile: MachineProfile, path: str | Path, measurements: dict | None = None) -> None:
-    write_json(Path(path), {"format": PROFILE_FORMAT, "name": profile.name, **profile.to_config(),
-                            "measurements": measurements or {}})
-
-
-def load_profile(path: str | Path) -> MachineProfile:
-    entry = read_json(Path(path), "machine profile")
-    if entry.get("format") != PROFILE_FORMAT:
-        raise SuperGCNError(f"{path} is not a supergcn machine profile: write it with `supergcn model profile`")
-    return MachineProfile.from_config(entry["name"], entry)
-
-
-def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: int, threads: int,
-                     name: str = "local") -> tuple[MachineProfile, dict]:
-    """This machine's profile: (L, BW) fitted at every measured P and jointly over all of
-    them (the default for other P); TH from the Int2 quantization benchmark; the
-    aggregation throughput from our kernel on ``graph_dir``."""
-    from supergcn.bench import bench_kernels, bench_quantization
-
-    multi = [result for result in comm_results if result["num_ranks"] > 1]
-    if not multi:
-        raise SuperGCNError("no `supergcn bench comm` result with 2 or more ranks: run it under mpiexec -n 2 or more")
-    peers, sizes, seconds = [], [], []
-    for result in multi:
-        for point in result["alltoallv"]:
-            peers.append(result["num_ranks"] - 1)
-            sizes.append(point["bytes_per_peer"])
-            seconds.append(point["seconds"])
-    latency, bandwidth = perfmodel.fit_latency_bandwidth(np.array(peers), np.array(sizes), np.array(seconds))
-    quantization = bench_quantization(rows=100_000, features=features, threads=threads, bits=2, rounding="nearest")
-    # TH counts bytes read and written: float32 in, packed bits out (and the reverse).
-    moved = quantization["float32_bytes"] + quantization["packed_bytes"]
-    round_trip = quantization["seconds"]["quantize_pack"] + quantization["seconds"]["unpack_dequantize"]
-    kernels = bench_kernels(graph_dir, features, threads, with_pyg=False)
-    gathered = kernels["nnz"] * features * perfmodel.FP32_BYTES
-    profile = MachineProfile(
-        name=name, latency_s=latency, bandwidth_bytes_per_s=bandwidth,
-        quantization_bytes_per_s=2 * moved / round_trip,
-        aggregation_bytes_per_s=gathered / kernels["seconds"]["ours_forward"],
-        description=f"this machine, measured ({threads} thread(s) per rank)",
-        sources={"latency_us": "supergcn bench comm: Alltoallv sweep, fitted jointly over P",
-                 "bandwidth_gb_per_s": "supergcn bench comm: Alltoallv sweep, fitted jointly over P",
-                 "quantization_gb_per_s": "supergcn bench quantization (Int2, nearest)",
-                 "aggregation_gb_per_s": f"supergcn bench kernels on {Path(graph_dir).name}"},
-        by_num_ranks={result["num_ranks"]: (result["fit"]["latency_s"], result["fit"]["bandwidth_bytes_per_s"])
-                      for result in multi})
-    measurements = {"comm": comm_results, "quantization": quantization,
-                    "kernels": {key: kernels[key] for key in ("nnz", "features", "threads", "seconds")}}
-    return profile, measurements
 
 
 def _edges_per_part(partition_dir: str | Path) -> np.ndarray:
@@ -87,8 +34,9 @@ def _edges_per_part(partition_dir: str | Path) -> np.ndarray:
 
 
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
-            hidden: int, num_layers: int, bits: list[int]) -> dict:
-    """Every strategy x bit width x machine prediction for one (graph, P)."""
+            hidden: int, num_layers: int, bits: list[int], parameter_bytes: int = 2) -> dict:
+    """Every strategy x bit width x machine prediction for one (graph, P); quantization
+    parameters travel as ``parameter_bytes`` each (2 = bfloat16, 4 = float32)."""
     meta = read_graph_meta(graph_dir)
     plan = read_plan_manifest(plan_dir)
     partition = read_json(Path(partition_dir) / "partition.json", "partition")
@@ -104,9 +52,9 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
             for width_bits in [32, *bits]:
                 if width_bits != 32 and strategy != "hybrid":
                     continue  # the paper quantizes the hybrid exchange only
-                layer = perfmodel.exchange_time(rows[strategy], hidden, width_bits, machine)
-                epoch = perfmodel.epoch_seconds(rows[strategy], edges, meta["feature_dim"], hidden, num_layers,
-                                                width_bits, machine)
+                layer = perfmodel.exchange_time(rows[strategy], hidden, width_bits, machine, parameter_bytes)
+                epoch = perfmodel.epoch_seconds(rows[strategy], edges, meta["feature_dim"], hidden,
+                                                meta["num_classes"], num_layers, width_bits, machine, parameter_bytes)
                 record = {"machine": machine.name, "strategy": strategy, "bits": width_bits,
                           "layer_seconds": layer.seconds, "transfer_seconds": layer.transfer_seconds,
                           "latency_seconds": layer.latency_seconds,
@@ -121,6 +69,7 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     return {
         "format": PREDICTION_FORMAT, "graph": meta["name"], "graph_hash": meta["hash"],
         "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges_directed"], "num_ranks": num_ranks, "hidden": hidden,
+        "parameter_bytes": parameter_bytes,
         "rows": {strategy: int(matrix.sum()) for strategy, matrix in rows.items()},
         "max_rows_by_rank": {strategy: int(matrix.sum(axis=1).max()) for strategy, matrix in rows.items()},
         "max_peers_by_rank": int(peers.max()), "mean_peers_by_rank": float(peers.mean()),
@@ -177,22 +126,30 @@ def regime_table(predictions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
+def _from_p(process_counts: np.ndarray, condition: np.ndarray) -> int | None:
+    """The smallest P from which ``condition`` holds at every larger P of the study."""
+    order = np.argsort(process_counts)
+    holds = condition[order]
+    if not holds[-1]:
+        return None
+    failing = np.flatnonzero(~holds)
+    return int(process_counts[order][failing[-1] + 1 if len(failing) else 0])
+
+
 def crossover_table(predictions: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset, machine and bit width: the smallest P of the study at which the hybrid
-    exchange turns latency-bound, and (quantized widths) the smallest P at which it is no
-    faster than FP32 any more."""
+    """Per dataset, machine and bit width: the P from which the hybrid exchange stays
+    latency-bound, and (quantized widths) from which it is no faster than FP32."""
     hybrid = predictions[predictions["strategy"] == "hybrid"]
     fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "P"])["layer_seconds"]
     records = []
     for (dataset, machine, bits), group in hybrid.groupby(["dataset", "machine", "bits"]):
-        bound = group[group["latency_bound"]]
+        counts = group["P"].to_numpy()
         record = {"dataset": dataset, "machine": machine, "bits": bits,
-                  "latency_bound_from_P": int(bound["P"].min()) if len(bound) else None,
-                  "no_gain_from_P": None, "largest_P_studied": int(group["P"].max())}
+                  "latency_bound_from_P": _from_p(counts, group["latency_bound"].to_numpy(dtype=bool)),
+                  "no_gain_from_P": None, "largest_P_studied": int(counts.max())}
         if bits != 32:
-            baseline = fp32.loc[[(dataset, machine, p) for p in group["P"]]].to_numpy()
-            no_gain = group["P"].to_numpy()[group["layer_seconds"].to_numpy() >= baseline]
-            record["no_gain_from_P"] = int(no_gain.min()) if len(no_gain) else None
+            baseline = fp32.loc[[(dataset, machine, p) for p in counts]].to_numpy()
+            record["no_gain_from_P"] = _from_p(counts, group["layer_seconds"].to_numpy() >= baseline)
         records.append(record)
     return pd.DataFrame.from_records(records)
 
@@ -212,7 +169,8 @@ def validation_table(measurements: list[tuple[str, Path, dict]], profile: Machin
     for strategy, plan_dir, measured in measurements:
         plan = read_plan_manifest(plan_dir)
         rows = perfmodel.comm_rows(plan)[strategy]
-        predicted = perfmodel.exchange_time(rows, measured["features"], measured["bits"], profile)
+        predicted = perfmodel.exchange_time(rows, measured["features"], measured["bits"], profile,
+                                            measured["parameter_bytes"])
         seconds = measured["seconds"]
         records.append({"P": plan["num_ranks"], "strategy": strategy, "bits": measured["bits"],
                         "predicted_ms": predicted.seconds * 1e3, "measured_ms": seconds["total"] * 1e3,
@@ -232,7 +190,7 @@ def write_tables(prediction_paths, validation: list[tuple[str, Path, Path]], pro
     hidden = documents[0]["hidden"] if documents else 0
     write_table(hybrid_table(documents), out_dir / "model_hybrid",
                 "Rows sent per layer by pre, post and hybrid aggregation, and min(pre, post) / hybrid "
-                "(the paper's Table 5: 1.52x for mag240M at 2,048 ranks).")
+                "(the paper's Table 5, mag240M at 2,048 ranks: 1,934.9 / 1,269.6 GB = 1.52x).")
     write_table(predictions, out_dir / "model_predictions",
                 f"Model predictions at width {hidden}: per-layer exchange (s) at the bottleneck rank and its "
                 "transfer, latency and quantization parts; aggregation + exchange per epoch (s).")
@@ -240,8 +198,8 @@ def write_tables(prediction_paths, validation: list[tuple[str, Path, Path]], pro
                 "Hybrid FP32 vs quantized per-layer exchange: the model's speedup, Eq. 8's, delta (latency : "
                 "quantized transfer) and which term bounds each exchange.")
     write_table(crossover_table(predictions), out_dir / "model_crossover",
-                "Smallest P of the study at which the hybrid exchange is latency-bound, and at which a "
-                "quantized one is no faster than FP32 (empty: not in the study's range).")
+                "P from which the hybrid exchange stays latency-bound, and from which a quantized one is no "
+                "faster than FP32, over the study's process counts (empty: not in its range).")
     write_table(cost_table(documents), out_dir / "model_cost",
                 "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P.")
     if validation:

@@ -16,13 +16,16 @@ quantization throughput TH:
                       + F * (4 + b/8) * (sum_j Comm[i][j] + sum_j Comm[j][i]) / TH ].
 
 Two departures from the paper, both because the model is checked against this
-implementation: quantized exchanges send data and parameters as two Alltoallv calls, so
-they pay m = 2 latencies per peer (the paper's Eq. 5 has one), and the parameter bytes
-are those on our wire (bfloat16, not the paper's FP32). Eq. 7's ratios and Eq. 8's
+implementation: quantized exchanges send data and parameters as two concurrent
+Alltoallv calls, counted as m = 2 latencies per peer (the paper's Eq. 5 has one; the
+two overlap in part, so this is an upper bound the validation table tests), and the
+parameter bytes are those on our wire (bfloat16 by default, not the paper's FP32). Every
+rank pays a latency for each of its P - 1 peers, as in Eq. 2 (an Alltoallv addresses all
+of them), even where it sends a peer nothing. Eq. 7's ratios and Eq. 8's
 predicted speedup are evaluated at the bottleneck rank:
 
     alpha = Comm / Params (values),  beta = TH / BW,  gamma = 32 / b,
-    delta = L * (P - 1) / (Comm_i * F * b / BW),
+    delta = L * (P - 1) / (Comm_i * F * (b / 8) / BW),
     speedup = alpha beta (gamma + delta) / ((1 + delta) alpha beta + 2 alpha (1 + gamma) + beta gamma)
             ~ (gamma + delta) / (1 + delta).
 
@@ -31,8 +34,9 @@ paper's Fig. 7); Int2 reaches that point at fewer ranks than FP32.
 
 Aggregation time per rank and layer is the rank's in-edges (local and remote) times
 F * 4 bytes over the measured aggregation throughput (bytes of neighbour rows gathered
-per second), so an epoch's aggregation + exchange time is predicted as well; dense
-layers are left out (their cost per rank shrinks as 1 / P and needs no model).
+per second), so an epoch's aggregation + exchange time of the 3-layer GraphSAGE is
+predicted as well, at the widths it really exchanges; dense layers are left out (their
+cost per rank shrinks as 1 / P and needs no model).
 """
 
 from __future__ import annotations
@@ -187,21 +191,37 @@ def aggregation_seconds(edges_per_rank: np.ndarray, width: int, machine: Machine
     return float(edges.max() * width * FP32_BYTES / machine.aggregation_bytes_per_s)
 
 
-def epoch_exchange_widths(in_features: int, hidden: int, num_layers: int) -> tuple[list[int], list[int]]:
-    """Widths exchanged in one epoch without label propagation: every layer's input goes
-    forward; gradients come back for every layer but the first, whose input (the fixed
-    features) needs none."""
-    forward = [in_features] + [hidden] * (num_layers - 1)
-    return forward, forward[1:]
+def epoch_exchange_widths(in_features: int, hidden: int, out_features: int, num_layers: int,
+                          input_requires_grad: bool = False) -> tuple[list[int], list[int]]:
+    """Widths exchanged in one epoch by our GraphSAGE (``supergcn.models``).
+
+    A layer from a to b features aggregates before transforming unless b < a, when it
+    transforms first and exchanges b-wide rows. Gradients come back through every layer
+    whose aggregated input needs one: all but the first, and the first too when it
+    transforms first (its weight needs the gradient) or when its input does (masked label
+    propagation, input LayerNorm).
+    """
+    dims = [in_features] + [hidden] * (num_layers - 1) + [out_features]
+    forward, backward = [], []
+    for layer, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        transform_first = b < a
+        width = b if transform_first else a
+        forward.append(width)
+        if layer > 0 or transform_first or input_requires_grad:
+            backward.append(width)
+    return forward, backward
 
 
-def epoch_seconds(rows: np.ndarray, edges_per_rank: np.ndarray, in_features: int, hidden: int, num_layers: int,
-                  bits: int, machine: MachineProfile) -> dict[str, float]:
-    """Predicted aggregation and exchange seconds of one training epoch (no overlap)."""
-    forward, backward = epoch_exchange_widths(in_features, hidden, num_layers)
-    widths = forward + backward
-    exchange = sum(exchange_time(rows, width, bits, machine).seconds for width in widths)
-    aggregation = sum(aggregation_seconds(edges_per_rank, width, machine) for width in widths)
+def epoch_seconds(rows: np.ndarray, edges_per_rank: np.ndarray, in_features: int, hidden: int, out_features: int,
+                  num_layers: int, bits: int, machine: MachineProfile, parameter_bytes: int = 2) -> dict[str, float]:
+    """Predicted aggregation and exchange seconds of one training epoch (no overlap,
+    no label propagation). Backward exchanges run the forward ones in reverse: rank i
+    sends what it received, Comm[j][i]."""
+    forward, backward = epoch_exchange_widths(in_features, hidden, out_features, num_layers)
+    rows = np.asarray(rows, dtype=np.int64)
+    exchange = sum(exchange_time(rows, width, bits, machine, parameter_bytes).seconds for width in forward)
+    exchange += sum(exchange_time(rows.T, width, bits, machine, parameter_bytes).seconds for width in backward)
+    aggregation = sum(aggregation_seconds(edges_per_rank, width, machine) for width in forward + backward)
     return {"aggregation": aggregation, "exchange": exchange, "total": aggregation + exchange}
 
 

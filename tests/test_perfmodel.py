@@ -127,12 +127,62 @@ def test_profile_from_config_units_and_errors():
                                          "aggregation_gb_per_s": 1})
 
 
-def test_epoch_prediction_counts_every_exchange_and_aggregation():
-    # 3 layers, 16 input features, hidden 8: forward exchanges at 16, 8, 8; backward at 8, 8.
-    assert perfmodel.epoch_exchange_widths(16, 8, 3) == ([16, 8, 8], [8, 8])
-    rows = np.array([[0, 4], [4, 0]])
+@pytest.mark.parametrize("dims, requires_grad, expected", [
+    # in 16 -> hidden 8 -> 8 -> out 4: layer 1 transforms first (8 < 16), so it exchanges
+    # 8-wide rows and needs their gradient; the last layer exchanges 4-wide rows.
+    ((16, 8, 4), False, ([8, 8, 4], [8, 8, 4])),
+    # in 4 -> hidden 8: layer 1 aggregates the fixed input first; no gradient unless the
+    # input needs one (label propagation, input LayerNorm).
+    ((4, 8, 2), False, ([4, 8, 2], [8, 2])),
+    ((4, 8, 2), True, ([4, 8, 2], [4, 8, 2])),
+])
+def test_epoch_exchange_widths_follow_the_model(dims, requires_grad, expected):
+    assert perfmodel.epoch_exchange_widths(*dims, num_layers=3, input_requires_grad=requires_grad) == expected
+
+
+def test_epoch_widths_match_what_training_exchanges():
+    """Count the widths that really pass through the distributed aggregation in a
+    forward and backward pass of supergcn.models.GNN."""
+    import torch
+
+    from supergcn.models import GNN
+
+    seen = {"forward": [], "backward": []}
+
+    class Recorder(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen["forward"].append(x.shape[1])
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen["backward"].append(grad.shape[1])
+            return grad
+
+    class Ops:
+        def mean(self, x):
+            return Recorder.apply(x)
+
+    for in_dim, hidden, out_dim in ((16, 8, 4), (4, 8, 2)):
+        seen = {"forward": [], "backward": []}
+        model = GNN("sage", in_dim, hidden, out_dim, num_layers=3)
+        model(torch.randn(5, in_dim), Ops()).sum().backward()
+        expected = perfmodel.epoch_exchange_widths(in_dim, hidden, out_dim, 3)
+        assert seen["forward"] == expected[0]
+        assert sorted(seen["backward"]) == sorted(expected[1])
+
+
+def test_epoch_prediction_sends_gradients_back_the_other_way():
+    # Rank 0 sends 4 rows to rank 1 forward; backward rank 1 sends the 4 gradient rows back.
+    rows = np.array([[0, 4], [0, 0]])
     edges = np.array([100, 50])
-    epoch = perfmodel.epoch_seconds(rows, edges, 16, 8, 3, 32, MACHINE)
-    widths = [16, 8, 8, 8, 8]
-    assert epoch["aggregation"] == pytest.approx(sum(100 * w * 4 / 4e6 for w in widths))
-    assert epoch["exchange"] == pytest.approx(sum(4 * w * 4 / 1e6 + 1e-3 for w in widths))
+    epoch = perfmodel.epoch_seconds(rows, edges, 16, 8, 4, 3, 32, MACHINE)
+    forward, backward = perfmodel.epoch_exchange_widths(16, 8, 4, 3)
+    assert epoch["aggregation"] == pytest.approx(sum(100 * w * 4 / 4e6 for w in forward + backward))
+    assert epoch["exchange"] == pytest.approx(sum(4 * w * 4 / 1e6 + 1e-3 for w in forward + backward))
+    # Ranks 0 and 2 each send 40 rows to rank 1; backward rank 1 sends 80 rows back.
+    converging = np.array([[0, 40, 0], [0, 0, 0], [0, 40, 0]])
+    epoch = perfmodel.epoch_seconds(converging, np.array([1, 1, 1]), 16, 8, 4, 3, 32, MACHINE)
+    expected = (sum(40 * w * 4 / 1e6 + 2e-3 for w in forward) + sum(80 * w * 4 / 1e6 + 2e-3 for w in backward))
+    assert epoch["exchange"] == pytest.approx(expected)

@@ -26,12 +26,13 @@ STEP_SOURCES = {
               "quantization.py", "graph.py", "partition.py", "storage.py", "cli.py"],
     "results": ["results.py", "volume.py", "quantization.py", "plan.py", "storage.py", "cli.py"],
     # Measurements of this machine rerun when the code they measure changes, not the model.
-    "bench_comm": ["commbench.py", "ranks.py", "perfmodel.py", "storage.py", "cli.py"],
+    "bench_comm": ["commbench.py", "ranks.py", "storage.py", "cli.py"],
     "bench_exchange": ["commbench.py", "ranks.py", "comm.py", "aggregation.py", "quantization.py", "kernels.py",
                        "timing.py", "plan.py", "storage.py", "cli.py"],
-    "local_machine": ["bench.py", "kernels.py", "quantization.py", "perfmodel.py", "modelstudy.py", "storage.py",
-                      "cli.py"],
-    "model": ["perfmodel.py", "modelstudy.py", "results.py", "plan.py", "graph.py", "storage.py", "cli.py"],
+    "local_machine": ["machines.py", "perfmodel.py", "bench.py", "kernels.py", "quantization.py", "graph.py",
+                      "storage.py", "cli.py"],
+    "model": ["perfmodel.py", "modelstudy.py", "machines.py", "results.py", "quantization.py", "plan.py", "graph.py",
+              "storage.py", "cli.py"],
 }
 MODEL_TABLES = ["model_hybrid", "model_predictions", "model_regime", "model_crossover", "model_cost",
                 "model_validation"]

@@ -37,7 +37,9 @@ rule local_machine:
         hidden=TRAINING["hidden"],
         threads=EXECUTION["threads_per_rank"],
         code=source_hash("local_machine"),
-    threads: EXECUTION["threads_per_rank"]
+    # Asks for as many cores as the largest measured MPI job, so that locally nothing
+    # else runs beside the single-rank benchmarks.
+    threads: max(MODEL["local"]["process_counts"]) * EXECUTION["threads_per_rank"]
     conda:
         "../envs/supergcn.yaml"
     log:
@@ -70,6 +72,7 @@ rule bench_exchange:
     params:
         bits=lambda wildcards: precision_bits(wildcards.precision),
         hidden=TRAINING["hidden"],
+        parameter_dtype=TRAINING["parameter_dtype"],
         code=source_hash("bench_exchange"),
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
@@ -85,8 +88,8 @@ rule bench_exchange:
         "logs/model/bench_exchange/{dataset}/P{P}/{strategy}-{precision}.log",
     shell:
         "{resources.mpi} -n {resources.tasks} python -m supergcn.cli bench exchange --plan {input.plan:q} "
-        "--features {params.hidden} --bits {params.bits} --threads {resources.cpus_per_task} --json {output:q} "
-        "> {log:q} 2>&1"
+        "--features {params.hidden} --bits {params.bits} --parameter-dtype {params.parameter_dtype} "
+        "--threads {resources.cpus_per_task} --json {output:q} > {log:q} 2>&1"
 
 
 rule predict:
@@ -101,6 +104,7 @@ rule predict:
         hidden=TRAINING["hidden"],
         num_layers=TRAINING["num_layers"],
         bits=" ".join(str(bits) for bits in MODEL["bits"]),
+        parameter_dtype=TRAINING["parameter_dtype"],
         code=source_hash("model"),
     conda:
         "../envs/supergcn.yaml"
@@ -109,7 +113,8 @@ rule predict:
     shell:
         "python -m supergcn.cli model predict --graph {input.graph:q} --partition {input.partition:q} "
         "--plan {input.plan:q} --machine {input.machines:q} --hidden {params.hidden} "
-        "--num-layers {params.num_layers} --bits {params.bits} --out {output:q} > {log:q} 2>&1"
+        "--num-layers {params.num_layers} --bits {params.bits} --parameter-dtype {params.parameter_dtype} "
+        "--out {output:q} > {log:q} 2>&1"
 
 
 rule model_tables:
