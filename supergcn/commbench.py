@@ -81,7 +81,7 @@ def alltoallv_seconds(comm, bytes_per_peer: int, repeats: int) -> float:
 
 def bench_comm(comm, sizes=ALLTOALL_SIZES) -> dict:
     """Ping-pong latency and the Alltoallv sweep, with the (L, BW) fitted to the sweep."""
-    from supergcn.perfmodel import fit_latency_bandwidth
+    from supergcn.perfmodel import fit_alltoallv
 
     size = comm.Get_size()
     latency = ping_pong_latency(comm)
@@ -90,9 +90,7 @@ def bench_comm(comm, sizes=ALLTOALL_SIZES) -> dict:
     result = {"num_ranks": size, "ping_pong_latency_s": latency, "alltoallv": sweep}
     # Rank 0 alone fits, so a sweep that does not fit is reported once (and aborts the job).
     if size > 1 and comm.Get_rank() == 0:
-        peers = np.full(len(sweep), size - 1)
-        fitted_latency, bandwidth = fit_latency_bandwidth(peers, [s["bytes_per_peer"] for s in sweep],
-                                                          [s["seconds"] for s in sweep])
+        fitted_latency, bandwidth = fit_alltoallv([result])
         result["fit"] = {"latency_s": fitted_latency, "bandwidth_bytes_per_s": bandwidth}
     return result
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from supergcn import perfmodel
 from supergcn.errors import SuperGCNError
 from supergcn.perfmodel import MachineProfile
@@ -33,16 +31,6 @@ def load_profile(path: str | Path) -> MachineProfile:
     return MachineProfile.from_config(entry["name"], entry)
 
 
-def _fit(results: list[dict]) -> tuple[float, float]:
-    peers, sizes, seconds = [], [], []
-    for result in results:
-        for point in result["alltoallv"]:
-            peers.append(result["num_ranks"] - 1)
-            sizes.append(point["bytes_per_peer"])
-            seconds.append(point["seconds"])
-    return perfmodel.fit_latency_bandwidth(np.array(peers), np.array(sizes), np.array(seconds))
-
-
 def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: int, threads: int,
                      name: str = "local") -> tuple[MachineProfile, dict]:
     """This machine's profile and the raw measurements behind it."""
@@ -51,7 +39,7 @@ def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: 
     multi = [result for result in comm_results if result["num_ranks"] > 1]
     if not multi:
         raise SuperGCNError("no `supergcn bench comm` result with 2 or more ranks: run it under mpiexec -n 2 or more")
-    latency, bandwidth = _fit(multi)
+    latency, bandwidth = perfmodel.fit_alltoallv(multi)
     quantization = bench_quantization(rows=100_000, features=features, threads=threads, bits=2, rounding="nearest")
     # TH counts bytes read and written: float32 in, packed bits out (and the reverse).
     moved = quantization["float32_bytes"] + quantization["packed_bytes"]
@@ -67,7 +55,7 @@ def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: 
                  "bandwidth_gb_per_s": "supergcn bench comm: Alltoallv sweep, fitted jointly over P",
                  "quantization_gb_per_s": "supergcn bench quantization (Int2, nearest)",
                  "aggregation_gb_per_s": f"supergcn bench kernels on {Path(graph_dir).name}"},
-        by_num_ranks={result["num_ranks"]: _fit([result]) for result in multi})
+        by_num_ranks={result["num_ranks"]: perfmodel.fit_alltoallv([result]) for result in multi})
     measurements = {"comm": comm_results, "quantization": quantization,
                     "kernels": {key: kernels[key] for key in ("nnz", "features", "threads", "seconds")}}
     return profile, measurements

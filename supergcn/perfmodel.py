@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from supergcn.errors import SuperGCNError
-from supergcn.quantization import packed_rows
+from supergcn.volume import wire_bytes
 
 FP32_BYTES = 4
 STRATEGIES = ("pre", "post", "hybrid")
@@ -89,7 +89,8 @@ class MachineProfile:
                                  for p, v in entry.get("by_num_ranks", {}).items()})
 
     def to_config(self) -> dict:
-        return {"description": self.description, "latency_us": self.latency_s * 1e6, "bandwidth_gb_per_s": self.bandwidth_bytes_per_s / 1e9,
+        return {"description": self.description, "latency_us": self.latency_s * 1e6,
+                "bandwidth_gb_per_s": self.bandwidth_bytes_per_s / 1e9,
                 "quantization_gb_per_s": self.quantization_bytes_per_s / 1e9,
                 "aggregation_gb_per_s": self.aggregation_bytes_per_s / 1e9, "sources": self.sources,
                 "by_num_ranks": {str(p): {"latency_us": latency * 1e6, "bandwidth_gb_per_s": bandwidth / 1e9}
@@ -141,14 +142,11 @@ def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfi
     if rows.shape != (num_ranks, num_ranks):
         raise ValueError(f"rows must be a square matrix, got shape {rows.shape}")
     machine = machine.at(num_ranks)
+    data, params = wire_bytes(rows, width, bits, parameter_bytes)
     if bits == 32:
-        data = rows * width * FP32_BYTES
-        params = np.zeros_like(rows)
         messages = 1
         quantization = np.zeros(num_ranks)
     else:
-        data = packed_rows(rows.ravel(), bits).reshape(rows.shape) * width
-        params = rows * 2 * parameter_bytes
         messages = 2
         bytes_per_value = FP32_BYTES + bits / 8
         quantization = (rows.sum(axis=1) + rows.sum(axis=0)) * width * bytes_per_value / machine.quantization_bytes_per_s
@@ -237,3 +235,14 @@ def fit_latency_bandwidth(peers: np.ndarray, bytes_per_peer: np.ndarray, seconds
         raise SuperGCNError(f"the all-to-all timings do not fit L + bytes / BW (L = {latency:.3g} s, "
                             f"1 / BW = {inverse_bandwidth:.3g} s/B): rerun `supergcn bench comm` on an idle machine")
     return float(latency), float(1.0 / inverse_bandwidth)
+
+
+def fit_alltoallv(results: list[dict]) -> tuple[float, float]:
+    """(L, BW) fitted jointly to the Alltoallv sweeps of ``supergcn bench comm`` results."""
+    peers, sizes, seconds = [], [], []
+    for result in results:
+        for point in result["alltoallv"]:
+            peers.append(result["num_ranks"] - 1)
+            sizes.append(point["bytes_per_peer"])
+            seconds.append(point["seconds"])
+    return fit_latency_bandwidth(np.array(peers), np.array(sizes), np.array(seconds))

@@ -24,18 +24,23 @@ def per_strategy_rows(manifest: dict) -> dict[str, tuple[int, int]]:
     return result
 
 
-def layer_bytes(rows_per_pair: np.ndarray, width: int, bits: int) -> tuple[int, int]:
-    """(data bytes, parameter bytes) one layer's exchange moves for the given rows per
-    (sender, receiver) pair. FP32 moves 4 bytes per value. A b-bit exchange packs 8/b
-    rows per byte column, padding each pair's chunk to whole bytes, and sends two
-    bfloat16 parameters (zero point, scale) per row."""
+def wire_bytes(rows: np.ndarray, width: int, bits: int, parameter_bytes: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """(data bytes, parameter bytes) on the wire for each entry of ``rows``, the rows one
+    sender sends one receiver per exchange. FP32 moves 4 bytes per value. A b-bit
+    exchange packs 8/b rows per byte column, padding each pair's chunk to whole bytes, and
+    sends two parameters (zero point, scale) of ``parameter_bytes`` each per row."""
     from supergcn.quantization import packed_rows
 
-    rows_per_pair = np.asarray(rows_per_pair, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
     if bits == 32:
-        return int(rows_per_pair.sum()) * width * 4, 0
-    bfloat16_bytes = 2
-    return int(packed_rows(rows_per_pair, bits).sum()) * width, int(rows_per_pair.sum()) * 2 * bfloat16_bytes
+        return rows * width * 4, np.zeros_like(rows)
+    return packed_rows(rows.ravel(), bits).reshape(rows.shape) * width, rows * 2 * parameter_bytes
+
+
+def layer_bytes(rows_per_pair: np.ndarray, width: int, bits: int) -> tuple[int, int]:
+    """Total (data bytes, bfloat16 parameter bytes) of one layer's exchange (:func:`wire_bytes`)."""
+    data, params = wire_bytes(rows_per_pair, width, bits)
+    return int(data.sum()), int(params.sum())
 
 
 def strategy_summary(manifest: dict) -> str:

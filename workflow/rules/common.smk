@@ -29,9 +29,9 @@ STEP_SOURCES = {
     "bench_comm": ["commbench.py", "ranks.py", "storage.py", "cli.py"],
     "bench_exchange": ["commbench.py", "ranks.py", "comm.py", "aggregation.py", "quantization.py", "kernels.py",
                        "timing.py", "plan.py", "storage.py", "cli.py"],
-    "local_machine": ["machines.py", "perfmodel.py", "bench.py", "kernels.py", "quantization.py", "graph.py",
+    "local_machine": ["machines.py", "perfmodel.py", "volume.py", "bench.py", "kernels.py", "quantization.py", "graph.py",
                       "storage.py", "cli.py"],
-    "model": ["perfmodel.py", "modelstudy.py", "machines.py", "results.py", "quantization.py", "plan.py", "graph.py",
+    "model": ["perfmodel.py", "volume.py", "modelstudy.py", "machines.py", "results.py", "quantization.py", "plan.py", "graph.py",
               "storage.py", "cli.py"],
 }
 MODEL_TABLES = ["model_hybrid", "model_predictions", "model_regime", "model_crossover", "model_cost",
