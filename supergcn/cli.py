@@ -175,7 +175,9 @@ def _bench_mpi(args) -> int:
         if args.kind == "comm":
             result = commbench.bench_comm(comm)
         else:
-            _set_threads(args.threads)
+            from supergcn.train import set_threads
+
+            set_threads(args.threads)
             agree(comm, lambda: _check_plan_size(args.plan, comm.Get_size()))
             result = commbench.bench_exchange(comm, args.plan, args.features, args.bits, args.repeats,
                                               args.parameter_dtype == "bfloat16")
@@ -185,15 +187,6 @@ def _bench_mpi(args) -> int:
                 write_json(args.json, result)
 
     return run_ranked(work, MPI.COMM_WORLD, f"bench {args.kind}")
-
-
-def _set_threads(threads: int) -> None:
-    import torch
-
-    from supergcn._numba import numba
-
-    torch.set_num_threads(threads)
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
 
 
 def _check_plan_size(plan_dir: Path, size: int) -> None:
