@@ -35,6 +35,7 @@ test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 lint: $(STAMP)
+	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
 
 # Makes `snakemake --profile fugaku|slurm|local` resolve from this directory: Snakemake 9

@@ -1,7 +1,9 @@
 # SuperGCN scaling-study pipeline. Rules live in workflow/rules/; the configuration is
-# config/config.yaml (plus any --configfile overlays), validated against
-# workflow/schemas/config.schema.yaml before any job runs.
+# config/config.yaml (plus any --configfile overlays; every key is explained in
+# config/README.md), validated against workflow/schemas/config.schema.yaml before any job runs.
 from snakemake.utils import min_version, validate
+
+from supergcn.naming import renamed_key_errors
 
 min_version("9.0")
 
@@ -9,6 +11,8 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+for message in renamed_key_errors(config):
+    raise ValueError(f"Error validating config file: {message}")
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
@@ -26,12 +30,12 @@ include: "workflow/rules/partition.smk"
 include: "workflow/rules/plan.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/results.smk"
-include: "workflow/rules/model.smk"
+include: "workflow/rules/perf.smk"
 
 
 rule all:
     input:
         rules.tables.output,
         rules.figures.output,
-        rules.model_study.input if MODEL["datasets"] else [],
+        rules.perf_study.input if PERF["datasets"] else [],
     default_target: True

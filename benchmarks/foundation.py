@@ -20,11 +20,11 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from supergcn.cover import minimum_vertex_cover
-from supergcn.datasets import prepare_dataset
-from supergcn.graph import load_graph, save_graph
-from supergcn.partition import load_partition, run_partition
-from supergcn.plan import _renumbered_edges, run_plan
+from supergcn.data.datasets import prepare_dataset
+from supergcn.data.graph import load_graph, save_graph
+from supergcn.partition.cover import minimum_vertex_cover
+from supergcn.partition.metis import load_partition, run_partition
+from supergcn.partition.plan import _renumbered_edges, run_plan
 
 
 def pair_biadjacencies(graph, partition, count):

@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from supergcn.baseline import PyGModel, copy_weights, train_baseline
-from supergcn.datasets import prepare_dataset
-from supergcn.graph import load_graph, save_graph
-from supergcn.models import GNN
-from supergcn.partition import load_partition, run_partition
-from supergcn.plan import run_plan
+from supergcn.data.datasets import prepare_dataset
+from supergcn.data.graph import load_graph, save_graph
+from supergcn.partition.metis import load_partition, run_partition
+from supergcn.partition.plan import run_plan
+from supergcn.train.gnn import GNN
+from supergcn.train.reference import PyGModel, copy_weights, train_baseline
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 PHASES = ("aggregation", "communication", "quantization", "synchronization", "other", "total")

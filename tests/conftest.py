@@ -24,13 +24,13 @@ def shared_datasets() -> Path:
 
 @pytest.fixture(scope="session")
 def cora(shared_datasets):
-    from supergcn.datasets import prepare_dataset
+    from supergcn.data.datasets import prepare_dataset
     return prepare_dataset("cora", shared_datasets)
 
 
 @pytest.fixture(scope="session")
 def facebook(shared_datasets):
-    from supergcn.datasets import prepare_dataset
+    from supergcn.data.datasets import prepare_dataset
     return prepare_dataset("facebook", shared_datasets)
 
 
@@ -48,7 +48,7 @@ def awkward_edge_list(num_nodes: int = 300, seed: int = 0):
 
 @pytest.fixture
 def awkward_graph():
-    from supergcn.graph import build_graph, random_split
+    from supergcn.data.graph import build_graph, random_split
 
     n = 300
     src, dst = awkward_edge_list(n)
@@ -78,3 +78,16 @@ def run_mpi(num_ranks: int, *args, timeout: float = 240) -> subprocess.Completed
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run([mpiexec(), "-n", str(num_ranks), sys.executable, "-m", "supergcn.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def tiny_plans(tmp_path_factory):
+    """synthetic-tiny partitioned in two, with its pre and hybrid plans (through the CLI)."""
+    root = tmp_path_factory.mktemp("plans")
+    assert run_cli("prepare", "synthetic-tiny", "--out", root / "graph").returncode == 0
+    assert run_cli("partition", "--graph", root / "graph", "--parts", 2, "--out", root / "P2").returncode == 0
+    for strategy in ("pre", "hybrid"):
+        result = run_cli("plan", "--graph", root / "graph", "--partition", root / "P2", "--strategy", strategy,
+                         "--out", root / f"P2-{strategy}")
+        assert result.returncode == 0, result.stderr
+    return root

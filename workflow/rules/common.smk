@@ -1,61 +1,41 @@
-# Paths, wildcards and helpers shared by the rules.
-import hashlib
+# Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
+# standard-library modules supergcn.naming and supergcn.sources, so parsing the workflow
+# pays for no scientific library.
 import json
 import math
 import os
 import shlex
-from pathlib import Path
 
-import supergcn
-from supergcn.results import variant_name
+from supergcn.naming import LABEL_PROPAGATION, PRECISIONS, STRATEGIES, precision_bits, variant_name
+from supergcn.sources import command_hash
 
 DATA = config["data_root"]
 RESULTS = config["results_root"]
 CHECKPOINTS = config["checkpoint_root"]
 EXECUTION = config["execution"]
 TRAINING = config["training"]
-MODEL = config["model"]
-PACKAGE_DIR = Path(supergcn.__file__).parent
-# Snakemake sees edits of a rule's own code, not of the package its shell calls, so each
-# step carries a hash of the sources it runs as a parameter: editing them reruns it.
-STEP_SOURCES = {
-    "prepare": ["graph.py", "storage.py", "datasets/*.py"],
-    "partition": ["graph.py", "storage.py", "partition.py"],
-    "plan": ["graph.py", "storage.py", "partition.py", "plan.py", "cover.py"],
-    "train": ["aggregation.py", "comm.py", "models.py", "train.py", "timing.py", "plan.py", "kernels.py",
-              "quantization.py", "graph.py", "partition.py", "storage.py", "cli.py"],
-    "results": ["results.py", "volume.py", "quantization.py", "plan.py", "storage.py", "cli.py"],
-    # Measurements of this machine rerun when the code they measure changes, not the model.
-    "bench_comm": ["commbench.py", "ranks.py", "storage.py", "cli.py"],
-    "bench_exchange": ["commbench.py", "ranks.py", "comm.py", "aggregation.py", "quantization.py", "kernels.py",
-                       "timing.py", "plan.py", "storage.py", "cli.py"],
-    "local_machine": ["machines.py", "perfmodel.py", "volume.py", "bench.py", "kernels.py", "quantization.py", "graph.py",
-                      "storage.py", "cli.py"],
-    "model": ["perfmodel.py", "volume.py", "modelstudy.py", "machines.py", "results.py", "quantization.py", "plan.py", "graph.py",
-              "storage.py", "cli.py"],
-}
-MODEL_TABLES = ["model_hybrid", "model_predictions", "model_regime", "model_crossover", "model_cost",
-                "model_validation"]
-PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
+PERF = config["perf"]
+PERF_TABLES = ["perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost", "perf_validation"]
+PERF_FIGURES = ["perf_comm_scaling", "perf_cost"]
 
 
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
     P=r"\d+",
-    strategy=r"pre|post|hybrid",
-    precision=r"fp32|int8|int4|int2",
-    lp=r"lp|nolp",
+    strategy="|".join(STRATEGIES),
+    precision="|".join(PRECISIONS.values()),
+    lp="|".join(LABEL_PROPAGATION.values()),
     seed=r"\d+",
     machine=r"[A-Za-z0-9_\-]+",
 
 
-def source_hash(step):
-    digest = hashlib.blake2b(digest_size=8)
-    for pattern in STEP_SOURCES[step]:
-        for path in sorted(PACKAGE_DIR.glob(pattern)):
-            digest.update(str(path.relative_to(PACKAGE_DIR)).encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+def code(command):
+    """A hash of the package sources `supergcn <command>` imports (supergcn/sources.py).
+
+    Snakemake sees edits of a job's own code, not of the package its shell calls; with this
+    hash among its parameters, editing any module the command can run reruns the job.
+    """
+    return command_hash(command)
 
 
 def variant_names():
@@ -84,43 +64,39 @@ def volume_plans():
     ]
 
 
-def precision_bits(precision):
-    return {name: bits for bits, name in PRECISIONS.items()}[precision]
-
-
 def machine_profiles():
-    unknown = [name for name in MODEL["machines"] if name not in config["machines"]]
+    unknown = [name for name in PERF["machines"] if name not in config["machines"]]
     if unknown:
         raise ValueError(
-            f"model.machines names {', '.join(unknown)}, which the config's `machines` section does not define: "
+            f"perf.machines names {', '.join(unknown)}, which the config's `machines` section does not define: "
             "add a profile there or remove the name"
         )
-    return [f"{RESULTS}/model/machines/{name}.json" for name in ["local", *MODEL["machines"]]]
+    return [f"{RESULTS}/perf/machines/{name}.json" for name in ["local", *PERF["machines"]]]
 
 
-def model_process_counts(dataset):
-    return MODEL.get("process_counts_by_dataset", {}).get(dataset, MODEL["process_counts"])
+def perf_process_counts(dataset):
+    return PERF.get("process_counts_by_dataset", {}).get(dataset, PERF["process_counts"])
 
 
-def model_predictions():
+def perf_predictions():
     return [
-        f"{RESULTS}/model/predictions/{dataset}/P{P}.json"
-        for dataset in MODEL["datasets"]
-        for P in model_process_counts(dataset)
+        f"{RESULTS}/perf/predictions/{dataset}/P{P}.json"
+        for dataset in PERF["datasets"]
+        for P in perf_process_counts(dataset)
     ]
 
 
-def model_validation():
+def perf_validation():
     """(strategy, plan dir, measurement) of every exchange measured here to check the model."""
-    local = MODEL["local"]
+    local = PERF["local"]
     return [
         (
             strategy,
             f"{DATA}/plans/{local['dataset']}/P{P}/{strategy}",
-            f"{RESULTS}/model/bench/{local['dataset']}/P{P}/{strategy}-{PRECISIONS[bits]}.json",
+            f"{RESULTS}/perf/bench/{local['dataset']}/P{P}/{strategy}-{PRECISIONS[bits]}.json",
         )
         for P in local["process_counts"]
-        for strategy in ("pre", "post", "hybrid")
+        for strategy in STRATEGIES
         for bits in local["bits"]
     ]
 
@@ -128,7 +104,7 @@ def model_validation():
 def train_flags(wildcards):
     bits = precision_bits(wildcards.precision)
     flags = [f"--bits {bits}"] if bits != 32 else []
-    if wildcards.lp == "lp":
+    if wildcards.lp == LABEL_PROPAGATION[True]:
         flags.append(f"--label-rate {TRAINING['label_rate']}")
     return " ".join(flags)
 

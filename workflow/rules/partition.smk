@@ -7,7 +7,7 @@ rule partition:
     output:
         directory(f"{DATA}/partitions/{{dataset}}/P{{P}}"),
     params:
-        code=source_hash("partition"),
+        code=code("partition"),
         constraints=" ".join(config["partition"]["constraints"]),
         seed=config["partition"]["seed"],
     conda:

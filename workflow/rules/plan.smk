@@ -8,7 +8,7 @@ rule plan:
     output:
         directory(f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}"),
     params:
-        code=source_hash("plan"),
+        code=code("plan"),
     conda:
         "../envs/supergcn.yaml"
     log:

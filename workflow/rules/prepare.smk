@@ -10,7 +10,7 @@ rule prepare:
     output:
         directory(f"{DATA}/graphs/{{dataset}}"),
     params:
-        code=source_hash("prepare"),
+        code=code("prepare"),
         raw_root=config["raw_root"],
         seed=config["dataset_seed"],
     conda:

@@ -9,12 +9,18 @@ rule tables:
         runs=all_run_files(),
         plans=[plan for _, plan in volume_plans()],
     output:
-        expand(f"{RESULTS}/tables/{{table}}.{{ext}}", table=TABLES, ext=["csv", "md", "tex"]),
+        # The CSV files also go into `snakemake --report` (rendered as tables there).
+        csv=[
+            report(f"{RESULTS}/tables/{table}.csv", caption="../report/tables.rst", category="Tables",
+                   labels={"table": table})
+            for table in TABLES
+        ],
+        other=expand(f"{RESULTS}/tables/{{table}}.{{ext}}", table=TABLES, ext=["md", "tex"]),
     params:
         plans=" ".join(shlex.quote(f"{dataset}={plan}") for dataset, plan in volume_plans()),
         hidden=TRAINING["hidden"],
-        code=source_hash("results"),
-        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+        code=code("tables"),
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv[0]),
     conda:
         "../envs/supergcn.yaml"
     log:
@@ -42,7 +48,7 @@ rule figures:
         pdf=expand(f"{RESULTS}/figures/{{figure}}.pdf", figure=FIGURES),
     params:
         tables=lambda wildcards, input: os.path.dirname(input.tables[0]),
-        code=source_hash("results"),
+        code=code("figures"),
         out_dir=lambda wildcards, output: os.path.dirname(output.scaling),
     conda:
         "../envs/supergcn.yaml"

@@ -12,7 +12,7 @@ rule train:
         # The code hash in the name keeps an interrupted run's checkpoint from being
         # resumed by changed training code.
         checkpoint=f"{CHECKPOINTS}/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}-"
-        + source_hash("train")
+        + code("train")
         + ".pt",
         variant_flags=train_flags,
         model=TRAINING["model"],
@@ -27,7 +27,7 @@ rule train:
         weight_decay=TRAINING["weight_decay"],
         epochs=TRAINING["epochs"],
         checkpoint_every=TRAINING["checkpoint_every"],
-        code=source_hash("train"),
+        code=code("train"),
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
         mpi=EXECUTION["mpi"],

@@ -1,0 +1,90 @@
+"""The ``supergcn`` command line: one module per sub-command.
+
+Every module of this package whose name does not start with ``_`` is one command. Its
+name is the command's words joined by ``_`` (``prepare``, ``bench_comm`` for
+``supergcn bench comm``), and it defines
+
+* ``HELP`` — one line for ``supergcn --help``;
+* ``configure(parser)`` — adds its arguments to an :class:`argparse.ArgumentParser`;
+* ``run(args)`` — does the work; returns the exit status (None means 0).
+
+``supergcn <command> ...`` imports that command's module alone (all of them only for
+``--help`` or an unknown command), so a Snakemake rule that runs one command hashes
+exactly the sources it can execute (:func:`supergcn.sources.command_hash`). Command
+modules import heavy libraries inside ``run``, so that parsing stays fast.
+
+A :class:`~supergcn.errors.SuperGCNError` (a problem with the user's input) is printed
+as one line, ``supergcn <command>: error: <message>``, with exit status 2; any other
+exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from supergcn import __version__
+from supergcn.errors import SuperGCNError
+
+#: Command groups (first words shared by several commands) and their help.
+GROUP_HELP = {
+    "bench": "benchmarks of kernels, quantization and MPI exchanges",
+    "perf": "the communication performance model and the plan-only scaling study",
+}
+#: The order ``--help`` lists commands in: the pipeline's.
+ORDER = ("prepare", "partition", "plan", "volume", "train", "tables", "figures", "bench", "perf", "pjm")
+
+
+def command_words(module_name: str) -> tuple[str, ...]:
+    """The words of the command a module of this package implements."""
+    first, _, rest = module_name.partition("_")
+    return (first, rest) if first in GROUP_HELP and rest else (module_name,)
+
+
+def command_names() -> list[str]:
+    """Module names of every command, in :data:`ORDER` of their first word."""
+    names = [info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+
+    def position(name: str) -> tuple[int, tuple[str, ...]]:
+        first = command_words(name)[0]
+        return (ORDER.index(first) if first in ORDER else len(ORDER), command_words(name))
+    return sorted(names, key=position)
+
+
+def build_parser(first_word: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command whose first word is ``first_word`` (all commands when
+    it names none); each leaf parser's ``module`` default is its command module."""
+    parser = argparse.ArgumentParser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training "
+                                     "on CPU clusters, and the steps of its scaling pipeline.")
+    parser.add_argument("--version", action="version", version=f"supergcn {__version__}")
+    top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    names = command_names()
+    if first_word in {command_words(name)[0] for name in names}:
+        names = [name for name in names if command_words(name)[0] == first_word]
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for name in names:
+        module = importlib.import_module(f"{__name__}.{name}")
+        first, *rest = command_words(name)
+        if rest:
+            if first not in groups:
+                group = top.add_parser(first, help=GROUP_HELP[first])
+                groups[first] = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+            leaf = groups[first].add_parser(rest[0], help=module.HELP, description=module.HELP)
+        else:
+            leaf = top.add_parser(first, help=module.HELP, description=module.HELP)
+        module.configure(leaf)
+        leaf.set_defaults(module=module, words=(first, *rest))
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run one ``supergcn`` command; return its exit status."""
+    argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    try:
+        return args.module.run(args) or 0
+    except SuperGCNError as exc:
+        print(f"supergcn {' '.join(args.words)}: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,7 @@
+"""``python -m supergcn.cli``: how the pipeline's rules call the command line."""
+
+import sys
+
+from supergcn.cli import main
+
+sys.exit(main())

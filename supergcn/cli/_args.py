@@ -1,0 +1,49 @@
+"""Argument types and helpers shared by the command modules."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from supergcn.errors import SuperGCNError
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def label_rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def print_json(result: dict, path: Path | None) -> None:
+    """Print ``result`` as indented JSON, and also write it to ``path`` when given."""
+    import json
+
+    from supergcn.data.storage import write_json
+
+    print(json.dumps(result, indent=2))
+    if path is not None:
+        write_json(path, result)
+
+
+def check_plan_size(plan_dir: Path, size: int) -> None:
+    """Refuse a plan made for another number of ranks than the ``size`` started."""
+    from supergcn.partition.plan import read_plan_manifest
+
+    ranks = read_plan_manifest(plan_dir)["num_ranks"]
+    if ranks != size:
+        raise SuperGCNError(f"plan {plan_dir} is for {ranks} ranks, not {size}: run with mpiexec -n {ranks}")

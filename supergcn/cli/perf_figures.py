@@ -1,0 +1,19 @@
+"""``supergcn perf figures``: the plan-only study's figures, from its tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELP = "the study's figures from its tables"
+
+
+def configure(parser) -> None:
+    parser.add_argument("--tables-dir", required=True, type=Path)
+    parser.add_argument("--out-dir", required=True, type=Path)
+
+
+def run(args) -> None:
+    """Draw :func:`supergcn.report.figures.plot_perf_study` into ``args.out_dir``."""
+    from supergcn.report.figures import plot_perf_study
+
+    plot_perf_study(args.tables_dir, args.out_dir)

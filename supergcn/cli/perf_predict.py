@@ -1,0 +1,33 @@
+"""``supergcn perf predict``: the model's exchange and epoch times of one (graph, P)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supergcn.cli._args import positive_int
+from supergcn.naming import PARAMETER_DTYPES, QUANTIZED_BITS
+
+HELP = "predicted exchange and epoch times of one (graph, P)"
+
+
+def configure(parser) -> None:
+    parser.add_argument("--graph", required=True, type=Path)
+    parser.add_argument("--partition", required=True, type=Path)
+    parser.add_argument("--plan", required=True, type=Path, help="hybrid plan directory")
+    parser.add_argument("--machine", nargs="+", required=True, type=Path, help="machine profile files")
+    parser.add_argument("--hidden", type=positive_int, default=256)
+    parser.add_argument("--num-layers", type=positive_int, default=3)
+    parser.add_argument("--bits", type=int, nargs="*", choices=QUANTIZED_BITS, default=[2])
+    parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default="bfloat16",
+                        help="wire type of the quantization parameters")
+    parser.add_argument("--out", required=True, type=Path)
+
+
+def run(args) -> None:
+    """Write :func:`supergcn.perf.study.predict`'s document to ``args.out``."""
+    from supergcn.data.storage import write_json
+    from supergcn.perf import machines, study
+
+    profiles = [machines.load_profile(path) for path in args.machine]
+    write_json(args.out, study.predict(args.graph, args.partition, args.plan, profiles, args.hidden, args.num_layers,
+                                       args.bits, args.parameter_dtype))

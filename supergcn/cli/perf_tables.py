@@ -1,0 +1,32 @@
+"""``supergcn perf tables``: the plan-only study's tables, from predictions and measurements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supergcn.errors import SuperGCNError
+
+HELP = "the study's tables from predictions and measurements"
+
+
+def configure(parser) -> None:
+    parser.add_argument("--predictions", nargs="+", required=True, type=Path)
+    parser.add_argument("--validation", nargs="*", default=[],
+                        help="STRATEGY=PLAN_DIR=RESULT_JSON of `supergcn bench exchange` runs")
+    parser.add_argument("--profile", type=Path, help="this machine's measured profile (for --validation)")
+    parser.add_argument("--out-dir", required=True, type=Path)
+
+
+def run(args) -> None:
+    """Write :func:`supergcn.perf.study.write_tables` to ``args.out_dir``."""
+    from supergcn.perf import study
+
+    validation = []
+    for item in args.validation:
+        parts = item.split("=", 2)
+        if len(parts) != 3:
+            raise SuperGCNError(f"--validation takes STRATEGY=PLAN_DIR=RESULT_JSON, got {item!r}")
+        validation.append((parts[0], Path(parts[1]), Path(parts[2])))
+    if validation and args.profile is None:
+        raise SuperGCNError("--validation needs --profile, the measured profile of this machine")
+    study.write_tables(args.predictions, validation, args.profile, args.out_dir)

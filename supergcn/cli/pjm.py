@@ -1,0 +1,37 @@
+"""``supergcn pjm``: Fujitsu PJM (Fugaku) wrappers for Snakemake's cluster-generic executor."""
+
+from __future__ import annotations
+
+from supergcn.cli._args import positive_int
+
+HELP = "Fujitsu PJM (Fugaku) wrappers for Snakemake's cluster-generic executor"
+
+
+def configure(parser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True)
+    submit = actions.add_parser("submit", help="pjsub a Snakemake job script; prints the job id")
+    submit.add_argument("--site", required=True, help="site file with a pjm: section (config/fugaku.yaml)")
+    submit.add_argument("--name", default="supergcn")
+    submit.add_argument("--nodes", type=positive_int, required=True)
+    submit.add_argument("--procs", type=positive_int, required=True, help="MPI processes")
+    submit.add_argument("--threads", type=positive_int, required=True, help="threads per process")
+    submit.add_argument("--elapse-minutes", type=positive_int, required=True)
+    submit.add_argument("--log-dir", default="logs/pjm")
+    submit.add_argument("jobscript")
+    status = actions.add_parser("status", help="print running / success / failed for a job id")
+    status.add_argument("job_id")
+    cancel = actions.add_parser("cancel", help="pjdel jobs")
+    cancel.add_argument("job_ids", nargs="*")
+
+
+def run(args) -> None:
+    """Submit, query or cancel (:mod:`supergcn.cluster.pjm`)."""
+    from supergcn.cluster import pjm
+
+    if args.action == "submit":
+        print(pjm.submit(args.jobscript, args.site, args.name, args.nodes, args.procs, args.threads,
+                         args.elapse_minutes, args.log_dir))
+    elif args.action == "status":
+        print(pjm.status(args.job_id))
+    else:
+        pjm.cancel(args.job_ids)

@@ -1,0 +1,32 @@
+"""``supergcn plan``: build the per-rank communication plans of a partition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supergcn.naming import STRATEGIES
+
+HELP = "build per-rank communication plans"
+
+
+def configure(parser) -> None:
+    parser.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
+    parser.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
+    parser.add_argument("--strategy", required=True, choices=STRATEGIES, help="how cut edges are served")
+    parser.add_argument("--out", required=True, type=Path, help="output plan directory")
+
+
+def run(args) -> None:
+    """Plan ``args.strategy`` for the partition and write ``args.out``
+    (:func:`supergcn.partition.plan.run_plan`); print the rows each strategy sends."""
+    from supergcn.data.graph import load_graph, read_graph_meta
+    from supergcn.partition.metis import load_partition
+    from supergcn.partition.plan import run_plan, strategy_summary
+
+    meta = read_graph_meta(args.graph)
+    graph = load_graph(args.graph, mmap=True)
+    partition, part_manifest = load_partition(args.partition, meta["hash"])
+    manifest = run_plan(graph, meta["hash"], partition, part_manifest["partition_hash"], args.strategy, args.out)
+    print(f"plan {args.strategy} for P={partition.num_parts} on {graph.name} ({manifest['seconds']:.2f} s) "
+          f"-> {args.out}")
+    print(strategy_summary(manifest))

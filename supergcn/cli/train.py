@@ -1,0 +1,79 @@
+"""``supergcn train``: distributed full-batch training, one MPI rank per partition.
+
+Every option's default is the matching field of :class:`supergcn.train.config.TrainConfig`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from supergcn.cli._args import label_rate, non_negative_float, positive_int
+from supergcn.naming import GNN_MODELS, KERNELS, PARAMETER_DTYPES, PRECISIONS, ROUNDINGS
+from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
+
+HELP = "distributed full-batch training (run under mpiexec -n P)"
+
+
+def configure(parser) -> None:
+    parser.description = "Run as `mpiexec -n P supergcn train ...`, P = the plan's rank count."
+    data = parser.add_argument_group("inputs and outputs")
+    data.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
+    data.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
+    data.add_argument("--plan", required=True, type=Path, help="plan directory of that partition")
+    data.add_argument("--out", required=True, type=Path, help="metrics file (JSON lines) to write")
+    model = parser.add_argument_group("model and optimisation (defaults: the paper's Table 2)")
+    model.add_argument("--model", choices=GNN_MODELS, default=default("model"))
+    model.add_argument("--num-layers", type=positive_int, default=default("num_layers"))
+    model.add_argument("--hidden", type=positive_int, default=default("hidden"))
+    model.add_argument("--dropout", type=non_negative_float, default=default("dropout"))
+    model.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=default("layer_norm"))
+    model.add_argument("--lr", type=non_negative_float, default=default("lr"))
+    model.add_argument("--weight-decay", type=non_negative_float, default=default("weight_decay"))
+    model.add_argument("--epochs", type=positive_int, default=default("epochs"))
+    model.add_argument("--seed", type=int, default=default("seed"))
+    model.add_argument("--label-rate", type=label_rate, default=default("label_rate"),
+                       help="masked label propagation: share of training labels fed as inputs each epoch "
+                            f"(0 = off; the paper uses {UPSTREAM_LABEL_RATE})")
+    model.add_argument("--input-norm", action=argparse.BooleanOptionalAction, default=default("input_norm"),
+                       help="LayerNorm on the input features before the first layer")
+    run_group = parser.add_argument_group("execution")
+    run_group.add_argument("--threads", type=positive_int, default=default("threads"),
+                           help="torch and numba threads per rank")
+    run_group.add_argument("--kernel", choices=KERNELS, default=default("kernel"),
+                           help="sparse kernels: numba (optimised, default) or torch (torch.sparse.mm reference)")
+    exchange = parser.add_argument_group("boundary exchange while training (evaluation is always float32)")
+    exchange.add_argument("--bits", type=int, choices=tuple(PRECISIONS), default=default("bits"),
+                          help="32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients")
+    exchange.add_argument("--rounding", choices=ROUNDINGS, default=default("rounding"),
+                          help="quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)")
+    exchange.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=default("parameter_dtype"),
+                          help="wire type of the per-row zero point and scale")
+    exchange.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=default("overlap"),
+                          help="overlap the exchange with the local aggregation")
+    run_group.add_argument("--checkpoint", type=Path, help="checkpoint file (written atomically)")
+    run_group.add_argument("--checkpoint-every", type=int, default=default("checkpoint_every"),
+                           help="epochs between checkpoints (0 = never)")
+    run_group.add_argument("--resume", action="store_true", help="continue from --checkpoint when it exists")
+    run_group.add_argument("--init-weights", type=Path, help="state_dict to start from instead of the seeded init")
+    run_group.add_argument("--save-model", type=Path, help="write the final state_dict here")
+    run_group.add_argument("--save-logits", type=Path, help="write final log-probabilities (original node order)")
+    # Fault injection for the tests of the abort path; not for users.
+    run_group.add_argument("--fail-at-epoch", type=int, help=argparse.SUPPRESS)
+    run_group.add_argument("--fail-rank", type=int, default=default("fail_rank"), help=argparse.SUPPRESS)
+
+
+def config_of(args) -> TrainConfig:
+    """The :class:`TrainConfig` the parsed ``args`` describe."""
+    return TrainConfig(**{field: getattr(args, field) for field in TrainConfig.__dataclass_fields__})
+
+
+def run(args) -> int:
+    """Train on ``MPI.COMM_WORLD`` (:func:`supergcn.train.trainer.train`); every rank runs this."""
+    from mpi4py import MPI
+
+    from supergcn.distributed.ranks import run_ranked
+    from supergcn.train.trainer import train
+
+    config = config_of(args)
+    return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train")

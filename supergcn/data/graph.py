@@ -1,0 +1,193 @@
+"""The canonical on-disk graph: an undirected, de-duplicated CSR plus node data.
+
+A prepared graph directory holds ``indptr.npy`` (int64, n+1), ``indices.npy`` (int32 or
+int64 neighbour ids, sorted within each row), ``features.npy`` (float32, n x F),
+``labels.npy`` (int64, -1 where a node has no label), boolean ``train_mask.npy``,
+``val_mask.npy``, ``test_mask.npy`` and a ``meta.json`` manifest.
+
+The adjacency is symmetric: row ``v`` lists the neighbours ``u`` of ``v``, which are both
+its in- and out-neighbours. A self loop is kept once. The mean aggregation used by
+GraphSAGE is therefore
+
+    (Â X)[v] = (1 / deg(v)) * sum_{u in N(v)} X[u],   deg(v) = |N(v)|,
+
+and (Â X)[v] = 0 for an isolated node.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, read_json, write_json
+from supergcn.errors import SuperGCNError
+
+GRAPH_FORMAT = "supergcn-graph/1"
+_ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
+
+
+@dataclass
+class Graph:
+    """A prepared graph held in memory (arrays may be memory-mapped, read-only)."""
+
+    name: str
+    indptr: np.ndarray
+    indices: np.ndarray
+    features: np.ndarray
+    labels: np.ndarray
+    train_mask: np.ndarray
+    val_mask: np.ndarray
+    test_mask: np.ndarray
+    provenance: dict = field(default_factory=dict)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def num_edges(self) -> int:
+        """Directed CSR entries: each undirected edge twice, each self loop once."""
+        return int(self.indptr[-1])
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.labels.max()) + 1 if len(self.labels) else 0
+
+    @property
+    def in_degree(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    @property
+    def num_self_loops(self) -> int:
+        return int(np.count_nonzero(self.indices == np.repeat(np.arange(self.num_nodes), self.in_degree)))
+
+    @property
+    def num_undirected_edges(self) -> int:
+        """Undirected edges, a self loop counting once (it is stored once)."""
+        loops = self.num_self_loops
+        return (self.num_edges - loops) // 2 + loops
+
+    def adjacency(self) -> sp.csr_matrix:
+        """The 0/1 adjacency as a scipy CSR matrix (row = destination, column = source)."""
+        data = np.ones(self.num_edges, dtype=np.float32)
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.num_nodes, self.num_nodes))
+
+    def content_hash(self) -> str:
+        return hash_arrays({name: getattr(self, name) for name in _ARRAYS})
+
+    def validate(self) -> None:
+        """Check the invariants every consumer relies on; raise with the broken one."""
+        n = self.num_nodes
+        problems = []
+        if self.indptr[0] != 0 or np.any(np.diff(self.indptr) < 0):
+            problems.append("indptr must start at 0 and never decrease")
+        if len(self.indices) != self.num_edges:
+            problems.append("indices length differs from indptr[-1]")
+        if len(self.indices) and (self.indices.min() < 0 or self.indices.max() >= n):
+            problems.append("neighbour ids out of range")
+        if self.features.ndim != 2 or self.features.shape[0] != n or self.features.dtype != np.float32:
+            problems.append("features must be float32 with one row per node")
+        if self.labels.shape != (n,):
+            problems.append("labels must have one entry per node")
+        for mask in ("train_mask", "val_mask", "test_mask"):
+            array = getattr(self, mask)
+            if array.shape != (n,) or array.dtype != np.bool_:
+                problems.append(f"{mask} must be boolean with one entry per node")
+            elif self.labels.shape == (n,) and np.any(array & (self.labels < 0)):
+                problems.append(f"{mask} selects unlabelled nodes")
+        if problems:
+            raise SuperGCNError(f"graph {self.name!r} is malformed: " + "; ".join(problems))
+
+
+def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Undirected, de-duplicated CSR of an edge list that may hold duplicates, one-way
+    edges and self loops. Returns ``(indptr int64, indices)`` with sorted rows."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if len(src) != len(dst):
+        raise SuperGCNError("edge list has different numbers of sources and destinations")
+    if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
+        raise SuperGCNError(f"edge list refers to nodes outside 0..{num_nodes - 1}")
+    rows = np.concatenate([dst, src])
+    cols = np.concatenate([src, dst])
+    matrix = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(num_nodes, num_nodes))
+    matrix.sum_duplicates()
+    index_dtype = np.int32 if num_nodes < 2**31 else np.int64
+    return matrix.indptr.astype(np.int64), matrix.indices.astype(index_dtype)
+
+
+def build_graph(name: str, src, dst, features, labels, train_mask, val_mask, test_mask,
+                provenance: dict | None = None) -> Graph:
+    """Canonicalise raw arrays into a validated :class:`Graph`."""
+    features = np.ascontiguousarray(features, dtype=np.float32)
+    indptr, indices = symmetric_csr(src, dst, features.shape[0])
+    graph = Graph(
+        name=name, indptr=indptr, indices=indices, features=features,
+        labels=np.asarray(labels, dtype=np.int64).reshape(-1),
+        train_mask=np.asarray(train_mask, dtype=bool), val_mask=np.asarray(val_mask, dtype=bool),
+        test_mask=np.asarray(test_mask, dtype=bool), provenance=dict(provenance or {}),
+    )
+    graph.validate()
+    return graph
+
+
+def random_split(num_nodes: int, fractions: tuple[float, float, float], seed: int,
+                 labelled: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seeded train/val/test masks over the labelled nodes, in the given proportions."""
+    candidates = np.arange(num_nodes) if labelled is None else np.flatnonzero(labelled)
+    order = np.random.default_rng(seed).permutation(candidates)
+    n_train = int(round(fractions[0] * len(order)))
+    n_val = int(round(fractions[1] * len(order)))
+    n_test = min(int(round(fractions[2] * len(order))), len(order) - n_train - n_val)
+    masks = []
+    for part in (order[:n_train], order[n_train:n_train + n_val], order[n_train + n_val:n_train + n_val + n_test]):
+        mask = np.zeros(num_nodes, dtype=bool)
+        mask[part] = True
+        masks.append(mask)
+    return masks[0], masks[1], masks[2]
+
+
+def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) -> dict:
+    """Write ``graph`` atomically to ``out_dir``; return the manifest written."""
+    graph.validate()
+    started = time.perf_counter()
+    content_hash = graph.content_hash()
+    meta = {
+        "format": GRAPH_FORMAT,
+        "name": graph.name,
+        "num_nodes": graph.num_nodes,
+        "num_edges_directed": graph.num_edges,
+        "num_edges_undirected": graph.num_undirected_edges,
+        "self_loops": graph.num_self_loops,
+        "isolated_nodes": int(np.count_nonzero(graph.in_degree == 0)),
+        "feature_dim": int(graph.features.shape[1]),
+        "num_classes": graph.num_classes,
+        "split": {m: int(getattr(graph, f"{m}_mask").sum()) for m in ("train", "val", "test")},
+        "provenance": graph.provenance,
+        "hash": content_hash,
+        "seconds": {"prepare": seconds, "hash": time.perf_counter() - started},
+    }
+    with atomic_output_dir(out_dir) as staging:
+        for name in _ARRAYS:
+            np.save(staging / f"{name}.npy", getattr(graph, name))
+        write_json(staging / "meta.json", meta)
+    return meta
+
+
+def load_graph(directory: str | Path, mmap: bool = False) -> Graph:
+    """Load a prepared graph directory written by :func:`save_graph`."""
+    directory = Path(directory)
+    meta = read_json(directory / "meta.json", "graph")
+    if meta.get("format") != GRAPH_FORMAT:
+        raise SuperGCNError(f"{directory} holds format {meta.get('format')!r}, expected {GRAPH_FORMAT!r}: "
+                            "re-run `supergcn prepare`")
+    arrays = {name: load_array(directory, name, "graph", mmap=mmap) for name in _ARRAYS}
+    return Graph(name=meta["name"], provenance=meta.get("provenance", {}), **arrays)
+
+
+def read_graph_meta(directory: str | Path) -> dict:
+    return read_json(Path(directory) / "meta.json", "graph")

@@ -1,0 +1,226 @@
+"""Distributed neighbour aggregation as a differentiable operator.
+
+For rank i with owned features X_i (n_i x F), the aggregation over the global graph
+restricted to rank i's destinations is
+
+    Y_i = D_i (L_i X_i + R_i B_i),      B_i = concat_j S_j X_j   (rows addressed to i),
+
+with L the local CSR, S the send operator (one row per send-buffer row: a PRE partial
+sum or a single POST source, see :mod:`supergcn.partition.plan`), R the post-aggregation CSR over
+the receive buffer B, and D a diagonal row scale (1/deg for the mean). Forward: S X,
+exchange (Alltoallv, started before L X and awaited after it, so the local aggregation
+overlaps the transfer), L X, then D (· + R B). While training, exchanged rows may be
+quantized (:class:`ExchangeSettings`). Backward is the transpose: with G = dL/dY,
+
+    dL/dX_i = L_i^T (D_i G_i) + S_i^T H_i,     H = exchange^T(R^T D G)
+
+(the same Alltoallv with send and receive counts swapped). Products run on the numba
+kernels of :mod:`supergcn.kernels` (``kernel="numba"``, the default) or on torch's CSR
+``torch.sparse.mm`` (``kernel="torch"``, the reference path).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from supergcn.distributed.comm import Communicator
+from supergcn.distributed.timing import PhaseTimer
+from supergcn.kernels.gather import GatherCsr
+from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
+from supergcn.kernels.wire import parameters_from_wire, parameters_to_wire
+from supergcn.naming import KERNELS
+from supergcn.partition.plan import RankPlan
+
+warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+
+
+class SparseOperator:
+    """A fixed 0/1 sparse matrix A applying A x (optionally scaled and accumulated) and A^T x."""
+
+    def __init__(self, matrix: sp.csr_matrix, kernel: str = "numba") -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}: choose one of {KERNELS}")
+        matrix = sp.csr_matrix(matrix)
+        matrix.sort_indices()
+        self.kernel = kernel
+        self.shape = matrix.shape
+        if kernel == "numba":
+            self._forward = GatherCsr(matrix.indptr, matrix.indices, matrix.shape[1])
+            self._transpose = self._forward.transpose()
+        else:
+            self._forward = self._to_torch(matrix)
+            self._transpose = self._to_torch(matrix.T.tocsr())
+
+    @staticmethod
+    def _to_torch(matrix: sp.csr_matrix) -> torch.Tensor:
+        matrix.sort_indices()
+        return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
+                                       torch.from_numpy(matrix.indices.astype(np.int64)),
+                                       torch.ones(matrix.nnz), size=matrix.shape, check_invariants=False)
+
+    def _apply(self, op, x: torch.Tensor, out: torch.Tensor | None, accumulate: bool,
+               row_scale: torch.Tensor | None) -> torch.Tensor:
+        x = x.contiguous()
+        if self.kernel == "numba":
+            if out is None:
+                out = x.new_empty((op.shape[0], x.shape[1]))
+                accumulate = False
+            op.matmul(x.numpy(), out=out.numpy(), accumulate=accumulate,
+                      row_scale=None if row_scale is None else row_scale.numpy())
+            return out
+        product = (x.new_zeros((op.shape[0], x.shape[1])) if op._nnz() == 0 or 0 in op.shape
+                   else torch.sparse.mm(op.to(x.dtype), x))
+        if out is not None and accumulate:
+            product = product + out
+        if row_scale is not None:
+            product = product * row_scale[:, None]
+        if out is None:
+            return product
+        out.copy_(product)
+        return out
+
+    def matmul(self, x, out=None, accumulate=False, row_scale=None) -> torch.Tensor:
+        """``diag(row_scale) (out + A x)`` if accumulating into ``out``, else ``diag(row_scale) A x``."""
+        return self._apply(self._forward, x, out, accumulate, row_scale)
+
+    def t_matmul(self, x, out=None, accumulate=False) -> torch.Tensor:
+        """``out + A^T x`` if accumulating into ``out``, else ``A^T x``."""
+        return self._apply(self._transpose, x, out, accumulate, None)
+
+
+@dataclass(frozen=True)
+class ExchangeSettings:
+    """How boundary rows travel while training (evaluation always exchanges float32).
+
+    ``bits`` < 32 quantizes every exchanged row, embeddings forward and gradients
+    backward (:mod:`supergcn.kernels.quantization`); ``overlap`` starts the exchange before the
+    local aggregation and waits for it afterwards.
+    """
+
+    bits: int = 32
+    rounding: str = "nearest"
+    overlap: bool = True
+    parameter_dtype: str = "bfloat16"
+    seed: int = 0
+
+
+class RankOperators:
+    """Everything one rank needs to aggregate: its plan's operators and exchange counts."""
+
+    def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer, kernel: str = "numba",
+                 settings: ExchangeSettings = ExchangeSettings()) -> None:
+        self.plan = plan
+        self.communicator = communicator
+        self.timer = timer
+        self.settings = settings
+        matrices = plan.matrices()
+        self.local = SparseOperator(matrices["local"], kernel)
+        self.send = SparseOperator(matrices["send"], kernel)
+        self.remote = SparseOperator(matrices["remote"], kernel)
+        self.send_counts = plan.send_counts
+        self.recv_counts = plan.recv_counts
+        self.training = False       # quantize only while training
+        self.quantize_calls = 0     # position in the stochastic-rounding stream (checkpointed)
+
+    def start_exchange(self, rows: torch.Tensor, reverse: bool = False):
+        """Start sending ``rows``; return a function that waits and returns the rows received."""
+        send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
+                                    else (self.send_counts, self.recv_counts))
+        rows = rows.contiguous().numpy()
+        bits = self.settings.bits
+        if not self.training or bits == 32:
+            with self.timer.phase("communication"):
+                pending = self.communicator.ialltoallv(rows, send_counts, recv_counts)
+
+            def finish():
+                with self.timer.phase("communication"):
+                    return torch.from_numpy(pending.wait())
+            return finish
+        with self.timer.phase("quantization"):
+            seed = (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls
+            self.quantize_calls += 1
+            quantized = quantize(rows, send_counts, bits, self.settings.rounding, seed,
+                                 self.settings.parameter_dtype)
+            wire = parameters_to_wire(quantized, self.settings.parameter_dtype)
+        with self.timer.phase("communication"):
+            data = self.communicator.ialltoallv(quantized.packed, packed_rows(send_counts, bits),
+                                                packed_rows(recv_counts, bits))
+            parameters = self.communicator.ialltoallv(wire, send_counts, recv_counts, kind="params")
+
+        def finish():
+            with self.timer.phase("communication"):
+                packed, wire_received = data.wait(), parameters.wait()
+            with self.timer.phase("quantization"):
+                zero_point, scale = parameters_from_wire(wire_received)
+                return torch.from_numpy(dequantize(Quantized(packed, zero_point, scale), recv_counts, bits))
+        return finish
+
+    def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
+        with self.timer.phase("aggregation"):
+            send = self.send.matmul(x)
+        finish = self.start_exchange(send)
+        received = None if self.settings.overlap else finish()
+        with self.timer.phase("aggregation"):
+            out = self.local.matmul(x)  # overlaps the exchange when it is still in flight
+        received = finish() if received is None else received
+        with self.timer.phase("aggregation"):
+            return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
+
+    def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
+        with self.timer.phase("aggregation"):
+            grad = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
+            grad_received = self.remote.t_matmul(grad)
+        finish = self.start_exchange(grad_received, reverse=True)
+        grad_send = None if self.settings.overlap else finish()
+        with self.timer.phase("aggregation"):
+            grad_x = self.local.t_matmul(grad)
+        grad_send = finish() if grad_send is None else grad_send
+        with self.timer.phase("aggregation"):
+            return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
+
+
+class _DistributedAggregation(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, operators: RankOperators, row_scale):
+        ctx.operators, ctx.row_scale = operators, row_scale
+        return operators.forward(x.detach(), row_scale)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ctx.operators.backward(grad, ctx.row_scale), None, None
+
+
+class GraphOps:
+    """Normalised aggregations of one rank, differentiable through the exchange.
+
+    * ``mean(x)[v] = (1/deg(v)) * sum_{u in N(v)} x[u]`` (0 for isolated v), deg global;
+    * ``gcn(x)[v] = d(v)^{-1/2} * sum_{u in N(v) ∪ {v}} d(u)^{-1/2} x[u]``, d = |N(v) ∪ {v}|
+      (PyG's ``gcn_norm`` with ``add_remaining_self_loops``).
+    """
+
+    def __init__(self, operators: RankOperators) -> None:
+        self.operators = operators
+        plan = operators.plan
+        degree = torch.from_numpy(plan.in_degree.astype(np.float32))
+        self.inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
+        rows = np.repeat(np.arange(plan.num_owned), np.diff(plan.local_indptr))
+        has_loop = np.zeros(plan.num_owned, dtype=bool)
+        has_loop[rows[plan.local_indices == rows]] = True
+        self.missing_loop = torch.from_numpy((~has_loop).astype(np.float32))[:, None]
+        self.inv_sqrt_gcn_degree = (degree + self.missing_loop[:, 0]).rsqrt()
+
+    def sum(self, x: torch.Tensor, row_scale: torch.Tensor | None = None) -> torch.Tensor:
+        return _DistributedAggregation.apply(x, self.operators, row_scale)
+
+    def mean(self, x: torch.Tensor) -> torch.Tensor:
+        return self.sum(x, self.inv_degree)
+
+    def gcn(self, x: torch.Tensor) -> torch.Tensor:
+        scale = self.inv_sqrt_gcn_degree
+        scaled = x * scale[:, None]
+        return self.sum(scaled, scale) + self.missing_loop * scaled * scale[:, None]

@@ -1,0 +1,50 @@
+"""What one boundary exchange puts on the wire, and how many bytes that is.
+
+A float32 exchange sends each row's ``width`` values as they are (4 bytes each). A
+b-bit exchange sends two messages (paper §6, upstream and AdaQP alike):
+
+* the data: rows packed 8/b to a byte column by :func:`supergcn.kernels.quantization.quantize`,
+  each destination's chunk padded to whole bytes (:func:`~supergcn.kernels.quantization.packed_rows`);
+* the parameters: one (zero point, scale) pair per row, as bfloat16 (the upper 16 bits
+  of the float32, already rounded outward by the quantizer) or as float32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from supergcn.kernels.quantization import Quantized, packed_rows
+from supergcn.naming import PARAMETER_DTYPES
+
+FP32_BYTES = 4
+
+
+def parameters_to_wire(quantized: Quantized, parameter_dtype: str) -> np.ndarray:
+    """The rows' (zero point, scale) pairs as an n x 2 array of the wire type."""
+    pair = np.stack([quantized.zero_point, quantized.scale], axis=1)
+    if parameter_dtype == "bfloat16":
+        return (pair.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    return pair
+
+
+def parameters_from_wire(wire: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(zero points, scales) as float32 from the n x 2 array :func:`parameters_to_wire` made."""
+    pair = (wire.astype(np.uint32) << np.uint32(16)).view(np.float32) if wire.dtype == np.uint16 else wire
+    return np.ascontiguousarray(pair[:, 0]), np.ascontiguousarray(pair[:, 1])
+
+
+def wire_bytes(rows: np.ndarray, width: int, bits: int,
+               parameter_dtype: str = "bfloat16") -> tuple[np.ndarray, np.ndarray]:
+    """(data bytes, parameter bytes) for each entry of ``rows``, the rows one sender sends
+    one receiver per exchange, at ``width`` features and ``bits`` per value."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if bits == 32:
+        return rows * width * FP32_BYTES, np.zeros_like(rows)
+    parameter_bytes = PARAMETER_DTYPES[parameter_dtype]
+    return packed_rows(rows.ravel(), bits).reshape(rows.shape) * width, rows * 2 * parameter_bytes
+
+
+def layer_bytes(rows_per_pair, width: int, bits: int, parameter_dtype: str = "bfloat16") -> tuple[int, int]:
+    """Total (data bytes, parameter bytes) of one layer's exchange (:func:`wire_bytes`)."""
+    data, params = wire_bytes(rows_per_pair, width, bits, parameter_dtype)
+    return int(data.sum()), int(params.sum())

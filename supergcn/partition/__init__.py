@@ -1,0 +1,1 @@
+"""Partitioning: METIS parts, minimum vertex covers and the per-rank communication plans."""

@@ -1,0 +1,199 @@
+"""METIS partitioning with SuperGCN's vertex weights, renumbered into contiguous ranges.
+
+SuperGCN balances three quantities per part: node count, in-degree (a proxy for
+aggregation work) and training nodes (loss and label work). METIS supports this as a
+multi-constraint partition (``ncon`` weights per vertex).
+
+The installed ``pymetis`` cannot pass several constraints: its wrapper derives ``ncon``
+from the length of the weight list divided by ``len(xadj) = n + 1``, which is 1 for
+any ``ncon * n`` weights, and METIS then reads only the first ``n`` entries of the
+interleaved list (see ``tests/test_partition.py::test_pymetis_ignores_multiconstraint``,
+which measures it). We therefore combine the constraints into one integer weight
+
+    w(v) = sum_k round(S * c_k(v) / mean(c_k)),
+
+so each constraint contributes the same total weight, and report the balance of each
+constraint separately in ``partition.json`` so its effect is visible.
+
+Renumbering: part ``r`` owns the new ids ``offsets[r] .. offsets[r+1]-1``; within a part
+the original order is kept (a stable sort by part).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from supergcn.data.graph import Graph
+from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, peak_memory_mib, read_json, write_json
+from supergcn.errors import SuperGCNError
+from supergcn.naming import PARTITION_CONSTRAINTS
+
+PARTITION_FORMAT = "supergcn-partition/1"
+_METIS_WEIGHT_BUDGET = 2**30  # total vertex weight must stay well inside METIS's int32 idx_t
+_WEIGHT_RESOLUTION = 16
+
+
+@dataclass
+class Partition:
+    """Part id of every node (original ids) and the derived renumbering (computed once)."""
+
+    parts: np.ndarray
+    num_parts: int
+
+    @cached_property
+    def sizes(self) -> np.ndarray:
+        return np.bincount(self.parts, minlength=self.num_parts)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """``offsets[r]`` is the first new id owned by part r; ``offsets[P]`` = n."""
+        return np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+
+    @cached_property
+    def new_to_old(self) -> np.ndarray:
+        return np.argsort(self.parts, kind="stable")
+
+    @cached_property
+    def old_to_new(self) -> np.ndarray:
+        inverse = np.empty(len(self.parts), dtype=np.int64)
+        inverse[self.new_to_old] = np.arange(len(self.parts))
+        return inverse
+
+    def content_hash(self) -> str:
+        return hash_arrays({"parts": self.parts, "num_parts": np.asarray(self.num_parts)})
+
+
+def constraint_weights(graph: Graph, constraints=PARTITION_CONSTRAINTS) -> dict[str, np.ndarray]:
+    available = {
+        "nodes": lambda: np.ones(graph.num_nodes, dtype=np.int64),
+        "in_degree": lambda: graph.in_degree.astype(np.int64),
+        "train": lambda: graph.train_mask.astype(np.int64),
+    }
+    unknown = set(constraints) - set(available)
+    if unknown:
+        raise SuperGCNError(f"unknown partition constraint(s) {sorted(unknown)}: "
+                            f"choose from {list(PARTITION_CONSTRAINTS)}")
+    return {name: available[name]() for name in constraints}
+
+
+def combined_weight(weights: dict[str, np.ndarray]) -> np.ndarray:
+    """One METIS vertex weight in which every constraint has the same total (see module doc)."""
+    n = len(next(iter(weights.values())))
+    active = {name: w for name, w in weights.items() if w.sum() > 0}
+    scale = max(1, min(_WEIGHT_RESOLUTION, _METIS_WEIGHT_BUDGET // max(1, n * len(active))))
+    total = np.zeros(n, dtype=np.int64)
+    for w in active.values():
+        total += np.rint(scale * w / w.mean()).astype(np.int64)
+    # METIS treats a zero-weight vertex as free; every node costs at least something.
+    return np.maximum(total, 1)
+
+
+def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAINTS, seed: int = 0) -> Partition:
+    """METIS k-way partition of ``graph`` into ``num_parts`` parts.
+
+    Args:
+        graph: the prepared graph.
+        num_parts: P, between 1 and the number of nodes.
+        constraints: vertex weights to balance (:data:`supergcn.naming.PARTITION_CONSTRAINTS`),
+            combined into one (see the module docstring).
+        seed: METIS's random seed.
+
+    Returns:
+        The :class:`Partition`: a part id per node and the contiguous renumbering.
+
+    Raises:
+        SuperGCNError: ``num_parts`` is out of range or a constraint is unknown.
+    """
+    import pymetis
+
+    if num_parts < 1:
+        raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}")
+    if num_parts > graph.num_nodes:
+        raise SuperGCNError(f"cannot split {graph.num_nodes} nodes into {num_parts} parts: use P <= number of nodes")
+    if num_parts == 1:
+        return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
+    # METIS wants no self loops.
+    adjacency = graph.adjacency()
+    adjacency.setdiag(0)
+    adjacency.eliminate_zeros()
+    options = pymetis.Options(seed=seed)
+    vweights = combined_weight(constraint_weights(graph, constraints)) if constraints else None
+    result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(adjacency.indptr, adjacency.indices),
+                                vweights=vweights, options=options, recursive=False)
+    parts = np.asarray(result.vertex_part, dtype=np.int32)
+    if np.any(np.bincount(parts, minlength=num_parts) == 0):
+        raise SuperGCNError(f"METIS left a part empty for P={num_parts} on {graph.num_nodes} nodes: "
+                            "use fewer parts for this graph")
+    return Partition(parts, num_parts)
+
+
+def edge_cut(graph: Graph, parts: np.ndarray) -> int:
+    """Undirected edges whose endpoints lie in different parts."""
+    rows = np.repeat(np.arange(graph.num_nodes), graph.in_degree)
+    return int(np.count_nonzero(parts[rows] != parts[graph.indices])) // 2
+
+
+def balance_report(graph: Graph, partition: Partition) -> dict:
+    """Per-part totals and max/mean imbalance of nodes, edges and training nodes."""
+    report = {}
+    for name, weight in (("nodes", None), ("edges", graph.in_degree), ("train_nodes", graph.train_mask)):
+        per_part = np.bincount(partition.parts, weights=weight, minlength=partition.num_parts).astype(np.int64)
+        mean = per_part.mean()
+        report[name] = {"per_part": per_part.tolist(),
+                        "imbalance_max_over_mean": float(per_part.max() / mean) if mean > 0 else None}
+    return report
+
+
+def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir: str | Path,
+                   constraints, seconds: float) -> dict:
+    manifest = {
+        "format": PARTITION_FORMAT,
+        "graph": graph.name,
+        "graph_hash": graph_hash,
+        "num_parts": partition.num_parts,
+        "method": "single part" if partition.num_parts == 1 else "pymetis k-way, combined vertex weight",
+        "constraints": list(constraints),
+        "edge_cut": edge_cut(graph, partition.parts),
+        "num_edges_undirected": graph.num_undirected_edges,
+        "balance": balance_report(graph, partition),
+        "partition_hash": partition.content_hash(),
+        "seconds": seconds,
+        "peak_memory_mib": peak_memory_mib(),
+    }
+    with atomic_output_dir(out_dir) as staging:
+        np.save(staging / "parts.npy", partition.parts)
+        write_json(staging / "partition.json", manifest)
+    return manifest
+
+
+def load_partition(directory: str | Path, graph_hash: str | None = None) -> tuple[Partition, dict]:
+    """Load a partition, refusing one built from a different graph when ``graph_hash`` is given."""
+    directory = Path(directory)
+    manifest = read_json(directory / "partition.json", "partition")
+    if manifest.get("format") != PARTITION_FORMAT:
+        raise SuperGCNError(f"{directory} is not a supergcn partition (format {manifest.get('format')!r})")
+    if graph_hash is not None and manifest["graph_hash"] != graph_hash:
+        raise SuperGCNError(f"partition {directory} was built from a different graph (hash {manifest['graph_hash']}, "
+                            f"graph has {graph_hash}): re-run `supergcn partition` on this graph")
+    partition = Partition(load_array(directory, "parts", "partition"), manifest["num_parts"])
+    if partition.content_hash() != manifest["partition_hash"]:
+        raise SuperGCNError(f"{directory}/parts.npy does not match its manifest: re-run `supergcn partition`")
+    return partition, manifest
+
+
+def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constraints=PARTITION_CONSTRAINTS,
+                  seed: int = 0) -> dict:
+    """Partition ``graph`` (:func:`partition_graph`) and write ``out_dir`` atomically.
+
+    Returns:
+        The manifest written as ``partition.json``: graph hash, partition hash, edge cut,
+        per-part nodes / edges / training nodes with their imbalance, seconds, peak memory.
+    """
+    started = time.perf_counter()
+    partition = partition_graph(graph, num_parts, constraints, seed)
+    return save_partition(partition, graph, graph_hash, out_dir, constraints, time.perf_counter() - started)

@@ -1,0 +1,377 @@
+"""Per-rank communication plans: pre-, post- and hybrid aggregation (SuperGCN §5.2).
+
+Ids are the renumbered ones of the partition: rank ``r`` owns ``offset .. offset+n_r-1``
+and refers to them locally as ``0 .. n_r-1``. For a destination node v on rank i, the
+mean aggregation splits into
+
+    deg(v) * (ÂX)[v] = sum_{u in N(v), u on i} X[u] + sum_{j != i} sum_{u in N(v), u on j} X[u].
+
+Every cut edge (u on j, v on i) is served in one of two ways:
+
+* PRE — rank j sums all its pre-served sources of v into one partial row and sends it;
+  rank i adds that row into v.
+* POST — rank j sends u's row once; rank i adds it into every v it serves.
+
+``pre`` serves all cut edges PRE (rows sent j->i = distinct destinations), ``post`` all
+POST (= distinct sources), and ``hybrid`` (Alg. 1) takes a minimum vertex cover C of each
+pair's bipartite cut graph: an edge is POST when u ∈ C, otherwise PRE (then v ∈ C). Rows
+sent j->i = |C| = maximum matching size (König), the fewest possible.
+
+Buffers. Rank j's send buffer holds, for each destination i in rank order, first its PRE
+partial rows (ordered by destination id) and then its POST raw rows (ordered by source
+id). Rank i's receive buffer is the concatenation over sources j of those chunks, so
+Alltoallv with ``send_counts`` / ``recv_counts`` moves the data.
+
+A :class:`RankPlan` holds (all ids local to the rank):
+
+* ``local_indptr``/``local_indices`` — owned destinations -> owned sources;
+* ``pre_indptr``/``pre_indices`` — PRE partial rows (all destinations, in send order) ->
+  owned sources; ``send_pre_counts[i]`` of them go to rank i;
+* ``post_send_index`` — owned sources sent raw, ``send_post_counts[i]`` to rank i;
+* ``remote_indptr``/``remote_indices`` — owned destinations -> receive-buffer rows;
+* ``recv_counts[j]`` — rows received from rank j; ``in_degree`` — global deg(v).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from supergcn.data.graph import Graph
+from supergcn.data.storage import atomic_output_dir, peak_memory_mib, read_json, write_json
+from supergcn.errors import SuperGCNError
+from supergcn.naming import STRATEGIES
+from supergcn.partition.cover import minimum_vertex_cover
+from supergcn.partition.metis import Partition
+
+PLAN_FORMAT = "supergcn-plan/1"
+
+
+@dataclass
+class RankPlan:
+    rank: int
+    num_ranks: int
+    offset: int
+    local_indptr: np.ndarray
+    local_indices: np.ndarray
+    pre_indptr: np.ndarray
+    pre_indices: np.ndarray
+    send_pre_counts: np.ndarray
+    post_send_index: np.ndarray
+    send_post_counts: np.ndarray
+    recv_counts: np.ndarray
+    remote_indptr: np.ndarray
+    remote_indices: np.ndarray
+    in_degree: np.ndarray
+
+    @property
+    def num_owned(self) -> int:
+        return len(self.local_indptr) - 1
+
+    @property
+    def send_counts(self) -> np.ndarray:
+        return self.send_pre_counts + self.send_post_counts
+
+    def send_positions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the send buffer that receive the PRE partial rows and the POST rows."""
+        chunk_start = _exclusive_cumsum(self.send_counts)
+        pre_pos = _positions(self.send_pre_counts, chunk_start)
+        post_pos = _positions(self.send_post_counts, chunk_start + self.send_pre_counts)
+        return pre_pos, post_pos
+
+    def matrices(self) -> dict[str, sp.csr_matrix]:
+        """The plan's operators as scipy CSR matrices with unit weights:
+
+        * ``local`` (n x n): owned destinations <- owned sources;
+        * ``send`` (send rows x n): each send-buffer row, a PRE row summing its sources or
+          a POST row copying one source, in buffer order;
+        * ``remote`` (n x received rows): owned destinations <- receive-buffer rows.
+        """
+        def csr(indptr, indices, num_cols):
+            return sp.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
+                                 shape=(len(indptr) - 1, num_cols))
+        pre_pos, post_pos = self.send_positions()
+        send_rows = np.concatenate([np.repeat(pre_pos, np.diff(self.pre_indptr)), post_pos])
+        send_cols = np.concatenate([self.pre_indices, self.post_send_index]).astype(np.int64)
+        send = sp.csr_matrix((np.ones(len(send_rows), dtype=np.float32), (send_rows, send_cols)),
+                             shape=(int(self.send_counts.sum()), self.num_owned))
+        return {"local": csr(self.local_indptr, self.local_indices, self.num_owned), "send": send,
+                "remote": csr(self.remote_indptr, self.remote_indices, int(self.recv_counts.sum()))}
+
+
+def _exclusive_cumsum(counts: np.ndarray) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+
+def _positions(counts: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Concatenate ranges starts[k] .. starts[k]+counts[k]-1 (vectorised)."""
+    total = int(counts.sum())
+    within = np.arange(total) - np.repeat(_exclusive_cumsum(counts), counts)
+    return np.repeat(starts, counts) + within
+
+
+def _renumbered_edges(graph: Graph, partition: Partition) -> tuple[np.ndarray, np.ndarray]:
+    """(dst, src) of every directed edge in new ids, sorted by dst then src."""
+    old_to_new = partition.old_to_new
+    matrix = sp.csr_matrix((np.ones(graph.num_edges, dtype=np.int8), old_to_new[graph.indices], graph.indptr),
+                           shape=(graph.num_nodes, graph.num_nodes))[partition.new_to_old]
+    matrix.sort_indices()
+    dst = np.repeat(np.arange(graph.num_nodes, dtype=np.int64), np.diff(matrix.indptr))
+    return dst, matrix.indices.astype(np.int64)
+
+
+def _hybrid_is_post(src, dst, pair, num_nodes, num_pairs):
+    """Alg. 1 over all pairs at once: the union of the pairs' bipartite cut graphs is one
+    bipartite graph whose minimum cover is the union of the pairs' minimum covers."""
+    left_keys, left = np.unique(pair * num_nodes + src, return_inverse=True)
+    right_keys, right = np.unique(pair * num_nodes + dst, return_inverse=True)
+    biadjacency = sp.csr_matrix((np.ones(len(src), dtype=np.int8), (left, right)),
+                                shape=(len(left_keys), len(right_keys)))
+    cover = minimum_vertex_cover(biadjacency)
+    left_pair = left_keys // num_nodes
+    right_pair = right_keys // num_nodes
+    return cover.left[left], {
+        "cover": np.bincount(left_pair[cover.left], minlength=num_pairs)
+        + np.bincount(right_pair[cover.right], minlength=num_pairs),
+        "matching": np.bincount(left_pair[cover.match_of_left >= 0], minlength=num_pairs),
+    }
+
+
+def _split_csr(rows: np.ndarray, cols: np.ndarray, num_rows: int, bounds: np.ndarray):
+    """Yield (indptr, cols) of the CSR with the given (row-sorted) entries, cut into the
+    row ranges ``bounds[r] .. bounds[r+1]``."""
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)
+    for r in range(len(bounds) - 1):
+        lo, hi = indptr[bounds[r]], indptr[bounds[r + 1]]
+        yield indptr[bounds[r]:bounds[r + 1] + 1] - lo, cols[lo:hi]
+
+
+def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list[RankPlan], dict]:
+    """Every rank's communication plan for ``strategy`` (the module docstring's operators).
+
+    Args:
+        graph: the prepared graph.
+        partition: its partition into P parts.
+        strategy: ``pre``, ``post`` or ``hybrid`` (minimum vertex cover per pair of ranks).
+
+    Returns:
+        (one :class:`RankPlan` per rank, the statistics recorded in ``plan.json``: the
+        rows-sent matrix ``comm_rows[j][i]``, totals, and per pair the cut edges and the
+        rows pre, post and this strategy send).
+    """
+    if strategy not in STRATEGIES:
+        raise SuperGCNError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    num_ranks, n = partition.num_parts, graph.num_nodes
+    offsets = partition.offsets
+    owner = np.repeat(np.arange(num_ranks, dtype=np.int64), partition.sizes)
+    dst, src = _renumbered_edges(graph, partition)
+    in_degree = np.bincount(dst, minlength=n)
+    is_local = owner[dst] == owner[src]
+
+    cut_src, cut_dst = src[~is_local], dst[~is_local]
+    pair = owner[cut_src] * num_ranks + owner[cut_dst]  # j * P + i, j = sender
+    num_pairs = num_ranks * num_ranks
+    cover_stats = {}
+    if strategy == "pre":
+        is_post = np.zeros(len(cut_src), dtype=bool)
+    elif strategy == "post":
+        is_post = np.ones(len(cut_src), dtype=bool)
+    else:
+        is_post, cover_stats = _hybrid_is_post(cut_src, cut_dst, pair, n, num_pairs)
+
+    # PRE partial rows: one per (pair, destination), entries sorted by (pair, dst, src).
+    pre = np.lexsort((cut_src[~is_post], cut_dst[~is_post], pair[~is_post]))
+    pre_src, pre_dst, pre_pair = cut_src[~is_post][pre], cut_dst[~is_post][pre], pair[~is_post][pre]
+    pre_keys, pre_row = np.unique(pre_pair * n + pre_dst, return_inverse=True)
+    pre_row_pair, pre_row_dst = pre_keys // n, pre_keys % n
+    # POST raw rows: one per (pair, source).
+    post_src, post_dst, post_pair = cut_src[is_post], cut_dst[is_post], pair[is_post]
+    post_keys, post_row_of_edge = np.unique(post_pair * n + post_src, return_inverse=True)
+    post_row_pair, post_row_src = post_keys // n, post_keys % n
+
+    pre_counts = np.bincount(pre_row_pair, minlength=num_pairs).reshape(num_ranks, num_ranks)
+    post_counts = np.bincount(post_row_pair, minlength=num_pairs).reshape(num_ranks, num_ranks)
+    comm = pre_counts + post_counts  # comm[j, i]: rows j sends to i
+    recv_start = (np.cumsum(comm, axis=0) - comm).reshape(-1)  # start of j's chunk in i's buffer
+    first_pre_row = _exclusive_cumsum(pre_counts.reshape(-1))
+    first_post_row = _exclusive_cumsum(post_counts.reshape(-1))
+    pre_row_pos = recv_start[pre_row_pair] + np.arange(len(pre_keys)) - first_pre_row[pre_row_pair]
+    post_row_pos = (recv_start[post_row_pair] + pre_counts.reshape(-1)[post_row_pair]
+                    + np.arange(len(post_keys)) - first_post_row[post_row_pair])
+
+    # Receiver side: owned destination <- receive-buffer row, for PRE rows and POST edges.
+    remote_dst = np.concatenate([pre_row_dst, post_dst])
+    remote_pos = np.concatenate([pre_row_pos, post_row_pos[post_row_of_edge]])
+    order = np.lexsort((remote_pos, remote_dst))
+    remote_parts = _split_csr(remote_dst[order], remote_pos[order], n, offsets)
+    local_parts = _split_csr(dst[is_local], src[is_local], n, offsets)
+    # Sender side: PRE rows and POST rows are both sorted sender-major.
+    pre_row_bounds = np.searchsorted(pre_row_pair // num_ranks, np.arange(num_ranks + 1))
+    pre_entry_bounds = np.searchsorted(pre_row, pre_row_bounds)
+    pre_indptr_global = np.concatenate([[0], np.cumsum(np.bincount(pre_row, minlength=len(pre_keys)))])
+    post_bounds = np.searchsorted(post_row_pair // num_ranks, np.arange(num_ranks + 1))
+
+    plans = []
+    for r, ((local_indptr, local_src), (remote_indptr, remote_idx)) in enumerate(zip(local_parts, remote_parts)):
+        base = offsets[r]
+        rows = slice(pre_row_bounds[r], pre_row_bounds[r + 1])
+        entries = slice(pre_entry_bounds[r], pre_entry_bounds[r + 1])
+        plans.append(RankPlan(
+            rank=r, num_ranks=num_ranks, offset=int(base),
+            local_indptr=local_indptr, local_indices=local_src - base,
+            pre_indptr=pre_indptr_global[rows.start:rows.stop + 1] - pre_indptr_global[rows.start],
+            pre_indices=pre_src[entries] - base,
+            send_pre_counts=pre_counts[r].copy(),
+            post_send_index=post_row_src[post_bounds[r]:post_bounds[r + 1]] - base,
+            send_post_counts=post_counts[r].copy(),
+            recv_counts=comm[:, r].copy(),
+            remote_indptr=remote_indptr, remote_indices=remote_idx,
+            in_degree=in_degree[offsets[r]:offsets[r + 1]],
+        ))
+    return plans, _plan_stats(strategy, comm, pre_counts, post_counts, cut_src, cut_dst, pair, num_ranks, n,
+                              cover_stats)
+
+
+def _plan_stats(strategy, comm, pre_counts, post_counts, cut_src, cut_dst, pair, num_ranks, n, cover_stats):
+    num_pairs = num_ranks * num_ranks
+    cut_edges = np.bincount(pair, minlength=num_pairs)
+    distinct_src = np.bincount(np.unique(pair * n + cut_src) // n, minlength=num_pairs)
+    distinct_dst = np.bincount(np.unique(pair * n + cut_dst) // n, minlength=num_pairs)
+
+    pairs = []
+    for p in np.flatnonzero(cut_edges):
+        j, i = divmod(int(p), num_ranks)
+        entry = {"src": j, "dst": i, "cut_edges": int(cut_edges[p]), "rows": int(comm[j, i]),
+                 "pre_rows": int(pre_counts[j, i]), "post_rows": int(post_counts[j, i]),
+                 "distinct_sources": int(distinct_src[p]), "distinct_destinations": int(distinct_dst[p])}
+        if cover_stats:
+            entry["cover"] = int(cover_stats["cover"][p])
+            entry["matching"] = int(cover_stats["matching"][p])
+        pairs.append(entry)
+    return {
+        "strategy": strategy,
+        "num_ranks": num_ranks,
+        "comm_rows": comm.tolist(),
+        "total_rows_sent": int(comm.sum()),
+        "max_rows_sent_by_rank": int(comm.sum(axis=1).max()),
+        "max_rows_received_by_rank": int(comm.sum(axis=0).max()),
+        "cut_edges_directed": int(len(cut_src)),
+        "rows_if_pre": int(distinct_dst.sum()),
+        "rows_if_post": int(distinct_src.sum()),
+        "pairs": pairs,
+    }
+
+
+def _rank_file(directory: Path, rank: int) -> Path:
+    return directory / f"rank_{rank:05d}.npz"
+
+
+def save_plans(plans: list[RankPlan], stats: dict, out_dir: str | Path, graph_hash: str, partition_hash: str,
+               seconds: float) -> dict:
+    """Write the plans (one ``rank_NNNNN.npz`` each) and ``plan.json`` into ``out_dir``
+    atomically; return the manifest."""
+    manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
+                **stats, "seconds": seconds, "peak_memory_mib": peak_memory_mib()}
+    with atomic_output_dir(out_dir) as staging:
+        for plan in plans:
+            arrays = {f.name: getattr(plan, f.name) for f in fields(RankPlan)}
+            np.savez(_rank_file(staging, plan.rank), **arrays)
+        write_json(staging / "plan.json", manifest)
+    return manifest
+
+
+def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
+                       partition_hash: str | None = None) -> dict:
+    """plan.json, refusing a plan built from another graph or partition."""
+    directory = Path(directory)
+    manifest = read_json(directory / "plan.json", "plan")
+    if manifest.get("format") != PLAN_FORMAT:
+        raise SuperGCNError(f"{directory} is not a supergcn plan (format {manifest.get('format')!r})")
+    for what, expected, key in (("graph", graph_hash, "graph_hash"), ("partition", partition_hash, "partition_hash")):
+        if expected is not None and manifest[key] != expected:
+            raise SuperGCNError(f"plan {directory} was built from a different {what} ({key} {manifest[key]}, "
+                                f"expected {expected}): re-run `supergcn plan` with this {what}")
+    return manifest
+
+
+def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
+    """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`save_plans`."""
+    path = _rank_file(Path(directory), rank)
+    if not path.is_file():
+        raise SuperGCNError(f"plan file {path} is missing: re-run `supergcn plan`")
+    with np.load(path) as arrays:
+        values = {f.name: arrays[f.name] for f in fields(RankPlan)}
+    for scalar in ("rank", "num_ranks", "offset"):
+        values[scalar] = int(values[scalar])
+    return RankPlan(**values)
+
+
+def strategy_rows(manifest: dict) -> dict[str, np.ndarray]:
+    """Comm[j][i], the rows rank j sends rank i per exchange, of pre, post and the plan's
+    own strategy, from one plan manifest.
+
+    A plan of any strategy records, for every pair, its cut edges' distinct sources and
+    distinct destinations: pre sends one partial row per distinct destination, post one
+    raw row per distinct source, so both follow from any plan; hybrid from a hybrid plan.
+    """
+    num_ranks = manifest["num_ranks"]
+    matrices = {strategy: np.zeros((num_ranks, num_ranks), dtype=np.int64) for strategy in ("pre", "post")}
+    for pair in manifest["pairs"]:
+        matrices["pre"][pair["src"], pair["dst"]] = pair["distinct_destinations"]
+        matrices["post"][pair["src"], pair["dst"]] = pair["distinct_sources"]
+    matrices[manifest["strategy"]] = np.asarray(manifest["comm_rows"], dtype=np.int64).reshape(num_ranks, num_ranks)
+    return matrices
+
+
+def strategy_summary(manifest: dict) -> str:
+    """A small text table: rows sent in total and by the busiest rank, per strategy."""
+    lines = [f"{'strategy':<8} {'rows sent':>12} {'max by a rank':>14}"]
+    for name, rows in strategy_rows(manifest).items():
+        lines.append(f"{name:<8} {int(rows.sum()):>12,} {int(rows.sum(axis=1).max(initial=0)):>14,}")
+    return "\n".join(lines)
+
+
+def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash: str, strategy: str,
+             out_dir) -> dict:
+    """Build every rank's plan (:func:`build_plans`) and write them to ``out_dir``.
+
+    Args:
+        graph, graph_hash: the prepared graph and its content hash.
+        partition, partition_hash: its partition and that partition's hash.
+        strategy: ``pre``, ``post`` or ``hybrid``.
+        out_dir: the plan directory to write (replaced atomically).
+
+    Returns:
+        The manifest written as ``plan.json``.
+    """
+    started = time.perf_counter()
+    plans, stats = build_plans(graph, partition, strategy)
+    return save_plans(plans, stats, out_dir, graph_hash, partition_hash, time.perf_counter() - started)
+
+
+def aggregate_in_process(plans: list[RankPlan], features: np.ndarray) -> np.ndarray:
+    """Run the whole distributed mean aggregation in one process, in float64.
+
+    ``features`` are indexed by new ids. Each rank pre-aggregates and gathers its send
+    buffer (the ``send`` operator); the buffers are routed as Alltoallv would route them;
+    each rank adds local
+    and remote contributions and divides by the global in-degree. This is the reference
+    the MPI trainer is held to, and the check that a plan reproduces ÂX.
+    """
+    x = np.asarray(features, dtype=np.float64)
+    blocks = [x[p.offset:p.offset + p.num_owned] for p in plans]
+    matrices = [p.matrices() for p in plans]
+    send_chunks = [np.split(ops["send"] @ block, np.cumsum(plan.send_counts)[:-1])
+                   for plan, ops, block in zip(plans, matrices, blocks)]
+    out = np.empty_like(x)
+    for plan, ops, block in zip(plans, matrices, blocks):
+        received = np.concatenate([send_chunks[j][plan.rank] for j in range(len(plans))])
+        total = ops["local"] @ block + ops["remote"] @ received
+        degree = plan.in_degree.astype(np.float64)
+        out[plan.offset:plan.offset + plan.num_owned] = np.divide(
+            total, degree[:, None], out=np.zeros_like(total), where=degree[:, None] > 0)
+    return out

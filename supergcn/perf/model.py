@@ -1,0 +1,210 @@
+"""The communication performance model of SuperGCN (paper §5.4 and §6.2, Eqs. 2–8).
+
+For P ranks, rank i sends ``Comm[i][j]`` rows of F features to rank j in every exchange
+(one GNN layer's forward or backward pass). In FP32 (Eq. 2),
+
+    T_comm = max_i  sum_{j != i} ( Comm[i][j] * F * 4 bytes / BW + L ),
+
+with BW the bandwidth one rank gets in an all-to-all and L the cost of one message. A
+b-bit exchange (Eqs. 4–6) sends ceil(Comm[i][j] * b / 8) bytes per feature column
+(each destination's chunk padded to whole bytes) plus two parameters per row (zero point
+and scale, 2 bytes each as bfloat16), and pays quantization of what it sends and
+dequantization of what it receives, each moving (4 + b/8) bytes per value at the
+quantization throughput TH:
+
+    T_quant = max_i [ sum_j (data_ij + params_ij) / BW + m * (P - 1) * L
+                      + F * (4 + b/8) * (sum_j Comm[i][j] + sum_j Comm[j][i]) / TH ].
+
+Two departures from the paper, both because the model is checked against this
+implementation: quantized exchanges send data and parameters as two concurrent
+Alltoallv calls, counted as m = 2 latencies per peer (the paper's Eq. 5 has one; the
+two overlap in part, so this is an upper bound the validation table tests), and the
+parameter bytes are those on our wire (bfloat16 by default, not the paper's FP32). Every
+rank pays a latency for each of its P - 1 peers, as in Eq. 2 (an Alltoallv addresses all
+of them), even where it sends a peer nothing. Eq. 7's ratios and Eq. 8's
+predicted speedup are evaluated at the bottleneck rank:
+
+    alpha = Comm / Params (values),  beta = TH / BW,  gamma = 32 / b,
+    delta = L * (P - 1) / (Comm_i * F * (b / 8) / BW),
+    speedup = alpha beta (gamma + delta) / ((1 + delta) alpha beta + 2 alpha (1 + gamma) + beta gamma)
+            ~ (gamma + delta) / (1 + delta).
+
+An exchange is *latency-bound* when its latency term exceeds its transfer term (the
+paper's Fig. 7); Int2 reaches that point at fewer ranks than FP32.
+
+Aggregation time per rank and layer is the rank's in-edges (local and remote) times
+F * 4 bytes over the measured aggregation throughput (bytes of neighbour rows gathered
+per second), so an epoch's aggregation + exchange time of the 3-layer GraphSAGE is
+predicted as well, at the widths it really exchanges; dense layers are left out (their
+cost per rank shrinks as 1 / P and needs no model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from supergcn.errors import SuperGCNError
+from supergcn.kernels.wire import FP32_BYTES, wire_bytes
+
+# A machine profile's entries in the config: microseconds and 1e9 bytes per second.
+PROFILE_KEYS = ("latency_us", "bandwidth_gb_per_s", "quantization_gb_per_s", "aggregation_gb_per_s")
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """What the model needs to know about a machine, per MPI rank."""
+
+    name: str
+    latency_s: float                 # L: cost of one message in an all-to-all
+    bandwidth_bytes_per_s: float     # BW: bytes per second one rank sends in an all-to-all
+    quantization_bytes_per_s: float  # TH: bytes read + written per second by (de)quantization
+    aggregation_bytes_per_s: float   # neighbour-row bytes gathered per second by aggregation
+    description: str = ""
+    sources: dict = field(default_factory=dict)
+    # Measured (L, BW) at particular process counts, used instead of the defaults there.
+    by_num_ranks: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, name: str, entry: dict) -> MachineProfile:
+        """A profile from a config entry in µs and GB/s (see config/config.yaml)."""
+        missing = [key for key in PROFILE_KEYS if key not in entry]
+        if missing:
+            raise SuperGCNError(f"machine profile {name!r} lacks {', '.join(missing)}: add them to its entry "
+                                "(units: latency_us in microseconds, *_gb_per_s in 1e9 bytes per second)")
+        values = {key: float(entry[key]) for key in PROFILE_KEYS}
+        bad = [key for key, value in values.items() if not value > 0]
+        if bad:
+            raise SuperGCNError(f"machine profile {name!r}: {', '.join(bad)} must be positive")
+        return cls(name=name, latency_s=values["latency_us"] * 1e-6,
+                   bandwidth_bytes_per_s=values["bandwidth_gb_per_s"] * 1e9,
+                   quantization_bytes_per_s=values["quantization_gb_per_s"] * 1e9,
+                   aggregation_bytes_per_s=values["aggregation_gb_per_s"] * 1e9,
+                   description=entry.get("description", ""),
+                   sources=dict(entry.get("sources", {})),
+                   by_num_ranks={int(p): (float(v["latency_us"]) * 1e-6, float(v["bandwidth_gb_per_s"]) * 1e9)
+                                 for p, v in entry.get("by_num_ranks", {}).items()})
+
+    def to_config(self) -> dict:
+        return {"description": self.description, "latency_us": self.latency_s * 1e6,
+                "bandwidth_gb_per_s": self.bandwidth_bytes_per_s / 1e9,
+                "quantization_gb_per_s": self.quantization_bytes_per_s / 1e9,
+                "aggregation_gb_per_s": self.aggregation_bytes_per_s / 1e9, "sources": self.sources,
+                "by_num_ranks": {str(p): {"latency_us": latency * 1e6, "bandwidth_gb_per_s": bandwidth / 1e9}
+                                 for p, (latency, bandwidth) in sorted(self.by_num_ranks.items())}}
+
+    def at(self, num_ranks: int) -> MachineProfile:
+        """This profile with the (L, BW) measured at ``num_ranks`` ranks, where there is one."""
+        if num_ranks not in self.by_num_ranks:
+            return self
+        latency, bandwidth = self.by_num_ranks[num_ranks]
+        return replace(self, latency_s=latency, bandwidth_bytes_per_s=bandwidth)
+
+
+@dataclass(frozen=True)
+class ExchangePrediction:
+    """One exchange (one layer, one direction) as the model sees it, at the bottleneck rank."""
+
+    seconds: float
+    bottleneck_rank: int
+    transfer_seconds: float
+    latency_seconds: float
+    quantization_seconds: float
+    data_bytes: int    # sent by the bottleneck rank
+    param_bytes: int
+
+    @property
+    def latency_bound(self) -> bool:
+        return self.latency_seconds > self.transfer_seconds
+
+
+def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfile,
+                  parameter_dtype: str = "bfloat16") -> ExchangePrediction:
+    """Predicted time of one exchange of ``rows[i][j]`` rows of ``width`` features (Eqs. 2, 6)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    num_ranks = rows.shape[0]
+    if rows.shape != (num_ranks, num_ranks):
+        raise ValueError(f"rows must be a square matrix, got shape {rows.shape}")
+    machine = machine.at(num_ranks)
+    data, params = wire_bytes(rows, width, bits, parameter_dtype)
+    if bits == 32:
+        messages = 1
+        quantization = np.zeros(num_ranks)
+    else:
+        messages = 2
+        bytes_per_value = FP32_BYTES + bits / 8
+        values = (rows.sum(axis=1) + rows.sum(axis=0)) * width
+        quantization = values * bytes_per_value / machine.quantization_bytes_per_s
+    transfer = (data.sum(axis=1) + params.sum(axis=1)) / machine.bandwidth_bytes_per_s
+    latency = messages * (num_ranks - 1) * machine.latency_s
+    total = transfer + latency + quantization
+    rank = int(np.argmax(total))
+    return ExchangePrediction(seconds=float(total[rank]), bottleneck_rank=rank,
+                              transfer_seconds=float(transfer[rank]), latency_seconds=float(latency),
+                              quantization_seconds=float(quantization[rank]),
+                              data_bytes=int(data[rank].sum()), param_bytes=int(params[rank].sum()))
+
+
+def paper_ratios(rows: np.ndarray, width: int, bits: int, machine: MachineProfile) -> dict[str, float]:
+    """Eq. 7's alpha, beta, gamma, delta at the FP32 bottleneck rank and Eq. 8's speedup
+    (exact and the paper's approximation). Parameters counted as the paper does: two
+    values per row."""
+    rows = np.asarray(rows, dtype=np.int64)
+    num_ranks = rows.shape[0]
+    machine = machine.at(num_ranks)
+    sent = rows.sum(axis=1)
+    rank = int(np.argmax(sent))
+    alpha = width / 2
+    beta = machine.quantization_bytes_per_s / machine.bandwidth_bytes_per_s
+    gamma = 32 / bits
+    quantized_seconds = sent[rank] * width * bits / 8 / machine.bandwidth_bytes_per_s
+    delta = (num_ranks - 1) * machine.latency_s / quantized_seconds if quantized_seconds else float("inf")
+    if np.isinf(delta):
+        exact = approximate = 1.0
+    else:
+        exact = alpha * beta * (gamma + delta) / ((1 + delta) * alpha * beta + 2 * alpha * (1 + gamma) + beta * gamma)
+        approximate = (gamma + delta) / (1 + delta)
+    return {"alpha": alpha, "beta": beta, "gamma": gamma, "delta": float(delta),
+            "speedup_eq8": float(exact), "speedup_eq8_approx": float(approximate)}
+
+
+def aggregation_seconds(edges_per_rank: np.ndarray, width: int, machine: MachineProfile) -> float:
+    """The slowest rank's aggregation time for one layer: in-edges x width x 4 bytes gathered."""
+    edges = np.asarray(edges_per_rank, dtype=np.float64)
+    return float(edges.max() * width * FP32_BYTES / machine.aggregation_bytes_per_s)
+
+
+def epoch_exchange_widths(in_features: int, hidden: int, out_features: int, num_layers: int,
+                          input_requires_grad: bool = False) -> tuple[list[int], list[int]]:
+    """Widths exchanged in one epoch by our GraphSAGE (``supergcn.train.gnn``).
+
+    A layer from a to b features aggregates before transforming unless b < a, when it
+    transforms first and exchanges b-wide rows. Gradients come back through every layer
+    whose aggregated input needs one: all but the first, and the first too when it
+    transforms first (its weight needs the gradient) or when its input does (masked label
+    propagation, input LayerNorm).
+    """
+    dims = [in_features] + [hidden] * (num_layers - 1) + [out_features]
+    forward, backward = [], []
+    for layer, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        transform_first = b < a
+        width = b if transform_first else a
+        forward.append(width)
+        if layer > 0 or transform_first or input_requires_grad:
+            backward.append(width)
+    return forward, backward
+
+
+def epoch_seconds(rows: np.ndarray, edges_per_rank: np.ndarray, in_features: int, hidden: int, out_features: int,
+                  num_layers: int, bits: int, machine: MachineProfile,
+                  parameter_dtype: str = "bfloat16") -> dict[str, float]:
+    """Predicted aggregation and exchange seconds of one training epoch (no overlap,
+    no label propagation). Backward exchanges run the forward ones in reverse: rank i
+    sends what it received, Comm[j][i]."""
+    forward, backward = epoch_exchange_widths(in_features, hidden, out_features, num_layers)
+    rows = np.asarray(rows, dtype=np.int64)
+    exchange = sum(exchange_time(rows, width, bits, machine, parameter_dtype).seconds for width in forward)
+    exchange += sum(exchange_time(rows.T, width, bits, machine, parameter_dtype).seconds for width in backward)
+    aggregation = sum(aggregation_seconds(edges_per_rank, width, machine) for width in forward + backward)
+    return {"aggregation": aggregation, "exchange": exchange, "total": aggregation + exchange}

@@ -1,0 +1,212 @@
+"""The plan-only scaling study: the performance model applied to real partitions and plans.
+
+Three steps, each a ``supergcn perf`` sub-command and a pipeline rule:
+
+* ``profile`` — a machine profile as JSON (:mod:`supergcn.perf.machines`);
+* ``predict`` — for one (graph, P): Comm[i][j] of pre, post and hybrid from the hybrid
+  plan's manifest, and the model's per-layer exchange and per-epoch times on every
+  machine for FP32 and each quantized width;
+* ``tables`` / ``figures`` — the study's tables (hybrid vs pre/post, predicted times,
+  latency-bound regime, partition and plan cost, model vs measurement) and figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from supergcn.data.graph import read_graph_meta
+from supergcn.data.storage import read_json
+from supergcn.errors import SuperGCNError
+from supergcn.naming import PARAMETER_DTYPES, STRATEGIES
+from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.perf import model as perfmodel
+from supergcn.perf.machines import load_profile
+from supergcn.perf.model import MachineProfile
+from supergcn.report.tables import write_table
+
+PREDICTION_FORMAT = "supergcn-prediction/1"
+
+
+def _edges_per_part(partition_dir: str | Path) -> np.ndarray:
+    manifest = read_json(Path(partition_dir) / "partition.json", "partition")
+    return np.asarray(manifest["balance"]["edges"]["per_part"], dtype=np.int64)
+
+
+def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
+            hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = "bfloat16") -> dict:
+    """Every strategy x bit width x machine prediction for one (graph, P); quantization
+    parameters travel as ``parameter_dtype`` (bfloat16 or float32)."""
+    meta = read_graph_meta(graph_dir)
+    plan = read_plan_manifest(plan_dir)
+    partition = read_json(Path(partition_dir) / "partition.json", "partition")
+    if plan["strategy"] != "hybrid":
+        raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan: the study reads pre, post and hybrid "
+                            "volumes from a hybrid plan's manifest")
+    rows = strategy_rows(plan)
+    edges = _edges_per_part(partition_dir)
+    num_ranks = plan["num_ranks"]
+    predictions = []
+    for machine in machines:
+        for strategy in STRATEGIES:
+            for width_bits in [32, *bits]:
+                if width_bits != 32 and strategy != "hybrid":
+                    continue  # the paper quantizes the hybrid exchange only
+                layer = perfmodel.exchange_time(rows[strategy], hidden, width_bits, machine, parameter_dtype)
+                epoch = perfmodel.epoch_seconds(rows[strategy], edges, meta["feature_dim"], hidden,
+                                                meta["num_classes"], num_layers, width_bits, machine, parameter_dtype)
+                record = {"machine": machine.name, "strategy": strategy, "bits": width_bits,
+                          "layer_seconds": layer.seconds, "transfer_seconds": layer.transfer_seconds,
+                          "latency_seconds": layer.latency_seconds,
+                          "quantization_seconds": layer.quantization_seconds,
+                          "latency_bound": layer.latency_bound, "data_bytes": layer.data_bytes,
+                          "param_bytes": layer.param_bytes, "epoch_aggregation_seconds": epoch["aggregation"],
+                          "epoch_exchange_seconds": epoch["exchange"], "epoch_seconds": epoch["total"]}
+                if width_bits != 32:
+                    record.update(perfmodel.paper_ratios(rows[strategy], hidden, width_bits, machine))
+                predictions.append(record)
+    peers = (rows["hybrid"] > 0).sum(axis=1)
+    return {
+        "format": PREDICTION_FORMAT, "graph": meta["name"], "graph_hash": meta["hash"],
+        "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges_directed"], "num_ranks": num_ranks,
+        "hidden": hidden,
+        "parameter_dtype": parameter_dtype, "parameter_bytes": PARAMETER_DTYPES[parameter_dtype],
+        "rows": {strategy: int(matrix.sum()) for strategy, matrix in rows.items()},
+        "max_rows_by_rank": {strategy: int(matrix.sum(axis=1).max()) for strategy, matrix in rows.items()},
+        "max_peers_by_rank": int(peers.max()), "mean_peers_by_rank": float(peers.mean()),
+        "partition_seconds": partition["seconds"], "partition_peak_memory_mib": partition.get("peak_memory_mib"),
+        "plan_seconds": plan["seconds"], "plan_peak_memory_mib": plan.get("peak_memory_mib"),
+        "predictions": predictions,
+    }
+
+
+def _read_predictions(paths) -> list[dict]:
+    documents = []
+    for path in paths:
+        document = read_json(Path(path), "prediction")
+        if document.get("format") != PREDICTION_FORMAT:
+            raise SuperGCNError(f"{path} is not a supergcn prediction: write it with `supergcn perf predict`")
+        documents.append(document)
+    return documents
+
+
+def hybrid_table(documents: list[dict]) -> pd.DataFrame:
+    """Rows sent per layer by pre, post and hybrid, and min(pre, post) / hybrid (Table 5's 1.52x)."""
+    records = [{"dataset": d["graph"], "P": d["num_ranks"], "rows_pre": d["rows"]["pre"],
+                "rows_post": d["rows"]["post"], "rows_hybrid": d["rows"]["hybrid"],
+                "min_pre_post_over_hybrid": (min(d["rows"]["pre"], d["rows"]["post"]) / d["rows"]["hybrid"]
+                                             if d["rows"]["hybrid"] else float("nan")),
+                "max_rows_by_rank_hybrid": d["max_rows_by_rank"]["hybrid"],
+                "max_peers_by_rank": d["max_peers_by_rank"]} for d in documents]
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "P"], kind="stable")
+
+
+def prediction_table(documents: list[dict]) -> pd.DataFrame:
+    """One row per dataset, P, machine, strategy and bit width: the model's per-layer and per-epoch times."""
+    records = [{"dataset": d["graph"], "P": d["num_ranks"], **p} for d in documents for p in d["predictions"]]
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "machine", "P", "strategy", "bits"],
+                                                          kind="stable")
+
+
+def regime_table(predictions: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, machine and P: hybrid FP32 vs hybrid quantized per-layer time, the
+    model's speedup, Eq. 8's, and which term bounds each exchange."""
+    hybrid = predictions[predictions["strategy"] == "hybrid"]
+    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "P"])
+    records = []
+    for (dataset, machine, num_ranks, bits), row in hybrid[hybrid["bits"] != 32].set_index(
+            ["dataset", "machine", "P", "bits"]).iterrows():
+        base = fp32.loc[(dataset, machine, num_ranks)]
+        records.append({"dataset": dataset, "machine": machine, "P": num_ranks, "bits": bits,
+                        "fp32_layer_ms": base["layer_seconds"] * 1e3, "quant_layer_ms": row["layer_seconds"] * 1e3,
+                        "speedup": base["layer_seconds"] / row["layer_seconds"],
+                        "speedup_eq8": row["speedup_eq8"], "speedup_eq8_approx": row["speedup_eq8_approx"],
+                        "delta": row["delta"],
+                        "fp32_bound": "latency" if base["latency_bound"] else "throughput",
+                        "quant_bound": "latency" if row["latency_bound"] else "throughput"})
+    return pd.DataFrame.from_records(records)
+
+
+def _from_p(process_counts: np.ndarray, condition: np.ndarray) -> int | None:
+    """The smallest P from which ``condition`` holds at every larger P of the study."""
+    order = np.argsort(process_counts)
+    holds = condition[order]
+    if not holds[-1]:
+        return None
+    failing = np.flatnonzero(~holds)
+    return int(process_counts[order][failing[-1] + 1 if len(failing) else 0])
+
+
+def crossover_table(predictions: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, machine and bit width: the P from which the hybrid exchange stays
+    latency-bound, and (quantized widths) from which it is no faster than FP32."""
+    hybrid = predictions[predictions["strategy"] == "hybrid"]
+    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "P"])["layer_seconds"]
+    records = []
+    for (dataset, machine, bits), group in hybrid.groupby(["dataset", "machine", "bits"]):
+        counts = group["P"].to_numpy()
+        record = {"dataset": dataset, "machine": machine, "bits": bits,
+                  "latency_bound_from_P": _from_p(counts, group["latency_bound"].to_numpy(dtype=bool)),
+                  "no_gain_from_P": None, "largest_P_studied": int(counts.max())}
+        if bits != 32:
+            baseline = fp32.loc[[(dataset, machine, p) for p in counts]].to_numpy()
+            record["no_gain_from_P"] = _from_p(counts, group["layer_seconds"].to_numpy() >= baseline)
+        records.append(record)
+    return pd.DataFrame.from_records(records)
+
+
+def cost_table(documents: list[dict]) -> pd.DataFrame:
+    """Partition and hybrid plan wall time and peak memory per graph and P."""
+    records = [{"dataset": d["graph"], "nodes": d["num_nodes"], "edges": d["num_edges"], "P": d["num_ranks"],
+                "partition_s": d["partition_seconds"], "partition_peak_mib": d["partition_peak_memory_mib"],
+                "plan_s": d["plan_seconds"], "plan_peak_mib": d["plan_peak_memory_mib"]} for d in documents]
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "P"], kind="stable")
+
+
+def validation_table(measurements: list[tuple[str, Path, dict]], profile: MachineProfile) -> pd.DataFrame:
+    """Model vs ``supergcn bench exchange`` per (plan, bits): predicted and measured
+    seconds of one exchange and the relative error (predicted / measured - 1)."""
+    records = []
+    for strategy, plan_dir, measured in measurements:
+        plan = read_plan_manifest(plan_dir)
+        rows = strategy_rows(plan)[strategy]
+        predicted = perfmodel.exchange_time(rows, measured["features"], measured["bits"], profile,
+                                            measured["parameter_dtype"])
+        seconds = measured["seconds"]
+        records.append({"P": plan["num_ranks"], "strategy": strategy, "bits": measured["bits"],
+                        "predicted_ms": predicted.seconds * 1e3, "measured_ms": seconds["total"] * 1e3,
+                        "relative_error": predicted.seconds / seconds["total"] - 1,
+                        "predicted_comm_ms": (predicted.transfer_seconds + predicted.latency_seconds) * 1e3,
+                        "measured_comm_ms": seconds["communication"] * 1e3,
+                        "predicted_quant_ms": predicted.quantization_seconds * 1e3,
+                        "measured_quant_ms": seconds["quantization"] * 1e3})
+    return pd.DataFrame.from_records(records).sort_values(["P", "strategy", "bits"], kind="stable")
+
+
+def write_tables(prediction_paths, validation: list[tuple[str, Path, Path]], profile_path, out_dir: Path) -> None:
+    documents = _read_predictions(prediction_paths)
+    predictions = prediction_table(documents)
+    hidden = documents[0]["hidden"] if documents else 0
+    write_table(hybrid_table(documents), out_dir / "perf_hybrid",
+                "Rows sent per layer by pre, post and hybrid aggregation, and min(pre, post) / hybrid "
+                "(the paper's Table 5, mag240M at 2,048 ranks: 1,934.9 / 1,269.6 GB = 1.52x).")
+    write_table(predictions, out_dir / "perf_predictions",
+                f"Model predictions at width {hidden}: per-layer exchange (s) at the bottleneck rank and its "
+                "transfer, latency and quantization parts; aggregation + exchange per epoch (s).")
+    write_table(regime_table(predictions), out_dir / "perf_regime",
+                "Hybrid FP32 vs quantized per-layer exchange: the model's speedup, Eq. 8's, delta (latency : "
+                "quantized transfer) and which term bounds each exchange.")
+    write_table(crossover_table(predictions), out_dir / "perf_crossover",
+                "P from which the hybrid exchange stays latency-bound, and from which a quantized one is no "
+                "faster than FP32, over the study's process counts (empty: not in its range).")
+    write_table(cost_table(documents), out_dir / "perf_cost",
+                "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P.")
+    if validation:
+        profile = load_profile(profile_path)
+        measured = [(strategy, Path(plan_dir), read_json(Path(path), "exchange benchmark"))
+                    for strategy, plan_dir, path in validation]
+        write_table(validation_table(measured, profile), out_dir / "perf_validation",
+                    f"Model vs measured time of one exchange on {profile.name} "
+                    f"(relative error = predicted / measured - 1).")

@@ -1,0 +1,1 @@
+"""Reporting: result tables (CSV, Markdown, LaTeX) of a study, and the figures drawn from them."""

@@ -1,0 +1,171 @@
+"""Figures of a scaling study (PNG and PDF), drawn from the tables of :mod:`supergcn.report.tables`.
+
+Epoch-time bars with a speed-up line (Figs. 9/10), stacked breakdown bars (Fig. 12),
+accuracy-vs-epoch curves (Fig. 11), volume bars (Table 5), and the performance-model
+study's exchange-time and cost figures (Fig. 7).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from supergcn.data.storage import atomic_file
+from supergcn.distributed.timing import BREAKDOWN
+from supergcn.train.metrics import read_metrics
+
+
+def pyplot():
+    """matplotlib.pyplot on the file-only Agg back end."""
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _panels(table: pd.DataFrame):
+    """A figure with one panel per dataset of ``table``: (figure, [(axes, dataset), ...])."""
+    datasets = _datasets(table)
+    figure, axes = pyplot().subplots(1, len(datasets), figsize=(6 * len(datasets), 4), squeeze=False)
+    return figure, list(zip(axes[0], datasets))
+
+
+def save_figure(figure, stem: Path) -> None:
+    """``stem``.png and .pdf, each written under a temporary name and renamed."""
+    for suffix in (".png", ".pdf"):
+        with atomic_file(stem.with_suffix(suffix)) as tmp:
+            figure.savefig(tmp, dpi=150, bbox_inches="tight", format=suffix[1:])
+    pyplot().close(figure)
+
+
+def _datasets(table):
+    return list(dict.fromkeys(table["dataset"]))
+
+
+def _bar_positions(num_groups: int, num_bars: int):
+    width = 0.8 / max(num_bars, 1)
+    return np.arange(num_groups), width
+
+
+def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
+    figure, panels = _panels(scaling)
+    for ax, dataset in panels:
+        data = scaling[scaling["dataset"] == dataset]
+        process_counts = sorted(data["P"].unique())
+        variants = list(dict.fromkeys(data["variant"]))
+        x, width = _bar_positions(len(process_counts), len(variants))
+        speed = ax.twinx()
+        for k, variant in enumerate(variants):
+            rows = data[data["variant"] == variant].set_index("P").reindex(process_counts)
+            ax.bar(x + (k - (len(variants) - 1) / 2) * width, rows["epoch_seconds"], width, label=variant)
+            speed.plot(x, rows["speedup"], marker="o", linestyle="--")
+        ax.set_xticks(x, [str(p) for p in process_counts])
+        ax.set_xlabel("processes P")
+        ax.set_ylabel("epoch time (s), bars")
+        speed.set_ylabel("speed-up vs smallest P, lines")
+        ax.set_title(dataset)
+        ax.legend(fontsize="small")
+    save_figure(figure, stem)
+
+
+def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
+    plt = pyplot()
+    groups = list(dict.fromkeys(zip(breakdown["dataset"], breakdown["variant"])))
+    figure, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 4), squeeze=False, sharey=False)
+    for ax, (dataset, variant) in zip(axes[0], groups):
+        rows = breakdown[(breakdown["dataset"] == dataset) & (breakdown["variant"] == variant)].sort_values("P")
+        bottom = np.zeros(len(rows))
+        for phase in BREAKDOWN:
+            values = rows[f"{phase}_seconds"].to_numpy()
+            ax.bar([str(p) for p in rows["P"]], values, bottom=bottom, label=phase)
+            bottom += values
+        ax.set_title(f"{dataset}\n{variant}", fontsize="small")
+        ax.set_xlabel("processes P")
+    axes[0][0].set_ylabel("seconds per epoch (slowest rank)")
+    axes[0][-1].legend(fontsize="small")
+    save_figure(figure, stem)
+
+
+def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
+    figure, panels = _panels(runs)
+    for ax, dataset in panels:
+        data = runs[runs["dataset"] == dataset]
+        largest = data["P"].max()
+        for variant in dict.fromkeys(data["variant"]):
+            chosen = data[(data["variant"] == variant) & (data["P"] == largest)].sort_values("seed").iloc[0]
+            _, epochs, _ = read_metrics(chosen["metrics"])
+            ax.plot([e["epoch"] for e in epochs], [100 * e["test_acc"] for e in epochs], label=variant)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"{dataset}, P = {largest}")
+        ax.legend(fontsize="small")
+    save_figure(figure, stem)
+
+
+def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
+    columns = [c for c in ("pre_bytes", "post_bytes", "hybrid_bytes", "hybrid_int2_data_bytes") if c in volume]
+    figure, panels = _panels(volume)
+    for ax, dataset in panels:
+        rows = volume[(volume["dataset"] == dataset) & (volume["P"] > 1)].sort_values("P")
+        x, width = _bar_positions(len(rows), len(columns))
+        for k, column in enumerate(columns):
+            ax.bar(x + (k - (len(columns) - 1) / 2) * width, rows[column] / 2**20, width,
+                   label=column.removesuffix("_bytes").replace("_", " "))
+        ax.set_xticks(x, [str(p) for p in rows["P"]])
+        ax.set_xlabel("processes P")
+        ax.set_ylabel("MiB per layer exchange")
+        ax.set_title(dataset)
+        ax.legend(fontsize="small")
+    save_figure(figure, stem)
+
+
+def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:
+    """Per-layer hybrid exchange time vs P for each machine and dataset, FP32 vs quantized,
+    with the transfer and latency terms (the paper's Fig. 7), and the partition/plan cost."""
+    plt = pyplot()
+    predictions = pd.read_csv(tables_dir / "perf_predictions.csv")
+    hybrid = predictions[predictions["strategy"] == "hybrid"]
+    datasets = sorted(hybrid["dataset"].unique())
+    machines = sorted(hybrid["machine"].unique())
+    figure, axes = plt.subplots(len(datasets), len(machines), figsize=(4.5 * len(machines), 3.6 * len(datasets)),
+                                squeeze=False)
+    for row, dataset in enumerate(datasets):
+        for column, machine in enumerate(machines):
+            ax = axes[row][column]
+            for bits, group in hybrid[(hybrid["dataset"] == dataset) & (hybrid["machine"] == machine)].groupby("bits"):
+                group = group.sort_values("P")
+                label = "FP32" if bits == 32 else f"Int{bits}"
+                line, = ax.plot(group["P"], group["layer_seconds"] * 1e3, marker="o", label=f"{label} total")
+                ax.plot(group["P"], group["transfer_seconds"] * 1e3, linestyle="--", color=line.get_color(),
+                        label=f"{label} transfer")
+                ax.plot(group["P"], group["latency_seconds"] * 1e3, linestyle=":", color=line.get_color(),
+                        label=f"{label} latency")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_title(f"{dataset} on {machine}")
+            ax.set_xlabel("P (ranks)")
+            ax.set_ylabel("ms per layer exchange")
+    axes[0][0].legend(fontsize="small")
+    figure.tight_layout()
+    save_figure(figure, out_dir / "perf_comm_scaling")
+
+    cost = pd.read_csv(tables_dir / "perf_cost.csv")
+    figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(10, 4))
+    for dataset, group in cost.groupby("dataset"):
+        group = group.sort_values("P")
+        line, = time_axes.plot(group["P"], group["partition_s"], marker="o", label=f"{dataset} partition")
+        time_axes.plot(group["P"], group["plan_s"], marker="s", linestyle="--", color=line.get_color(),
+                       label=f"{dataset} plan")
+        memory_axes.plot(group["P"], group["partition_peak_mib"], marker="o", color=line.get_color(),
+                         label=f"{dataset} partition")
+        memory_axes.plot(group["P"], group["plan_peak_mib"], marker="s", linestyle="--", color=line.get_color(),
+                         label=f"{dataset} plan")
+    for ax, label in ((time_axes, "seconds"), (memory_axes, "peak MiB")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("P (ranks)")
+        ax.set_ylabel(label)
+    time_axes.legend(fontsize="small")
+    figure.tight_layout()
+    save_figure(figure, out_dir / "perf_cost")

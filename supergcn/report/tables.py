@@ -1,0 +1,112 @@
+"""Result tables of a scaling study, from metrics files and plan manifests.
+
+Tables (each as CSV, Markdown and LaTeX, :func:`write_table`):
+
+* ``scaling`` — mean epoch time (max over ranks, first epoch excluded) per dataset,
+  variant and P, with speed-up and parallel efficiency relative to the smallest P
+  (the data of the paper's Figs. 9/10);
+* ``breakdown`` — aggregation / communication / quantization / synchronization / other
+  of the slowest rank, per P and variant (Fig. 12);
+* ``accuracy`` — test accuracy at the best-validation epoch, mean ± std over seeds
+  (Table 3);
+* ``volume`` — bytes one layer exchanges at the hidden width under pre / post / hybrid
+  and hybrid + Int2, data and parameters separately (Table 5).
+
+The figures drawn from them are :mod:`supergcn.report.figures`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from supergcn.data.storage import write_text
+from supergcn.distributed.timing import BREAKDOWN
+from supergcn.kernels.wire import layer_bytes
+from supergcn.naming import variant_name
+from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.train.metrics import read_metrics
+
+
+def run_record(path: str | Path) -> dict:
+    """One row describing a finished training run."""
+    header, epochs, summary = read_metrics(path)
+    config = header["config"]
+    timed = epochs[1:] or epochs  # the first epoch pays one-off costs, as in the paper
+    record = {
+        "dataset": header["dataset"], "P": header["num_ranks"], "strategy": header["strategy"],
+        "bits": config.get("bits", 32), "label_propagation": config.get("label_rate", 0.0) > 0,
+        "seed": config["seed"], "threads_per_rank": header["threads_per_rank"], "epochs": summary["epochs"],
+        "epoch_seconds": float(np.mean([e["seconds"]["max"]["total"] for e in timed])),
+        # The slowest rank's phases add up to the epoch time (per-phase maxima need not).
+        **{f"{phase}_seconds": float(np.mean([e["seconds"]["slowest_rank"][phase] for e in timed]))
+           for phase in BREAKDOWN},
+        "bytes_sent_per_epoch": float(np.mean([e["bytes"]["sent_total"] for e in timed])),
+        "test_acc_at_best_val": summary["test_acc_at_best_val"], "best_val_acc": summary["best_val_acc"],
+        "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
+    }
+    record["variant"] = variant_name(record["strategy"], record["bits"], record["label_propagation"])
+    return record
+
+
+def runs_table(metrics_files) -> pd.DataFrame:
+    """One :func:`run_record` row per metrics file."""
+    return pd.DataFrame.from_records([run_record(p) for p in metrics_files])
+
+
+def scaling_table(runs: pd.DataFrame) -> pd.DataFrame:
+    table = (runs.groupby(["dataset", "variant", "P"], as_index=False)["epoch_seconds"].mean()
+             .sort_values(["dataset", "variant", "P"]))
+    base = table.groupby(["dataset", "variant"])["P"].transform("min")
+    base_time = table.groupby(["dataset", "variant"])["epoch_seconds"].transform("first")
+    table["speedup"] = base_time / table["epoch_seconds"]
+    table["efficiency"] = table["speedup"] / (table["P"] / base)
+    return table.reset_index(drop=True)
+
+
+def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
+    columns = [f"{phase}_seconds" for phase in BREAKDOWN]
+    return (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns + ["epoch_seconds"]].mean()
+            .sort_values(["dataset", "variant", "P"]).reset_index(drop=True))
+
+
+def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
+    grouped = runs.groupby(["dataset", "variant", "P"])["test_acc_at_best_val"]
+    table = grouped.agg(["mean", "std", "count"]).reset_index()
+    table["mean"] *= 100
+    table["std"] = table["std"].fillna(0.0) * 100
+    table["test_acc"] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(table["mean"], table["std"])]
+    return table.rename(columns={"mean": "test_acc_mean", "std": "test_acc_std", "count": "seeds"})
+
+
+def volume_table(plans: list[tuple[str, str | Path]], width: int) -> pd.DataFrame:
+    """Bytes of one layer's exchange at ``width`` features for every (dataset, plan)."""
+    records = {}
+    for dataset, directory in plans:
+        manifest = read_plan_manifest(directory)
+        key = (dataset, manifest["num_ranks"])
+        rows = strategy_rows(manifest)
+        row = records.setdefault(key, {"dataset": dataset, "P": manifest["num_ranks"]})
+        row["pre_bytes"] = layer_bytes(rows["pre"], width, 32)[0]
+        row["post_bytes"] = layer_bytes(rows["post"], width, 32)[0]
+        if manifest["strategy"] == "hybrid":
+            hybrid_rows = rows["hybrid"]
+            row["hybrid_bytes"] = layer_bytes(hybrid_rows, width, 32)[0]
+            row["hybrid_int2_data_bytes"], row["hybrid_int2_param_bytes"] = layer_bytes(hybrid_rows, width, 2)
+    table = pd.DataFrame.from_records(list(records.values())).sort_values(["dataset", "P"]).reset_index(drop=True)
+    if "hybrid_bytes" in table:
+        best_single = table[["pre_bytes", "post_bytes"]].min(axis=1)
+        table["hybrid_reduction"] = best_single / table["hybrid_bytes"].replace(0, np.nan)
+        table["int2_reduction"] = table["hybrid_bytes"] / table["hybrid_int2_data_bytes"].replace(0, np.nan)
+    return table
+
+
+def write_table(table: pd.DataFrame, stem: str | Path, caption: str) -> None:
+    """``stem``.csv, .md and .tex."""
+    stem = Path(stem)
+    write_text(stem.with_suffix(".csv"), table.to_csv(index=False))
+    write_text(stem.with_suffix(".md"), f"{caption}\n\n{table.to_markdown(index=False, floatfmt='.4g')}\n")
+    write_text(stem.with_suffix(".tex"), table.to_latex(index=False, float_format="%.4g", caption=caption,
+                                                        label=f"tab:{stem.name}", escape=True))

@@ -1,0 +1,100 @@
+"""Which package sources a command runs: its static import closure and a hash of it.
+
+Snakemake reruns a job when its rule's code or parameters change, not when the package
+its shell command calls changes. Each rule therefore carries a hash of the package
+modules its command can execute, derived from the code itself: starting from the
+command's module, every ``import supergcn...`` / ``from supergcn... import ...`` /
+relative import found anywhere in a module (lazy imports inside functions included) is
+followed, and every package ``__init__.py`` on the way is added (Python runs them).
+
+Standard library only (``ast``): the Snakefile computes these hashes while it parses.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from pathlib import Path
+
+PACKAGE = "supergcn"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def module_file(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
+    """The source file of the package module ``name`` (dotted), or None if there is none."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = package_dir.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def imported_modules(path: Path, name: str) -> set[str]:
+    """Dotted names of the package modules that the module ``name`` at ``path`` imports."""
+    stat = path.stat()
+    return set(_imported_modules(str(path), name, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=None)
+def _imported_modules(path: str, name: str, mtime_ns: int, size: int) -> frozenset[str]:
+    # Keyed by modification time and size as well, so an edited file is parsed again.
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(Path(path).read_text(), filename=path)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            found.add(base)
+            # ``from package import module`` imports a sub-module; ``from module import name`` does not.
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return frozenset(module for module in found if module.split(".")[0] == PACKAGE)
+
+
+def _with_parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
+
+
+def import_closure(*entry_points: str, package_dir: Path = PACKAGE_DIR) -> dict[str, Path]:
+    """Every package module the ``entry_points`` (dotted module names) may execute, with its file."""
+    closure: dict[str, Path] = {}
+    pending = [parent for entry in entry_points for parent in _with_parents(entry)]
+    while pending:
+        name = pending.pop()
+        if name in closure:
+            continue
+        path = module_file(name, package_dir)
+        if path is None:
+            continue  # a name imported from a module, not a module
+        closure[name] = path
+        for imported in imported_modules(path, name):
+            pending.extend(parent for parent in _with_parents(imported) if parent not in closure)
+    return closure
+
+
+@functools.cache
+def source_hash(*entry_points: str, package_dir: Path = PACKAGE_DIR) -> str:
+    """A hash of the files in the import closure of ``entry_points`` (paths and contents)."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name, path in sorted(import_closure(*entry_points, package_dir=package_dir).items()):
+        digest.update(name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def command_hash(command: str, package_dir: Path = PACKAGE_DIR) -> str:
+    """The source hash of one ``supergcn`` sub-command run as ``python -m supergcn.cli``:
+    ``command`` is its module in :mod:`supergcn.cli` (``train``, ``bench_comm``, ...)."""
+    if module_file(f"{PACKAGE}.cli.{command}", package_dir) is None:
+        raise ValueError(f"supergcn has no command module supergcn/cli/{command}.py")
+    return source_hash(f"{PACKAGE}.cli.__main__", f"{PACKAGE}.cli.{command}", package_dir=package_dir)

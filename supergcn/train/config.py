@@ -1,0 +1,67 @@
+"""Everything one training run is asked to do, with the defaults of the paper's Table 2.
+
+Standard library only: the command line builds its options and their defaults from
+:class:`TrainConfig`, so a default is written once, here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The share of training labels fed as inputs in the paper's label-propagation runs.
+UPSTREAM_LABEL_RATE = 0.62
+
+
+@dataclass
+class TrainConfig:
+    """One training run. ``graph``, ``partition`` and ``plan`` are step output
+    directories, ``out`` the metrics file (JSON lines) to write."""
+
+    graph: Path
+    partition: Path
+    plan: Path
+    out: Path
+    model: str = "sage"
+    num_layers: int = 3
+    hidden: int = 256
+    dropout: float = 0.5
+    layer_norm: bool = True
+    lr: float = 0.01
+    weight_decay: float = 0.0
+    epochs: int = 200
+    seed: int = 0
+    threads: int = 1
+    kernel: str = "numba"
+    bits: int = 32
+    rounding: str = "nearest"
+    overlap: bool = True
+    parameter_dtype: str = "bfloat16"
+    label_rate: float = 0.0
+    input_norm: bool = False
+    checkpoint: Path | None = None
+    checkpoint_every: int = 0
+    resume: bool = False
+    init_weights: Path | None = None
+    save_model: Path | None = None
+    save_logits: Path | None = None
+    fail_at_epoch: int | None = None
+    fail_rank: int = 0
+
+    def trajectory_fingerprint(self, hashes: dict) -> str:
+        """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
+        keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
+                "rounding", "parameter_dtype", "label_rate", "input_norm")
+        payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
+        return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
+
+    def as_json(self) -> dict:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+
+
+def default(name: str):
+    """The default of one :class:`TrainConfig` field."""
+    return TrainConfig.__dataclass_fields__[name].default

@@ -1,0 +1,96 @@
+"""The GNNs trained here: GraphSAGE and GCN over :class:`~supergcn.distributed.aggregation.GraphOps`.
+
+GraphSAGE layer (upstream SuperGCN, PyG ``SAGEConv(aggr="mean", root_weight=True)``):
+
+    h_v = W_neigh · mean_{u in N(v)} x_u + b + W_self · x_v
+
+GCN layer (PyG ``GCNConv``): h = Â_sym (X W^T) + b with self loops added where missing.
+
+Hidden layers run conv -> dropout -> LayerNorm -> ReLU (the upstream order); the last
+layer's output goes through log_softmax. Because aggregation is linear, a layer whose
+output is narrower than its input transforms first and aggregates the narrower rows,
+which exchanges fewer bytes and gives the same result up to float rounding.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from supergcn.distributed.aggregation import GraphOps
+from supergcn.naming import GNN_MODELS
+
+
+class SAGELayer(nn.Module):
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.lin_neigh = nn.Linear(in_dim, out_dim, bias=True)
+        self.lin_self = nn.Linear(in_dim, out_dim, bias=False)
+
+    def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
+        if self.lin_neigh.out_features < self.lin_neigh.in_features:
+            neigh = ops.mean(F.linear(x, self.lin_neigh.weight)) + self.lin_neigh.bias
+        else:
+            neigh = self.lin_neigh(ops.mean(x))
+        return neigh + self.lin_self(x)
+
+
+class GCNLayer(nn.Module):
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(in_dim, out_dim, bias=False)
+        self.bias = nn.Parameter(torch.zeros(out_dim))
+
+    def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
+        if self.lin.out_features <= self.lin.in_features:
+            return ops.gcn(self.lin(x)) + self.bias
+        return self.lin(ops.gcn(x)) + self.bias
+
+
+class GNN(nn.Module):
+    """A stack of ``num_layers`` SAGE or GCN layers with the upstream hidden-layer order.
+
+    ``label_propagation`` adds masked label propagation (UniMP, PyG's ``MaskLabel``): a
+    learned embedding of the label, ``E[y_v]`` (one row of width ``in_dim`` per class), is
+    added to the input features of the nodes passed as ``label_nodes``. ``input_norm``
+    applies LayerNorm to the input (after the label embedding) before the first layer, so
+    that, as in the paper's §6.1, every layer's input is normalised (the hidden layers'
+    LayerNorm already precedes the next layer).
+
+    Args:
+        model: ``sage`` or ``gcn`` (:data:`supergcn.naming.GNN_MODELS`).
+        in_dim, hidden, out_dim: input features, hidden width, classes.
+        num_layers: graph convolutions; all but the last are followed by dropout,
+            LayerNorm (``layer_norm``) and ReLU.
+        dropout: dropout probability after each hidden convolution.
+
+    ``forward(x, ops, label_nodes, labels)`` returns the n x out_dim log-probabilities of
+    the rank's rows; ``ops`` is the rank's :class:`GraphOps`.
+    """
+
+    def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
+                 dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
+                 input_norm: bool = False) -> None:
+        super().__init__()
+        if model not in GNN_MODELS:
+            raise ValueError(f"unknown model {model!r}: choose one of {GNN_MODELS}")
+        layer = {"sage": SAGELayer, "gcn": GCNLayer}[model]
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+        self.convs = nn.ModuleList(layer(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
+                                   for _ in range(num_layers - 1))
+        self.label_embedding = nn.Embedding(out_dim, in_dim) if label_propagation else None
+        self.input_norm = nn.LayerNorm(in_dim) if input_norm else nn.Identity()
+        self.dropout = dropout
+
+    def forward(self, x: torch.Tensor, ops: GraphOps, label_nodes: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None) -> torch.Tensor:
+        if self.label_embedding is not None and label_nodes is not None:
+            x = x.index_add(0, label_nodes, self.label_embedding(labels))
+        x = self.input_norm(x)
+        for conv, norm in zip(self.convs[:-1], self.norms):
+            x = conv(x, ops)
+            x = F.dropout(x, self.dropout, self.training)
+            x = F.relu(norm(x))
+        return F.log_softmax(self.convs[-1](x, ops), dim=-1)

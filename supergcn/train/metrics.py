@@ -1,0 +1,105 @@
+"""The metrics file of a training run: JSON lines written by rank 0, and its reader.
+
+Lines, in order:
+
+* ``header`` — config, dataset, strategy, P, threads, hosts, versions, git commit and the
+  graph / partition / plan hashes;
+* one ``epoch`` line per epoch — loss, accuracies, seconds per phase per rank, each
+  phase's max over ranks, the phases of the slowest rank (which add up to the epoch
+  time), and bytes sent and received;
+* ``summary`` — epochs, mean epoch time (first epoch excluded), best validation accuracy
+  and the test accuracy at it, final accuracies, and every rank's parameter hash.
+
+The file is written as ``<out>.partial`` and renamed to ``<out>`` only when the summary
+is in, so a killed run never leaves a finished-looking result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from supergcn.data.storage import write_text
+from supergcn.distributed.timing import BREAKDOWN
+from supergcn.errors import SuperGCNError
+from supergcn.train.provenance import git_commit, host, package_versions
+
+
+def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: int, hashes: dict) -> dict | None:
+    """The header line (collective: hosts are gathered; rank 0 gets it, the others None)."""
+    hosts = comm.gather(host(), root=0)
+    if comm.Get_rank() != 0:  # versions and the git commit are looked up once, not P times
+        return None
+    return {"type": "header", "config": config_json, "dataset": dataset, "strategy": strategy,
+            "num_ranks": comm.Get_size(), "threads_per_rank": threads, "hosts": hosts,
+            "versions": package_versions(), "git_commit": git_commit(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
+
+
+def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, accuracy: dict,
+                 allreduce_bytes: int) -> dict | None:
+    """One epoch's line (collective: rank 0 gets it, the others None).
+
+    ``seconds`` is this rank's :meth:`PhaseTimer.breakdown`, ``traffic`` its bytes
+    ``{"sent": {kind: per-peer array}, "received": {...}}``.
+    """
+    per_rank = comm.gather(seconds, root=0)
+    traffic = comm.gather(traffic, root=0)
+    if comm.Get_rank() != 0:
+        return None
+    slowest = max(per_rank, key=lambda r: r["total"])
+    return {"type": "epoch", "epoch": epoch, "loss": loss, **accuracy,
+            "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*BREAKDOWN, "total")},
+                        "slowest_rank": slowest, "per_rank": per_rank},
+            "bytes": {"sent_total": int(sum(t["sent"][k].sum() for t in traffic for k in t["sent"])),
+                      "data_sent_total": int(sum(t["sent"]["data"].sum() for t in traffic)),
+                      "params_sent_total": int(sum(t["sent"]["params"].sum() for t in traffic)),
+                      "sent_per_rank": [int(sum(v.sum() for v in t["sent"].values())) for t in traffic],
+                      "received_per_rank": [int(sum(v.sum() for v in t["received"].values())) for t in traffic],
+                      "allreduce_per_rank": allreduce_bytes}}
+
+
+def summary_record(records: list[dict], best: dict, final_accuracy: dict, parameter_hashes: list[str]) -> dict:
+    """The summary line from the epoch records and the run's end state."""
+    epoch_seconds = [r["seconds"]["max"]["total"] for r in records]
+    return {"type": "summary", "epochs": len(records),
+            "mean_epoch_seconds": float(np.mean(epoch_seconds[1:] or epoch_seconds)),
+            "best_val_acc": best["val_acc"], "best_epoch": best["epoch"],
+            "test_acc_at_best_val": best["test_acc"], "final": final_accuracy,
+            "parameter_hash_per_rank": parameter_hashes, "identical_parameters": len(set(parameter_hashes)) == 1}
+
+
+class MetricsWriter:
+    """Rank 0's metrics file: ``start`` it, add ``epoch`` lines, ``finish`` with the summary."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = Path(out)
+        self.partial = Path(f"{self.out}.partial")
+
+    def start(self, header: dict, records: list[dict]) -> None:
+        """Begin ``<out>.partial`` with the header and any records a resumed run already has."""
+        write_text(self.partial, "".join(json.dumps(r) + "\n" for r in [header, *records]))
+
+    def epoch(self, record: dict) -> None:
+        self._append(record)
+
+    def finish(self, summary: dict) -> None:
+        """Append the summary and rename the file into place."""
+        self._append(summary)
+        os.replace(self.partial, self.out)
+
+    def _append(self, record: dict) -> None:
+        with open(self.partial, "a") as metrics:
+            metrics.write(json.dumps(record) + "\n")
+
+
+def read_metrics(path: str | Path) -> tuple[dict, list[dict], dict]:
+    """(header, epoch records, summary) of a finished run's metrics file."""
+    lines = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    if not lines or lines[0].get("type") != "header" or lines[-1].get("type") != "summary":
+        raise SuperGCNError(f"{path} is not a complete metrics file: rerun its training job")
+    return lines[0], [r for r in lines if r["type"] == "epoch"], lines[-1]

@@ -1,0 +1,89 @@
+"""The single-process PyG model that distributed training is held to.
+
+Built from ``torch_geometric.nn.SAGEConv`` (mean, root weight) or ``GCNConv`` with the
+same layer order as :class:`supergcn.train.gnn.GNN` (conv -> dropout -> LayerNorm -> ReLU,
+log_softmax at the end). :func:`copy_weights` maps our parameters onto it, so the two can
+start from identical weights.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from supergcn.data.graph import Graph
+from supergcn.train.gnn import GNN
+
+
+class PyGModel(nn.Module):
+    def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
+                 dropout: float = 0.5, layer_norm: bool = True) -> None:
+        from torch_geometric.nn import GCNConv, SAGEConv
+
+        super().__init__()
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+        make = (lambda a, b: SAGEConv(a, b, aggr="mean", root_weight=True)) if model == "sage" else GCNConv
+        self.convs = nn.ModuleList(make(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
+                                   for _ in range(num_layers - 1))
+        self.dropout = dropout
+
+    def forward(self, x, edge_index):
+        for conv, norm in zip(self.convs[:-1], self.norms):
+            x = F.relu(norm(F.dropout(conv(x, edge_index), self.dropout, self.training)))
+        return F.log_softmax(self.convs[-1](x, edge_index), dim=-1)
+
+
+@torch.no_grad()
+def copy_weights(ours: GNN, theirs: PyGModel) -> None:
+    """Give the PyG model exactly our parameters."""
+    for mine, conv in zip(ours.convs, theirs.convs):
+        if hasattr(mine, "lin_neigh"):
+            conv.lin_l.weight.copy_(mine.lin_neigh.weight)
+            conv.lin_l.bias.copy_(mine.lin_neigh.bias)
+            conv.lin_r.weight.copy_(mine.lin_self.weight)
+        else:
+            conv.lin.weight.copy_(mine.lin.weight)
+            conv.bias.copy_(mine.bias)
+    theirs.norms.load_state_dict(ours.norms.state_dict())
+
+
+def edge_index_of(graph: Graph) -> torch.Tensor:
+    """PyG's edge_index (source, target) of the canonical symmetric CSR."""
+    targets = np.repeat(np.arange(graph.num_nodes), graph.in_degree)
+    return torch.from_numpy(np.stack([np.asarray(graph.indices, dtype=np.int64), targets]))
+
+
+def train_baseline(graph: Graph, model: PyGModel, epochs: int, lr: float, weight_decay: float = 0.0) -> dict:
+    """Full-batch training; returns per-epoch losses and seconds, best-val test accuracy,
+    and the final log-probabilities."""
+    x = torch.from_numpy(np.asarray(graph.features))
+    y = torch.from_numpy(np.asarray(graph.labels))
+    train, val, test = (torch.from_numpy(np.asarray(m)) for m in (graph.train_mask, graph.val_mask, graph.test_mask))
+    edge_index = edge_index_of(graph)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    losses, seconds, best = [], [], (-1.0, 0.0)
+    for _ in range(epochs):
+        started = time.perf_counter()
+        model.train()
+        optimizer.zero_grad()
+        loss = F.nll_loss(model(x, edge_index)[train], y[train])
+        loss.backward()
+        optimizer.step()
+        seconds.append(time.perf_counter() - started)
+        losses.append(loss.item())
+        model.eval()
+        with torch.no_grad():
+            correct = model(x, edge_index).argmax(-1) == y
+        val_acc, test_acc = float(correct[val].float().mean()), float(correct[test].float().mean())
+        if val_acc > best[0]:
+            best = (val_acc, test_acc)
+    model.eval()
+    with torch.no_grad():
+        logits = model(x, edge_index)
+    return {"losses": losses, "seconds": seconds, "test_acc_at_best_val": best[1],
+            "final_test_acc": float((logits.argmax(-1) == y)[test].float().mean()), "logits": logits.numpy()}

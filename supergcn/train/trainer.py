@@ -1,0 +1,190 @@
+"""Distributed full-batch training: one MPI rank per partition, exact full-graph semantics.
+
+Every rank holds the rows of its partition and identical model parameters. An epoch is
+
+    forward (with boundary exchanges) -> loss on the rank's loss nodes, divided by the
+    GLOBAL number of loss nodes -> backward (reverse exchanges) -> barrier (measures the
+    wait for slower ranks) -> one all-reduce (sum) of all gradients and the loss -> Adam.
+
+The summed gradient equals the gradient of the single-process loss, so the model is the
+one full-batch training would produce. Accuracy is evaluated with globally summed
+correct/total counts; the OGB protocol value is the test accuracy at the epoch of best
+validation accuracy.
+
+The pieces around the loop are their own modules: :mod:`~supergcn.train.data` (the
+rank's rows), :mod:`~supergcn.train.labels` (label propagation's split),
+:mod:`~supergcn.distributed.collectives` (parameter broadcast, gradient all-reduce),
+:mod:`~supergcn.train.checkpoint`, :mod:`~supergcn.train.metrics` (the metrics file)
+and :mod:`~supergcn.train.exports`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from supergcn.distributed.aggregation import ExchangeSettings, GraphOps, RankOperators
+from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradients, broadcast_parameters, parameter_hash
+from supergcn.distributed.comm import Communicator
+from supergcn.distributed.ranks import CollectiveError, agree
+from supergcn.distributed.threads import set_threads
+from supergcn.distributed.timing import PhaseTimer
+from supergcn.errors import SuperGCNError
+from supergcn.train import exports
+from supergcn.train.checkpoint import Checkpointer
+from supergcn.train.config import TrainConfig
+from supergcn.train.data import load_rank_data
+from supergcn.train.gnn import GNN
+from supergcn.train.labels import LabelInputSplit
+from supergcn.train.metrics import MetricsWriter, epoch_record, run_header, summary_record
+
+
+class Trainer:
+    """The training loop of one rank (every rank of ``comm`` builds one)."""
+
+    def __init__(self, config: TrainConfig, comm) -> None:
+        self.config = config
+        self.comm = comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.communicator = Communicator(comm)
+        self.timer = PhaseTimer()
+        set_threads(config.threads)
+        self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
+        settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
+                                    parameter_dtype=config.parameter_dtype, seed=config.seed)
+        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings))
+        torch.manual_seed(config.seed)
+        self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
+                         config.num_layers, config.dropout, config.layer_norm,
+                         label_propagation=config.label_rate > 0, input_norm=config.input_norm)
+        if config.init_weights is not None:
+            agree(comm, lambda: self.load_weights(config.init_weights))
+        broadcast_parameters(self.model, comm)  # identical start on every rank
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        torch.manual_seed(config.seed * 1_000_003 + self.rank)  # this rank's dropout stream
+        counts = np.array([int(m.sum()) for m in (self.data.train_mask, self.data.val_mask, self.data.test_mask)],
+                          dtype=np.int64)
+        self.global_counts = self.communicator.allreduce_sum(counts)
+        if self.global_counts[0] == 0:
+            raise CollectiveError(f"graph {self.data.graph_name!r} has no training nodes")
+        self.labels = LabelInputSplit(self.data.train_mask, config.label_rate, self.communicator)
+        self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
+                                         config.trajectory_fingerprint(self.data.hashes))
+        self.metrics = MetricsWriter(config.out)
+        self.records: list[dict] = []
+        self.best = {"val_acc": -1.0, "epoch": 0, "test_acc": 0.0}
+        self.start_epoch = 1
+
+    def load_weights(self, path) -> None:
+        try:
+            self.model.load_state_dict(torch.load(path, weights_only=True))
+        except (OSError, RuntimeError) as exc:
+            raise SuperGCNError(f"cannot load initial weights from {path}: {exc}") from exc
+
+    def train_step(self) -> tuple[float, dict, dict]:
+        """One epoch: (global loss, this rank's seconds per phase, its bytes sent and received)."""
+        self.timer.reset()
+        sent_before = {kind: sent.copy() for kind, sent in self.communicator.bytes_sent.items()}
+        received_before = {kind: got.copy() for kind, got in self.communicator.bytes_received.items()}
+        started = time.perf_counter()
+        self.model.train()
+        self.ops.operators.training = True
+        self.optimizer.zero_grad(set_to_none=False)
+        label_nodes, loss_nodes = self.labels.split()
+        logits = self.model(self.data.x, self.ops, label_nodes, self.data.y[label_nodes])
+        loss = F.nll_loss(logits[loss_nodes], self.data.y[loss_nodes], reduction="sum") / self.labels.global_loss_nodes
+        loss.backward()
+        with self.timer.phase("synchronization"):
+            self.comm.Barrier()
+        global_loss = allreduce_gradients(list(self.model.parameters()), loss, self.communicator, self.timer)
+        self.optimizer.step()
+        seconds = self.timer.breakdown(time.perf_counter() - started)
+        sent = {kind: self.communicator.bytes_sent[kind] - sent_before[kind] for kind in sent_before}
+        received = {kind: self.communicator.bytes_received[kind] - received_before[kind] for kind in received_before}
+        return global_loss, seconds, {"sent": sent, "received": received}
+
+    @torch.no_grad()
+    def evaluate(self) -> tuple[dict, torch.Tensor]:
+        """Global train / val / test accuracy (None where a split is empty) and this rank's logits."""
+        self.model.eval()
+        self.ops.operators.training = False
+        # At evaluation every training label is an input (label propagation only).
+        train_nodes = self.labels.train_nodes
+        logits = self.model(self.data.x, self.ops, train_nodes, self.data.y[train_nodes])
+        correct = logits.argmax(-1) == self.data.y
+        counts = np.array([int((correct & m).sum()) for m in (self.data.train_mask, self.data.val_mask,
+                                                              self.data.test_mask)], dtype=np.int64)
+        self.communicator.allreduce_sum(counts)
+        accuracy = {f"{name}_acc": float(c / t) if t else None
+                    for name, c, t in zip(("train", "val", "test"), counts, self.global_counts)}
+        return accuracy, logits
+
+    def resume(self) -> None:
+        """Continue from the checkpoint when asked to and a compatible one exists."""
+        if not self.config.resume:
+            return
+        restored = self.checkpointer.restore(self.model, self.optimizer, self.config.epochs)
+        if restored is None:
+            return
+        rng_state, self.ops.operators.quantize_calls = restored.rank_state
+        torch.set_rng_state(rng_state)
+        self.records, self.best = restored.records, restored.best
+        self.start_epoch = restored.epoch + 1
+
+    def run(self) -> None:
+        """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs."""
+        self.resume()
+        header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
+                            self.config.threads, self.data.hashes)
+        if self.rank == 0:
+            self.metrics.start(header, self.records)
+        for epoch in range(self.start_epoch, self.config.epochs + 1):
+            if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
+                raise RuntimeError(f"injected fault at epoch {epoch}")
+            loss, seconds, traffic = self.train_step()
+            if not np.isfinite(loss):
+                raise CollectiveError(f"the training loss became {loss} at epoch {epoch}: lower the learning rate "
+                                      "(--lr) or check the input features for NaN/Inf")
+            accuracy, _ = self.evaluate()
+            if accuracy["val_acc"] is not None and accuracy["val_acc"] > self.best["val_acc"]:
+                self.best = {"val_acc": accuracy["val_acc"], "epoch": epoch, "test_acc": accuracy["test_acc"]}
+            record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy,
+                                  allreduce_bytes(list(self.model.parameters())))
+            if self.rank == 0:
+                self.records.append(record)
+                self.metrics.epoch(record)
+            if self.checkpointer.due(epoch):
+                self.checkpointer.save(epoch, self.model, self.optimizer,
+                                       (torch.get_rng_state(), self.ops.operators.quantize_calls),
+                                       self.records, self.best)
+        self.finish()
+
+    def finish(self) -> None:
+        accuracy, logits = self.evaluate()
+        hashes = self.comm.gather(parameter_hash(self.model), root=0)
+        if self.config.save_logits is not None:
+            exports.save_logits(self.comm, self.data.owned_old_ids, logits, self.config.save_logits)
+        if self.rank != 0:
+            return
+        if self.config.save_model is not None:
+            exports.save_model(self.model, self.config.save_model)
+        self.metrics.finish(summary_record(self.records, self.best, accuracy, hashes))
+        self.checkpointer.discard()
+
+
+def train(config: TrainConfig, comm) -> None:
+    """Train on ``comm`` (every rank calls this with the same ``config``).
+
+    Writes ``config.out`` (the metrics file, :mod:`supergcn.train.metrics`) on rank 0, and
+    the checkpoint, model and logits where the config asks for them. Raises on error;
+    run it through :func:`supergcn.distributed.ranks.run_ranked` so that a failure on one
+    rank ends the whole job.
+    """
+    trainer = Trainer(config, comm)
+    try:
+        trainer.run()
+    finally:
+        trainer.communicator.close()

@@ -1,0 +1,71 @@
+import numpy as np
+import pytest
+
+from supergcn.data.graph import build_graph, load_graph, random_split, save_graph, symmetric_csr
+from supergcn.errors import SuperGCNError
+
+from conftest import awkward_edge_list
+
+
+def test_symmetric_csr_matches_a_set_of_undirected_edges():
+    src, dst = awkward_edge_list(200)
+    indptr, indices = symmetric_csr(src, dst, 200)
+    expected = {(int(a), int(b)) for a, b in zip(src, dst)} | {(int(b), int(a)) for a, b in zip(src, dst)}
+    rows = np.repeat(np.arange(200), np.diff(indptr))
+    got = list(zip(rows.tolist(), indices.tolist()))
+    assert len(got) == len(set(got)), "duplicates survived"
+    assert set(got) == expected
+    assert all(np.all(np.diff(indices[indptr[v]:indptr[v + 1]]) > 0) for v in range(200)), "rows not sorted"
+    assert np.all(np.diff(indptr)[-20:] == 0), "isolated nodes gained edges"
+
+
+def test_edges_outside_the_node_range_are_refused():
+    with pytest.raises(SuperGCNError, match="outside"):
+        symmetric_csr(np.array([0, 5]), np.array([1, 2]), 5)
+
+
+def test_save_and_load_round_trip_with_stable_hash(tmp_path, awkward_graph):
+    meta = save_graph(awkward_graph, tmp_path / "g")
+    loaded = load_graph(tmp_path / "g", mmap=True)
+    for name in ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(awkward_graph, name))
+    assert loaded.content_hash() == meta["hash"]
+    src, dst = awkward_edge_list(300)
+    undirected = {(min(a, b), max(a, b)) for a, b in zip(src.tolist(), dst.tolist())}
+    loops = sum(a == b for a, b in undirected)
+    assert loops >= 2 and meta["self_loops"] == loops
+    assert meta["num_edges_undirected"] == len(undirected)
+    assert meta["isolated_nodes"] == 20
+    assert sorted(p.name for p in (tmp_path).iterdir()) == ["g"], "temporary directories left behind"
+
+
+def test_hash_changes_with_any_array(awkward_graph):
+    before = awkward_graph.content_hash()
+    awkward_graph.features[0, 0] += 1
+    assert awkward_graph.content_hash() != before
+
+
+def test_failed_save_leaves_previous_output_intact(tmp_path, awkward_graph):
+    save_graph(awkward_graph, tmp_path / "g")
+    broken = awkward_graph
+    broken.labels = broken.labels[:-1]
+    with pytest.raises(SuperGCNError, match="labels"):
+        save_graph(broken, tmp_path / "g")
+    assert load_graph(tmp_path / "g").num_nodes == 300
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]
+
+
+def test_random_split_is_seeded_disjoint_and_sized():
+    a = random_split(1000, (0.6, 0.2, 0.2), seed=3)
+    b = random_split(1000, (0.6, 0.2, 0.2), seed=3)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert [int(m.sum()) for m in a] == [600, 200, 200]
+    assert not np.any(a[0] & a[1]) and not np.any(a[0] & a[2]) and not np.any(a[1] & a[2])
+
+
+def test_masks_on_unlabelled_nodes_are_refused():
+    labels = np.array([0, 1, -1])
+    with pytest.raises(SuperGCNError, match="unlabelled"):
+        build_graph("x", [0], [1], np.zeros((3, 2)), labels, np.array([1, 1, 1], bool), np.zeros(3, bool),
+                    np.zeros(3, bool))

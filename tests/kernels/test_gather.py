@@ -1,0 +1,90 @@
+"""Numba kernels against scipy / torch on awkward sparse matrices."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from supergcn.kernels.gather import MAX_TILE, GatherCsr, balanced_chunks, index_add, index_add_plan
+from supergcn.kernels.jit import numba
+
+
+def awkward_matrix(rng, rows=300, cols=250):
+    """Random CSR with empty rows, one huge-degree row, and duplicate-free columns."""
+    m = sp.random(rows, cols, density=0.03, random_state=rng, format="lil")
+    m[7, :] = 1.0                      # a hub row touching every column
+    m[10:40, :] = 0.0                  # a run of empty rows
+    m = sp.csr_matrix(m)
+    m.data = rng.uniform(0.5, 2.0, m.nnz)
+    return m
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(request.param, numba.config.NUMBA_NUM_THREADS))
+    yield request.param
+    numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("features", [1, 5, 64, MAX_TILE + 37])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_gather_matches_scipy(threads, dtype, features, weighted):
+    rng = np.random.default_rng(features)
+    m = awkward_matrix(rng)
+    if not weighted:
+        m.data[:] = 1.0
+    op = GatherCsr(m.indptr, m.indices, m.shape[1], m.data.astype(dtype) if weighted else None)
+    x = rng.standard_normal((m.shape[1], features)).astype(dtype)
+    tolerance = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(op.matmul(x), m @ x, rtol=tolerance, atol=tolerance)
+    # The transpose is a gather over A^T.
+    y = rng.standard_normal((m.shape[0], features)).astype(dtype)
+    np.testing.assert_allclose(op.transpose().matmul(y), m.T @ y, rtol=tolerance, atol=tolerance)
+
+
+def test_scaled_accumulation(threads):
+    rng = np.random.default_rng(0)
+    m = awkward_matrix(rng)
+    op = GatherCsr(m.indptr, m.indices, m.shape[1], m.data)
+    x = rng.standard_normal((m.shape[1], 9))
+    previous = rng.standard_normal((m.shape[0], 9))
+    scale = rng.uniform(0, 2, m.shape[0])
+    out = previous.copy()
+    op.matmul(x, out=out, accumulate=True, row_scale=scale)
+    np.testing.assert_allclose(out, scale[:, None] * (previous + m @ x), rtol=1e-10, atol=1e-12)
+
+
+def test_index_add_matches_torch(threads):
+    rng = np.random.default_rng(1)
+    index = rng.integers(0, 50, 400)
+    index[:30] = 3  # a heavily repeated destination
+    src = rng.standard_normal((400, 33)).astype(np.float32)
+    dst = rng.standard_normal((60, 33)).astype(np.float32)
+    expected = torch.from_numpy(dst.copy()).index_add_(0, torch.from_numpy(index), torch.from_numpy(src)).numpy()
+    plan = index_add_plan(index, 60)
+    np.testing.assert_allclose(index_add(dst.copy(), index, src), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(index_add(dst.copy(), index, src, plan=plan), expected, rtol=1e-5, atol=1e-5)
+    assert np.array_equal(plan.indices, np.argsort(index, kind="stable")), "src rows must not be moved"
+
+
+def test_chunks_balance_work_not_rows():
+    degrees = np.array([1000] + [1] * 999)
+    indptr = np.concatenate([[0], np.cumsum(degrees)])
+    chunks = balanced_chunks(indptr, 4)
+    assert chunks[0] == 0 and chunks[-1] == 1000 and np.all(np.diff(chunks) > 0)
+    work = degrees + 1
+    per_chunk = np.array([work[a:b].sum() for a, b in zip(chunks[:-1], chunks[1:])])
+    # No chunk exceeds its fair share by more than one row's work (a row is not split)...
+    assert per_chunk.max() <= work.sum() / 4 + work.max()
+    assert chunks[1] == 1, "the hub row should sit alone in its chunk"
+    # ...whereas equal row counts would give the hub's chunk 249 more rows.
+    equal_rows = np.array([work[a:a + 250].sum() for a in range(0, 1000, 250)])
+    assert per_chunk.max() < equal_rows.max()
+
+
+def test_empty_matrix_and_zero_features():
+    op = GatherCsr(np.zeros(5, np.int64), np.zeros(0, np.int64), 3)
+    np.testing.assert_array_equal(op.matmul(np.ones((3, 4), np.float32)), np.zeros((4, 4), np.float32))
+    assert op.matmul(np.ones((3, 0), np.float32)).shape == (4, 0)

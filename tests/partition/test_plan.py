@@ -1,0 +1,133 @@
+import numpy as np
+import pytest
+
+from supergcn.errors import SuperGCNError
+from supergcn.naming import STRATEGIES
+from supergcn.partition.metis import Partition, partition_graph
+from supergcn.partition.plan import (
+    aggregate_in_process,
+    build_plans,
+    load_rank_plan,
+    read_plan_manifest,
+    run_plan,
+    strategy_rows,
+)
+
+from conftest import awkward_edge_list
+
+
+def reference_mean_aggregation(src, dst, num_nodes, x):
+    """ÂX of the undirected simple graph, computed straight from the raw edge list."""
+    neighbours = [set() for _ in range(num_nodes)]
+    for a, b in zip(src.tolist(), dst.tolist()):
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    out = np.zeros_like(x)
+    for v, nbrs in enumerate(neighbours):
+        if nbrs:
+            out[v] = x[sorted(nbrs)].sum(0) / len(nbrs)
+    return out
+
+
+@pytest.mark.parametrize("num_parts", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_plan_reproduces_global_mean_aggregation(awkward_graph, num_parts, strategy):
+    src, dst = awkward_edge_list(awkward_graph.num_nodes)
+    x = np.random.default_rng(num_parts).standard_normal((awkward_graph.num_nodes, 7))
+    expected = reference_mean_aggregation(src, dst, awkward_graph.num_nodes, x)
+    partition = partition_graph(awkward_graph, num_parts)
+    plans, _ = build_plans(awkward_graph, partition, strategy)
+    got = aggregate_in_process(plans, x[partition.new_to_old])
+    np.testing.assert_allclose(got, expected[partition.new_to_old], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_plan_on_random_parts_is_exact(awkward_graph, strategy):
+    """A random (badly cut) assignment stresses every pair of ranks."""
+    parts = np.random.default_rng(3).integers(0, 6, awkward_graph.num_nodes).astype(np.int32)
+    partition = Partition(parts, 6)
+    x = np.random.default_rng(0).standard_normal((awkward_graph.num_nodes, 3))
+    a = awkward_graph.adjacency().astype(np.float64)
+    degree = np.asarray(a.sum(1)).ravel()
+    expected = (a @ x) / np.maximum(degree, 1)[:, None]
+    plans, _ = build_plans(awkward_graph, partition, strategy)
+    got = aggregate_in_process(plans, x[partition.new_to_old])
+    np.testing.assert_allclose(got, expected[partition.new_to_old], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("num_parts", [2, 3, 4, 8])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_plan_is_exact_on_cora(cora, num_parts, strategy):
+    import scipy.sparse as sp
+
+    x = np.random.default_rng(0).standard_normal((cora.num_nodes, 4))
+    a = cora.adjacency().astype(np.float64)
+    degree = np.asarray(a.sum(1)).ravel()
+    expected = sp.diags(1 / np.maximum(degree, 1)) @ (a @ x)
+    partition = partition_graph(cora, num_parts)
+    plans, _ = build_plans(cora, partition, strategy)
+    got = aggregate_in_process(plans, x[partition.new_to_old])
+    np.testing.assert_allclose(got, expected[partition.new_to_old], rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("num_parts", [2, 4, 8])
+def test_hybrid_is_optimal_per_pair(cora, num_parts):
+    partition = partition_graph(cora, num_parts)
+    _, hybrid = build_plans(cora, partition, "hybrid")
+    _, pre = build_plans(cora, partition, "pre")
+    _, post = build_plans(cora, partition, "post")
+    rows = {s: {(p["src"], p["dst"]): p["rows"] for p in stats["pairs"]}
+            for s, stats in (("pre", pre), ("post", post), ("hybrid", hybrid))}
+    for pair in hybrid["pairs"]:
+        key = (pair["src"], pair["dst"])
+        assert pair["cover"] == pair["matching"] == pair["rows"]
+        assert pair["rows"] <= min(rows["pre"][key], rows["post"][key])
+        assert rows["pre"][key] == pair["distinct_destinations"]
+        assert rows["post"][key] == pair["distinct_sources"]
+    assert hybrid["total_rows_sent"] < min(pre["total_rows_sent"], post["total_rows_sent"])
+
+
+def test_send_and_receive_counts_agree(cora):
+    partition = partition_graph(cora, 4)
+    plans, stats = build_plans(cora, partition, "hybrid")
+    comm = np.array(stats["comm_rows"])
+    for plan in plans:
+        np.testing.assert_array_equal(plan.send_counts, comm[plan.rank])
+        np.testing.assert_array_equal(plan.recv_counts, comm[:, plan.rank])
+        assert plan.send_counts[plan.rank] == 0
+        assert plan.remote_indices.max(initial=-1) < plan.recv_counts.sum()
+        assert np.all((plan.post_send_index >= 0) & (plan.post_send_index < plan.num_owned))
+
+
+def test_saved_plan_round_trip_and_hash_checks(tmp_path, cora):
+    partition = partition_graph(cora, 3)
+    run_plan(cora, "g-hash", partition, "p-hash", "hybrid", tmp_path / "plan")
+    plans, _ = build_plans(cora, partition, "hybrid")
+    for plan in plans:
+        loaded = load_rank_plan(tmp_path / "plan", plan.rank)
+        for name, value in vars(plan).items():
+            np.testing.assert_array_equal(getattr(loaded, name), value)
+    assert read_plan_manifest(tmp_path / "plan", "g-hash", "p-hash")["num_ranks"] == 3
+    with pytest.raises(SuperGCNError, match="different graph"):
+        read_plan_manifest(tmp_path / "plan", graph_hash="other")
+    with pytest.raises(SuperGCNError, match="different partition"):
+        read_plan_manifest(tmp_path / "plan", partition_hash="other")
+    with pytest.raises(SuperGCNError, match="missing"):
+        load_rank_plan(tmp_path / "plan", 7)
+
+
+def test_unknown_strategy_is_refused(cora):
+    with pytest.raises(SuperGCNError, match="unknown strategy"):
+        build_plans(cora, partition_graph(cora, 2), "both")
+
+
+@pytest.mark.parametrize("num_parts", [2, 4, 7])
+def test_strategy_rows_of_a_hybrid_manifest_match_pre_and_post_plans(awkward_graph, num_parts):
+    """The hybrid plan's manifest gives pre's and post's Comm[i][j] exactly as building
+    those plans does, and hybrid never sends more than either on any pair."""
+    partition = partition_graph(awkward_graph, num_parts)
+    built = {strategy: build_plans(awkward_graph, partition, strategy)[1] for strategy in ("pre", "post", "hybrid")}
+    rows = strategy_rows(built["hybrid"])
+    for strategy in ("pre", "post", "hybrid"):
+        np.testing.assert_array_equal(rows[strategy], np.array(built[strategy]["comm_rows"]))
+    assert (rows["hybrid"] <= np.minimum(rows["pre"], rows["post"])).all()

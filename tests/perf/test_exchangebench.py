@@ -1,0 +1,40 @@
+"""``supergcn bench exchange``: a real layer exchange of a plan, against the model's byte count."""
+
+import json
+
+import numpy as np
+import pytest
+
+from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.perf import model as perfmodel
+from supergcn.perf.model import MachineProfile
+
+from conftest import run_mpi
+
+
+@pytest.mark.parametrize("bits", [32, 2])
+def test_bench_exchange_moves_the_bytes_the_model_counts(tiny_plans, tmp_path, bits):
+    """The communicator's byte counters in a real exchange equal the model's data plus
+    parameter bytes at the busiest sender."""
+    plan = tiny_plans / "P2-hybrid"
+    out = tmp_path / "exchange.json"
+    result = run_mpi(2, "bench", "exchange", "--plan", plan, "--features", 24, "--bits", bits, "--repeats", 3,
+                     "--json", out)
+    assert result.returncode == 0, result.stderr
+    measured = json.loads(out.read_text())
+    rows = strategy_rows(read_plan_manifest(plan))["hybrid"]
+    machine = MachineProfile("m", 1e-6, 1e9, 1e9, 1e9)
+    sent = [perfmodel.exchange_time(rows * np.eye(2, dtype=int)[rank][:, None], 24, bits, machine)
+            for rank in range(2)]
+    expected = max(p.data_bytes + p.param_bytes for p in sent)
+    assert measured["max_bytes_sent_per_exchange"] == expected
+    seconds = measured["seconds"]
+    assert seconds["total"] >= seconds["communication"] > 0
+    assert (seconds["quantization"] > 0) == (bits != 32)
+
+
+def test_bench_exchange_with_the_wrong_rank_count_fails_cleanly(tiny_plans):
+    result = run_mpi(3, "bench", "exchange", "--plan", tiny_plans / "P2-hybrid")
+    assert result.returncode == 2
+    assert "is for 2 ranks, not 3: run with mpiexec -n 2" in result.stderr
+    assert result.stderr.count("error:") == 1

@@ -1,0 +1,159 @@
+import numpy as np
+import pytest
+
+from supergcn.errors import SuperGCNError
+from supergcn.perf import model as perfmodel
+from supergcn.perf.model import MachineProfile
+
+# Round numbers so the hand-worked figures below are easy to follow.
+MACHINE = MachineProfile(name="test", latency_s=1e-3, bandwidth_bytes_per_s=1e6, quantization_bytes_per_s=2e6,
+                         aggregation_bytes_per_s=4e6)
+
+
+def test_fp32_exchange_time_by_hand():
+    # Rank 0 sends 10 rows to rank 1; rank 1 sends 6 + 6 rows; rank 2 nothing. Width 4:
+    # rank 1 moves 12 * 4 * 4 = 192 B -> 192 us at 1 MB/s, plus 2 peers x 1 ms latency.
+    rows = np.array([[0, 10, 0], [6, 0, 6], [0, 0, 0]])
+    prediction = perfmodel.exchange_time(rows, width=4, bits=32, machine=MACHINE)
+    assert prediction.bottleneck_rank == 1
+    assert prediction.data_bytes == 192 and prediction.param_bytes == 0
+    assert prediction.transfer_seconds == pytest.approx(192e-6)
+    assert prediction.latency_seconds == pytest.approx(2e-3)
+    assert prediction.quantization_seconds == 0
+    assert prediction.seconds == pytest.approx(2.192e-3)
+    assert prediction.latency_bound
+
+
+def test_int2_exchange_time_by_hand():
+    # Rank 1 sends 5 rows to rank 0 and 3 rows to rank 2, width 8. Int2 packs 4 rows per
+    # byte per destination: ceil(5/4) + ceil(3/4) = 3 byte rows of 8 = 24 B of data;
+    # parameters 8 rows x 2 x 2 B = 32 B. It receives 2 rows (from rank 0). Quantization
+    # moves (4 + 1/4) B per value: (8 sent + 2 received) x 8 x 4.25 = 340 B at 2 MB/s.
+    rows = np.array([[0, 2, 0], [5, 0, 3], [0, 0, 0]])
+    prediction = perfmodel.exchange_time(rows, width=8, bits=2, machine=MACHINE)
+    assert prediction.bottleneck_rank == 1
+    assert prediction.data_bytes == 24 and prediction.param_bytes == 32
+    assert prediction.transfer_seconds == pytest.approx(56e-6)
+    assert prediction.latency_seconds == pytest.approx(2 * 2 * 1e-3)  # data and parameters: two messages per peer
+    assert prediction.quantization_seconds == pytest.approx(340 / 2e6)
+
+
+def paper_times(comm_values, num_ranks, bits, machine):
+    """Eqs. 2 and 4-6 as printed, for a rank that sends ``comm_values`` values to each of
+    its P - 1 peers and receives as many from each (a quantization and a dequantization
+    per pair), parameters as two FP32 values per row of width 256."""
+    bw = machine.bandwidth_bytes_per_s * 8  # bits per second
+    th = machine.quantization_bytes_per_s * 8
+    peers = num_ranks - 1
+    t_fp32 = peers * (comm_values * 32 / bw + machine.latency_s)
+    params = 2 * comm_values / 256  # two per row at width 256
+    t_quant = peers * (2 * comm_values * (32 + bits) / th
+                       + (comm_values * bits + params * 32) / bw + machine.latency_s)
+    return t_fp32, t_quant
+
+
+@pytest.mark.parametrize("latency", [1e-7, 1e-4, 1e-1])
+def test_eq8_matches_the_paper_equations(latency):
+    """Eq. 8's closed form equals T_comm / T_quant_comm of Eqs. 2 and 4-6 for uniform,
+    symmetric traffic (each rank sends and receives the same rows to every peer)."""
+    machine = MachineProfile(name="m", latency_s=latency, bandwidth_bytes_per_s=1e9, quantization_bytes_per_s=5e10,
+                             aggregation_bytes_per_s=1e10)
+    num_ranks, rows_per_peer, width = 4, 1000, 256
+    rows = np.full((num_ranks, num_ranks), rows_per_peer) - np.eye(num_ranks, dtype=int) * rows_per_peer
+    ratios = perfmodel.paper_ratios(rows, width, 2, machine)
+    t_fp32, t_quant = paper_times(rows_per_peer * width, num_ranks, 2, machine)
+    assert ratios["alpha"] == 128 and ratios["gamma"] == 16
+    assert ratios["beta"] == pytest.approx(50)
+    assert ratios["speedup_eq8"] == pytest.approx(t_fp32 / t_quant, rel=1e-12)
+
+
+def test_eq8_limits():
+    """Throughput-bound (delta -> 0) with free quantization, Eq. 8 tends to
+    alpha gamma / (alpha + gamma), gamma less the parameters' share; latency-bound
+    (delta -> inf) it tends to 1 (the paper's Fig. 7)."""
+    rows = np.array([[0, 10**6], [10**6, 0]])
+    fast = MachineProfile(name="f", latency_s=1e-12, bandwidth_bytes_per_s=1e9, quantization_bytes_per_s=1e15,
+                          aggregation_bytes_per_s=1e9)
+    slow = MachineProfile(name="s", latency_s=1e3, bandwidth_bytes_per_s=1e9, quantization_bytes_per_s=1e15,
+                          aggregation_bytes_per_s=1e9)
+    assert perfmodel.paper_ratios(rows, 256, 2, fast)["speedup_eq8"] == pytest.approx(128 * 16 / (128 + 16), rel=1e-3)
+    assert perfmodel.paper_ratios(rows, 256, 2, slow)["speedup_eq8"] == pytest.approx(1, rel=1e-3)
+    full = perfmodel.exchange_time(rows, 256, 32, fast).seconds / perfmodel.exchange_time(rows, 256, 2, fast).seconds
+    # Our wire adds bfloat16 parameters (4 B per row against 64 B of Int2 data): 16 x 64 / 68.
+    assert full == pytest.approx(16 * 64 / 68, rel=1e-3)
+
+
+def test_profile_from_config_units_and_errors():
+    profile = MachineProfile.from_config("c", {"latency_us": 2, "bandwidth_gb_per_s": 10, "quantization_gb_per_s": 20,
+                                               "aggregation_gb_per_s": 30, "sources": {},
+                                               "by_num_ranks": {"4": {"latency_us": 9, "bandwidth_gb_per_s": 1}}})
+    assert profile.latency_s == pytest.approx(2e-6) and profile.bandwidth_bytes_per_s == pytest.approx(1e10)
+    assert profile.at(4).latency_s == pytest.approx(9e-6) and profile.at(4).bandwidth_bytes_per_s == 1e9
+    assert profile.at(8) is profile
+    assert MachineProfile.from_config("c", profile.to_config()) == profile
+    with pytest.raises(SuperGCNError, match="lacks bandwidth_gb_per_s"):
+        MachineProfile.from_config("c", {"latency_us": 2, "quantization_gb_per_s": 1, "aggregation_gb_per_s": 1})
+    with pytest.raises(SuperGCNError, match="must be positive"):
+        MachineProfile.from_config("c", {"latency_us": 0, "bandwidth_gb_per_s": 1, "quantization_gb_per_s": 1,
+                                         "aggregation_gb_per_s": 1})
+
+
+@pytest.mark.parametrize("dims, requires_grad, expected", [
+    # in 16 -> hidden 8 -> 8 -> out 4: layer 1 transforms first (8 < 16), so it exchanges
+    # 8-wide rows and needs their gradient; the last layer exchanges 4-wide rows.
+    ((16, 8, 4), False, ([8, 8, 4], [8, 8, 4])),
+    # in 4 -> hidden 8: layer 1 aggregates the fixed input first; no gradient unless the
+    # input needs one (label propagation, input LayerNorm).
+    ((4, 8, 2), False, ([4, 8, 2], [8, 2])),
+    ((4, 8, 2), True, ([4, 8, 2], [4, 8, 2])),
+])
+def test_epoch_exchange_widths_follow_the_model(dims, requires_grad, expected):
+    assert perfmodel.epoch_exchange_widths(*dims, num_layers=3, input_requires_grad=requires_grad) == expected
+
+
+def test_epoch_widths_match_what_training_exchanges():
+    """Count the widths that really pass through the distributed aggregation in a
+    forward and backward pass of supergcn.train.gnn.GNN."""
+    import torch
+
+    from supergcn.train.gnn import GNN
+
+    seen = {"forward": [], "backward": []}
+
+    class Recorder(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            seen["forward"].append(x.shape[1])
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen["backward"].append(grad.shape[1])
+            return grad
+
+    class Ops:
+        def mean(self, x):
+            return Recorder.apply(x)
+
+    for in_dim, hidden, out_dim in ((16, 8, 4), (4, 8, 2)):
+        seen = {"forward": [], "backward": []}
+        model = GNN("sage", in_dim, hidden, out_dim, num_layers=3)
+        model(torch.randn(5, in_dim), Ops()).sum().backward()
+        expected = perfmodel.epoch_exchange_widths(in_dim, hidden, out_dim, 3)
+        assert seen["forward"] == expected[0]
+        assert sorted(seen["backward"]) == sorted(expected[1])
+
+
+def test_epoch_prediction_sends_gradients_back_the_other_way():
+    # Rank 0 sends 4 rows to rank 1 forward; backward rank 1 sends the 4 gradient rows back.
+    rows = np.array([[0, 4], [0, 0]])
+    edges = np.array([100, 50])
+    epoch = perfmodel.epoch_seconds(rows, edges, 16, 8, 4, 3, 32, MACHINE)
+    forward, backward = perfmodel.epoch_exchange_widths(16, 8, 4, 3)
+    assert epoch["aggregation"] == pytest.approx(sum(100 * w * 4 / 4e6 for w in forward + backward))
+    assert epoch["exchange"] == pytest.approx(sum(4 * w * 4 / 1e6 + 1e-3 for w in forward + backward))
+    # Ranks 0 and 2 each send 40 rows to rank 1; backward rank 1 sends 80 rows back.
+    converging = np.array([[0, 40, 0], [0, 0, 0], [0, 40, 0]])
+    epoch = perfmodel.epoch_seconds(converging, np.array([1, 1, 1]), 16, 8, 4, 3, 32, MACHINE)
+    expected = (sum(40 * w * 4 / 1e6 + 2e-3 for w in forward) + sum(80 * w * 4 / 1e6 + 2e-3 for w in backward))
+    assert epoch["exchange"] == pytest.approx(expected)

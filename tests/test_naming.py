@@ -1,0 +1,82 @@
+"""One definition of each shared name: the config schema's enums and patterns, the config's
+training values and the command line agree with the Python definitions."""
+
+import re
+
+import pytest
+import yaml
+
+from supergcn import naming
+from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
+
+from conftest import REPO
+
+SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def schema_at(*path):
+    node = SCHEMA
+    for key in path:
+        node = node["properties"][key] if key != "[]" else node["items"]
+    return node
+
+
+@pytest.mark.parametrize("path, python", [
+    (("partition", "constraints", "[]"), naming.PARTITION_CONSTRAINTS),
+    (("variants", "[]", "strategy"), naming.STRATEGIES),
+    (("variants", "[]", "bits"), tuple(naming.PRECISIONS)),
+    (("training", "model"), naming.GNN_MODELS),
+    (("training", "rounding"), naming.ROUNDINGS),
+    (("training", "parameter_dtype"), tuple(naming.PARAMETER_DTYPES)),
+    (("perf", "bits", "[]"), naming.QUANTIZED_BITS),
+    (("perf", "local", "bits", "[]"), tuple(naming.PRECISIONS)),
+])
+def test_schema_enums_equal_the_python_definitions(path, python):
+    assert sorted(schema_at(*path)["enum"]) == sorted(python)
+
+
+def test_schema_dataset_pattern_accepts_exactly_the_registered_datasets():
+    from supergcn.data.datasets import REAL_DATASETS, synthetic
+
+    pattern = SCHEMA["$defs"]["dataset"]["pattern"]
+    alternatives = set(re.fullmatch(r"\^\((.*)\)\$", pattern).group(1).split("|"))
+    assert alternatives == {*REAL_DATASETS, *synthetic.PLANTED_PRESETS, "rmat-[0-9]+"}
+
+
+def test_every_training_key_of_the_schema_is_a_train_config_field():
+    assert set(schema_at("training")["properties"]) <= set(TrainConfig.__dataclass_fields__)
+
+
+def test_the_default_config_trains_with_the_python_defaults():
+    """config/config.yaml departs from TrainConfig's defaults only where the study means to:
+    fewer epochs (a laptop run), checkpoints, and the paper's rate for the LP variants."""
+    chosen = {"epochs", "checkpoint_every", "label_rate"}
+    for key, value in CONFIG["training"].items():
+        if key not in chosen:
+            assert value == default(key), key
+    assert CONFIG["training"]["label_rate"] == UPSTREAM_LABEL_RATE
+
+
+def test_the_train_command_takes_its_defaults_from_train_config():
+    from supergcn.cli import build_parser
+    from supergcn.cli.train import config_of
+
+    args = build_parser("train").parse_args(["train", "--graph", "g", "--partition", "p", "--plan", "q", "--out", "o"])
+    parsed = config_of(args)
+    for field in TrainConfig.__dataclass_fields__:
+        if field not in ("graph", "partition", "plan", "out"):
+            assert getattr(parsed, field) == default(field), field
+
+
+def test_variant_names_round_trip_their_precision():
+    for bits, name in naming.PRECISIONS.items():
+        assert naming.precision_bits(naming.precision_name(bits)) == bits
+        assert naming.variant_name("hybrid", bits, True) == f"hybrid-{name}-lp"
+    assert naming.variant_name("pre", 32, False) == "pre-fp32-nolp"
+
+
+def test_renamed_keys_are_named_with_their_new_name():
+    assert naming.renamed_key_errors({"perf": {}}) == []
+    (message,) = naming.renamed_key_errors({"model": {}})
+    assert "`model:`" in message and "`perf:`" in message

@@ -1,0 +1,63 @@
+"""Checkpoints: what is saved comes back, and a checkpoint of another run is ignored."""
+
+import pytest
+import torch
+from mpi4py import MPI
+
+from supergcn.train.checkpoint import Checkpointer
+
+
+def model_and_optimizer(width=4, seed=0):
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(3, width)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(torch.ones(2, 3)).sum().backward()
+    optimizer.step()
+    return model, optimizer
+
+
+def test_due_only_with_a_path_and_a_period(tmp_path):
+    assert [Checkpointer(tmp_path / "c.pt", 5, MPI.COMM_SELF, "f").due(e) for e in (4, 5, 10)] == [False, True, True]
+    assert not Checkpointer(None, 5, MPI.COMM_SELF, "f").due(5)
+    assert not Checkpointer(tmp_path / "c.pt", 0, MPI.COMM_SELF, "f").due(5)
+
+
+def test_saved_state_comes_back(tmp_path):
+    path = tmp_path / "c.pt"
+    model, optimizer = model_and_optimizer()
+    saver = Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint")
+    saver.save(3, model, optimizer, ("rng", 17), [{"epoch": 1}], {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt"]  # no temporary left
+    fresh, fresh_optimizer = model_and_optimizer(seed=1)
+    restored = Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint").restore(fresh, fresh_optimizer, epochs=10)
+    assert restored.epoch == 3 and restored.rank_state == ("rng", 17)
+    assert restored.records == [{"epoch": 1}] and restored.best["epoch"] == 2
+    for mine, saved in zip(fresh.state_dict().values(), model.state_dict().values()):
+        assert torch.equal(mine, saved)
+    assert fresh_optimizer.state_dict()["state"][0]["step"] == optimizer.state_dict()["state"][0]["step"]
+
+
+@pytest.mark.parametrize("fingerprint, width, epochs, reason", [
+    ("other", 4, 10, "another configuration"),
+    ("fingerprint", 4, 2, "past the 2 epochs"),
+    ("fingerprint", 5, 10, "other parameters"),
+])
+def test_a_checkpoint_of_another_run_is_ignored(tmp_path, capsys, fingerprint, width, epochs, reason):
+    path = tmp_path / "c.pt"
+    model, optimizer = model_and_optimizer()
+    Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint").save(3, model, optimizer, None, [], {})
+    other, other_optimizer = model_and_optimizer(width=width, seed=1)
+    before = [t.clone() for t in other.state_dict().values()]
+    assert Checkpointer(path, 1, MPI.COMM_SELF, fingerprint).restore(other, other_optimizer, epochs) is None
+    assert reason in capsys.readouterr().out
+    assert all(torch.equal(a, b) for a, b in zip(other.state_dict().values(), before))
+
+
+def test_missing_checkpoint_and_discard(tmp_path):
+    path = tmp_path / "c.pt"
+    model, optimizer = model_and_optimizer()
+    checkpointer = Checkpointer(path, 1, MPI.COMM_SELF, "f")
+    assert checkpointer.restore(model, optimizer, 10) is None
+    checkpointer.save(1, model, optimizer, None, [], {})
+    checkpointer.discard()
+    assert not path.exists()

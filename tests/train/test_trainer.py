@@ -1,0 +1,274 @@
+"""Distributed training under mpiexec, held to single-process PyG."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from supergcn.data.graph import load_graph, save_graph
+from supergcn.naming import STRATEGIES
+from supergcn.partition.metis import partition_graph, run_partition
+from supergcn.partition.plan import run_plan
+from supergcn.train.gnn import GNN
+from supergcn.train.reference import PyGModel, copy_weights, train_baseline
+
+from conftest import run_mpi
+
+HIDDEN, LAYERS, EPOCHS, LR = 32, 3, 5, 0.01
+
+
+def read_metrics(path):
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return lines[0], [line for line in lines if line["type"] == "epoch"], lines[-1]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    from supergcn.data.datasets import prepare_dataset
+
+    root = tmp_path_factory.mktemp("train")
+    meta = save_graph(prepare_dataset("synthetic-tiny"), root / "g")
+    graph = load_graph(root / "g")
+    for parts in (1, 2, 3, 4):
+        manifest = run_partition(graph, meta["hash"], parts, root / f"p{parts}")
+        partition = partition_graph(graph, parts)
+        for strategy in STRATEGIES:
+            run_plan(graph, meta["hash"], partition, manifest["partition_hash"], strategy, root / f"p{parts}{strategy}")
+    return root, graph
+
+
+def train_args(root, parts, strategy, out, *extra):
+    return ["train", "--graph", root / "g", "--partition", root / f"p{parts}", "--plan",
+            root / f"p{parts}{strategy}", "--out", out, "--hidden", HIDDEN, "--num-layers", LAYERS, *extra]
+
+
+@pytest.fixture(scope="module", params=["sage", "gcn"])
+def reference(request, workspace):
+    root, graph = workspace
+    torch.manual_seed(7)
+    ours = GNN(request.param, graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
+    init = root / f"init_{request.param}.pt"
+    torch.save(ours.state_dict(), init)
+    pyg = PyGModel(request.param, graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
+    copy_weights(ours, pyg)
+    return request.param, init, train_baseline(graph, pyg, EPOCHS, LR)
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 4])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_distributed_training_matches_pyg(workspace, reference, parts, strategy, tmp_path):
+    root, _ = workspace
+    model, init, expected = reference
+    out, logits = tmp_path / "m.jsonl", tmp_path / "logits.npy"
+    result = run_mpi(parts, *train_args(root, parts, strategy, out, "--model", model, "--dropout", 0, "--epochs",
+                                        EPOCHS, "--lr", LR, "--init-weights", init, "--save-logits", logits))
+    assert result.returncode == 0, result.stderr
+    header, epochs, summary = read_metrics(out)
+    np.testing.assert_allclose([e["loss"] for e in epochs], expected["losses"], rtol=1e-4)
+    np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
+    assert summary["identical_parameters"] and len(set(summary["parameter_hash_per_rank"])) == 1
+    assert header["num_ranks"] == parts and header["strategy"] == strategy
+
+
+def test_reference_torch_kernels_match_pyg_too(workspace, reference, tmp_path):
+    root, _ = workspace
+    model, init, expected = reference
+    out, logits = tmp_path / "m.jsonl", tmp_path / "logits.npy"
+    result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--model", model, "--dropout", 0, "--epochs", EPOCHS,
+                                    "--lr", LR, "--init-weights", init, "--save-logits", logits, "--kernel", "torch"))
+    assert result.returncode == 0, result.stderr
+    assert read_metrics(out)[0]["config"]["kernel"] == "torch"
+    np.testing.assert_allclose([e["loss"] for e in read_metrics(out)[1]], expected["losses"], rtol=1e-4)
+    np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
+
+
+def test_metrics_record_breakdown_bytes_and_provenance(workspace, tmp_path):
+    root, _ = workspace
+    out = tmp_path / "m.jsonl"
+    result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 3))
+    assert result.returncode == 0, result.stderr
+    header, epochs, summary = read_metrics(out)
+    assert {"graph_hash", "partition_hash", "plan_hash", "versions", "git_commit", "hosts"} <= set(header)
+    assert header["config"]["hidden"] == HIDDEN and header["threads_per_rank"] == 1
+    plan = json.loads((root / "p3hybrid" / "plan.json").read_text())
+    for epoch in epochs:
+        per_rank = epoch["seconds"]["per_rank"]
+        assert len(per_rank) == 3
+        for seconds in per_rank:
+            parts = sum(seconds[k] for k in ("aggregation", "communication", "quantization", "synchronization",
+                                             "other"))
+            assert parts == pytest.approx(seconds["total"], rel=1e-6)
+        assert epoch["seconds"]["max"]["total"] == max(s["total"] for s in per_rank)
+        # Forward widths: layer 1 aggregates the 32 input features, layer 2 the 32 hidden
+        # ones, layer 3 the 5 class scores (it transforms first). Backward exchanges the
+        # gradients of layers 2 and 3 only: the input features need none.
+        rows = plan["total_rows_sent"]
+        assert epoch["bytes"]["sent_total"] == rows * 4 * ((32 + HIDDEN + 5) + (HIDDEN + 5))
+    assert summary["epochs"] == 3 and 0 <= summary["test_acc_at_best_val"] <= 1
+
+
+def test_failing_rank_aborts_the_job_with_its_message(workspace, tmp_path):
+    root, _ = workspace
+    out = tmp_path / "m.jsonl"
+    result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 5, "--fail-at-epoch", 2, "--fail-rank", 1),
+                     timeout=120)
+    assert result.returncode != 0
+    assert "rank 1 of 3: error" in result.stderr and "injected fault at epoch 2" in result.stderr
+    assert not out.exists()
+
+
+def test_resume_reaches_the_same_weights_as_an_uninterrupted_run(workspace, tmp_path):
+    root, _ = workspace
+    common = ["--epochs", 6, "--checkpoint-every", 2]
+    straight = run_mpi(2, *train_args(root, 2, "hybrid", tmp_path / "a.jsonl", *common, "--checkpoint",
+                                      tmp_path / "a.ckpt", "--save-model", tmp_path / "a.pt"))
+    assert straight.returncode == 0, straight.stderr
+    killed = run_mpi(2, *train_args(root, 2, "hybrid", tmp_path / "b.jsonl", *common, "--checkpoint",
+                                    tmp_path / "b.ckpt", "--fail-at-epoch", 5, "--fail-rank", 1))
+    assert killed.returncode != 0 and not (tmp_path / "b.jsonl").exists()
+    assert torch.load(tmp_path / "b.ckpt", weights_only=False)["epoch"] == 4
+    resumed = run_mpi(2, *train_args(root, 2, "hybrid", tmp_path / "b.jsonl", *common, "--checkpoint",
+                                     tmp_path / "b.ckpt", "--resume", "--save-model", tmp_path / "b.pt"))
+    assert resumed.returncode == 0, resumed.stderr
+    a, b = torch.load(tmp_path / "a.pt"), torch.load(tmp_path / "b.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    losses = [[e["loss"] for e in read_metrics(tmp_path / f"{n}.jsonl")[1]] for n in "ab"]
+    assert losses[0] == losses[1] and len(losses[0]) == 6
+
+
+def test_wrong_world_size_is_one_clear_error(workspace, tmp_path):
+    root, _ = workspace
+    result = run_mpi(3, *train_args(root, 2, "pre", tmp_path / "m.jsonl", "--epochs", 1), timeout=120)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert errors == ["supergcn train: error: plan " + str(root / "p2pre") +
+                      " is for 2 ranks but 3 were started: launch with `mpiexec -n 2`"]
+
+
+def test_plan_of_another_partition_is_refused(workspace, tmp_path):
+    root, _ = workspace
+    args = train_args(root, 2, "pre", tmp_path / "m.jsonl", "--epochs", 1)
+    args[args.index(root / "p2pre")] = root / "p3pre"
+    result = run_mpi(2, *args, timeout=120)
+    assert result.returncode == 2 and "different partition" in result.stderr
+
+
+def test_nan_loss_stops_with_the_epoch(tmp_path):
+    from supergcn.data.datasets import prepare_dataset
+
+    graph = prepare_dataset("synthetic-tiny")
+    graph.features[5, 3] = np.nan
+    meta = save_graph(graph, tmp_path / "g")
+    manifest = run_partition(graph, meta["hash"], 2, tmp_path / "p2")
+    run_plan(graph, meta["hash"], partition_graph(graph, 2), manifest["partition_hash"], "hybrid",
+             tmp_path / "p2hybrid")
+    result = run_mpi(2, *train_args(tmp_path, 2, "hybrid", tmp_path / "m.jsonl", "--epochs", 3), timeout=120)
+    assert result.returncode == 2
+    assert "loss became nan at epoch 1" in result.stderr
+    assert not (tmp_path / "m.jsonl").exists()
+
+
+def test_int2_exchange_moves_a_sixteenth_of_the_data(workspace, tmp_path):
+    from supergcn.kernels.wire import layer_bytes
+
+    root, _ = workspace
+    fp32, int2 = tmp_path / "fp32.jsonl", tmp_path / "int2.jsonl"
+    for out, bits in ((fp32, 32), (int2, 2)):
+        result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 3, "--bits", bits))
+        assert result.returncode == 0, result.stderr
+    plan = json.loads((root / "p3hybrid" / "plan.json").read_text())
+    rows = [p["rows"] for p in plan["pairs"]]
+    widths = (32 + HIDDEN + 5) + (HIDDEN + 5)  # forward layers 1-3, backward layers 2-3
+    data, params = layer_bytes(rows, 1, 2)
+    for epoch_fp32, epoch_int2 in zip(read_metrics(fp32)[1], read_metrics(int2)[1]):
+        assert epoch_int2["bytes"]["data_sent_total"] == data * widths
+        assert epoch_int2["bytes"]["params_sent_total"] == params * 5  # one (zero point, scale) pair per row
+        assert 15 * epoch_int2["bytes"]["data_sent_total"] <= epoch_fp32["bytes"]["data_sent_total"]
+        assert epoch_fp32["bytes"]["params_sent_total"] == 0
+        assert epoch_int2["seconds"]["max"]["quantization"] > 0
+    # Evaluation exchanges float32, training converges anyway.
+    losses = [e["loss"] for e in read_metrics(int2)[1]]
+    assert losses[-1] < losses[0]
+
+
+def test_single_rank_int2_equals_fp32(workspace, tmp_path):
+    root, _ = workspace
+    outs = []
+    for bits in (32, 2):
+        out = tmp_path / f"{bits}.jsonl"
+        assert run_mpi(1, *train_args(root, 1, "hybrid", out, "--epochs", 3, "--bits", bits)).returncode == 0
+        outs.append([e["loss"] for e in read_metrics(out)[1]])
+    assert outs[0] == outs[1]  # nothing is exchanged at P = 1
+
+
+@pytest.mark.parametrize("rounding", ["nearest", "stochastic"])
+def test_overlap_changes_timing_not_results(workspace, tmp_path, rounding):
+    root, _ = workspace
+    losses = []
+    for overlap in ("--overlap", "--no-overlap"):
+        out = tmp_path / f"{overlap}.jsonl"
+        result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--epochs", 3, "--bits", 2, "--rounding", rounding,
+                                        overlap))
+        assert result.returncode == 0, result.stderr
+        losses.append([e["loss"] for e in read_metrics(out)[1]])
+    assert losses[0] == losses[1]
+
+
+def test_label_embedding_is_added_to_the_chosen_inputs_only():
+    from supergcn.train.gnn import GNN
+
+    class Identity:
+        """Aggregation stand-in: every layer sees only its own row."""
+
+        def mean(self, x):
+            return torch.zeros_like(x)
+
+    torch.manual_seed(0)
+    model = GNN("sage", 4, 8, 3, num_layers=1, dropout=0.0, label_propagation=True).eval()
+    x = torch.randn(6, 4)
+    labels = torch.tensor([2, 0])
+    nodes = torch.tensor([1, 4])
+    with torch.no_grad():
+        plain = model(x, Identity())
+        with_labels = model(x, Identity(), nodes, labels)
+        shifted = x.clone()
+        shifted[nodes] += model.label_embedding.weight[labels]
+        expected = model(shifted, Identity())
+    torch.testing.assert_close(with_labels, expected)
+    unchanged = torch.tensor([0, 2, 3, 5])
+    torch.testing.assert_close(with_labels[unchanged], plain[unchanged])
+
+
+def test_label_rate_splits_each_epochs_training_nodes(workspace):
+    from mpi4py import MPI
+
+    from supergcn.train.config import TrainConfig
+    from supergcn.train.trainer import Trainer
+
+    root, graph = workspace
+    config = TrainConfig(graph=root / "g", partition=root / "p1", plan=root / "p1hybrid", out=root / "unused",
+                         hidden=8, label_rate=0.62)
+    trainer = Trainer(config, MPI.COMM_SELF)
+    train_nodes = set(np.flatnonzero(graph.train_mask).tolist())
+    expected_inputs = round(0.62 * len(train_nodes))
+    assert trainer.labels.global_loss_nodes == len(train_nodes) - expected_inputs
+    first, _ = trainer.labels.split()
+    for _ in range(2):
+        inputs, loss = trainer.labels.split()
+        assert len(inputs) == expected_inputs and len(loss) == len(train_nodes) - expected_inputs
+        assert set(inputs.tolist()) | set(loss.tolist()) == train_nodes  # P = 1: local ids are global ids
+        assert not set(inputs.tolist()) & set(loss.tolist())
+    assert not torch.equal(first, inputs), "the split must be redrawn every epoch"
+
+
+def test_int2_with_label_propagation_trains(workspace, tmp_path):
+    root, _ = workspace
+    out = tmp_path / "m.jsonl"
+    result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--epochs", 8, "--bits", 2, "--label-rate", 0.62,
+                                    "--input-norm"))
+    assert result.returncode == 0, result.stderr
+    header, epochs, summary = read_metrics(out)
+    assert header["config"]["label_rate"] == 0.62 and header["config"]["input_norm"]
+    assert epochs[-1]["loss"] < epochs[0]["loss"]
+    assert summary["identical_parameters"]

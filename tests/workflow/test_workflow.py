@@ -1,0 +1,364 @@
+"""The Snakemake pipeline: schema validation, profiles and rerun behaviour (dry runs)."""
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO
+
+BIN = Path(sys.executable).parent
+SNAKEMAKE = str(BIN / "snakemake")
+
+
+def snakemake(*args, cwd=REPO, env_extra=None, timeout=600):
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    return subprocess.run([SNAKEMAKE, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> count."""
+    match = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", output, re.S)
+    if match is None:
+        return {}
+    return {line.split()[0]: int(line.split()[1]) for line in match.group(1).strip().splitlines()}
+
+
+def train_jobs(output: str) -> list[dict]:
+    """Wildcards and resources of every train job a dry run lists."""
+    jobs = []
+    for block in output.split("rule train:")[1:]:
+        wildcards = dict(kv.split("=") for kv in re.search(r"wildcards: (.*)", block).group(1).split(", "))
+        resources = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", block).group(1).split(", "))
+        jobs.append({"wildcards": wildcards, "resources": resources})
+    return jobs
+
+
+def write_overlay(tmp_path, **values) -> Path:
+    path = tmp_path / "overlay.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+@pytest.mark.parametrize("override, key", [
+    ({"process_counts": [0, 2]}, "process_counts"),
+    ({"variants": [{"strategy": "both", "bits": 32, "label_propagation": False}]}, "strategy"),
+    ({"variants": [{"strategy": "hybrid", "bits": 3, "label_propagation": False}]}, "bits"),
+    ({"datasets": ["ogbn-nope"]}, "datasets"),
+    ({"training": {"lr": -1}}, "lr"),
+])
+def test_schema_violations_fail_before_any_job(tmp_path, override, key):
+    overlay = write_overlay(tmp_path, **override)
+    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode != 0
+    assert "Error validating config file" in result.stderr + result.stdout
+    assert key in result.stderr + result.stdout
+    assert "Job stats" not in result.stdout
+
+
+def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
+    from supergcn.cluster.pjm import pjm_script, read_site
+
+    overlay = write_overlay(tmp_path, process_counts=[1, 4, 6, 16])
+    result = snakemake("-n", "--profile", "workflow/profiles/fugaku", "--configfiles", "config/config.yaml",
+                       "config/fugaku.yaml", overlay)
+    assert result.returncode == 0, result.stderr
+    jobs = train_jobs(result.stdout)
+    assert sorted({int(j["wildcards"]["P"]) for j in jobs}) == [1, 4, 6, 16]
+    site = read_site(REPO / "config" / "fugaku.yaml")
+    for job in jobs:
+        procs, resources = int(job["wildcards"]["P"]), job["resources"]
+        assert int(resources["tasks"]) == procs
+        assert int(resources["nodes"]) == math.ceil(procs / 4)
+        assert int(resources["cpus_per_task"]) == 12
+        script = pjm_script("job.sh", site, "t", int(resources["nodes"]), int(resources["tasks"]),
+                            int(resources["cpus_per_task"]), int(resources["runtime"]), "logs").splitlines()
+        assert f'#PJM -L "node={math.ceil(procs / 4)}"' in script
+        assert f'#PJM --mpi "proc={procs}"' in script
+        assert '#PJM --mpi "max-proc-per-node=4"' in script
+
+
+def test_profiles_resolve_by_name_once_installed(tmp_path):
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+    subprocess.run(["make", "-s", "profiles"], cwd=REPO, check=True, env=env)
+    for name in ("fugaku", "slurm", "local"):
+        assert (tmp_path / "snakemake" / name / "config.yaml").is_file()
+    result = snakemake("-n", "--profile", "fugaku", env_extra={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "Using profile fugaku" in result.stdout + result.stderr
+    assert train_jobs(result.stdout)[0]["resources"]["cpus_per_task"] == "12"
+
+
+def test_no_default_workflow_profile_can_override_a_cluster_profile():
+    # Snakemake 9 silently applies profiles/default (beside the Snakefile or in workflow/)
+    # on top of --profile; the project ships none.
+    for candidate in ("profiles/default", "workflow/profiles/default"):
+        assert not (REPO / candidate).exists()
+
+
+def test_slurm_profile_dry_run_uses_srun_and_rank_resources(tmp_path):
+    result = snakemake("-n", "-p", "--profile", "workflow/profiles/slurm")
+    assert result.returncode == 0, result.stderr
+    jobs = train_jobs(result.stdout)
+    assert jobs
+    for job in jobs:
+        assert job["resources"]["mpi"] == "srun"
+        assert int(job["resources"]["tasks"]) == int(job["wildcards"]["P"])
+        assert job["resources"]["cpus_per_task"] == "8"
+    assert re.search(r"^Shell command: srun -n 2 python -m supergcn.cli train .* --threads 8 ", result.stdout, re.M)
+
+
+def test_slurm_profile_generates_sbatch_options(tmp_path):
+    """Runs one train job through the SLURM executor with a recording sbatch."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    record = tmp_path / "sbatch.args"
+    (fake / "sbatch").write_text(f"#!/bin/bash\nprintf '%s\\n' \"$@\" > {record}\necho 4242\n")
+    (fake / "sacct").write_text("#!/bin/bash\necho '4242|FAILED|1:0'\n")
+    (fake / "squeue").write_text("#!/bin/bash\nexit 0\n")
+    (fake / "sinfo").write_text("#!/bin/bash\nexit 0\n")
+    (fake / "sacctmgr").write_text("#!/bin/bash\necho your_account\n")  # the plugin validates the account
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    workdir = copy_workflow(tmp_path / "wf")
+    overlay = write_overlay(tmp_path, datasets=["synthetic-tiny"])
+    plan = "data/plans/synthetic-tiny/P4/hybrid"
+    prepared = snakemake(plan, "--profile", REPO / "workflow/profiles/local", "--configfiles",
+                         "config/config.yaml", overlay, cwd=workdir)
+    assert prepared.returncode == 0, prepared.stderr
+    target = "results/runs/synthetic-tiny/P4/hybrid-fp32-nolp/seed0.jsonl"
+    run = snakemake(target, "--profile", REPO / "workflow/profiles/slurm", "--configfiles", "config/config.yaml",
+                    "config/slurm.yaml", overlay, "--slurm-init-seconds-before-status-checks", 1,
+                    "--seconds-between-status-checks", 1, cwd=workdir,
+                    env_extra={"PATH": f"{fake}:{BIN}:{os.environ['PATH']}"}, timeout=300)
+    assert record.exists(), "sbatch was not called:\n" + run.stdout[-2000:] + run.stderr[-2000:]
+    args = record.read_text()
+    assert re.search(r"--ntasks[= ]4\b", args)
+    assert re.search(r"--cpus-per-task[= ]8\b", args)
+    assert "-A\nyour_account\n" in args and "-p\nyour_partition\n" in args
+    assert "--target-jobs 'train:dataset=synthetic-tiny,P=4" in args
+
+
+def copy_workflow(destination: Path) -> Path:
+    destination.mkdir(parents=True)
+    shutil.copy(REPO / "Snakefile", destination)
+    for folder in ("workflow", "config"):
+        shutil.copytree(REPO / folder, destination / folder)
+    return destination
+
+
+#: The tiny study of .test/config/config.yaml, an overlay of config/config.yaml.
+TINY = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
+TINY_RESULTS = TINY["results_root"]
+
+
+@pytest.fixture(scope="module")
+def finished_study(tmp_path_factory):
+    """A tiny study run to completion in a copy of the workflow and the package."""
+    root = tmp_path_factory.mktemp("study")
+    workdir = copy_workflow(root / "wf")
+    shutil.copytree(REPO / "supergcn", root / "pkg" / "supergcn")
+    (workdir / "config" / "config.yaml").write_text(
+        yaml.safe_dump({**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY}))
+    env = {"PYTHONPATH": str(root / "pkg")}
+    result = snakemake("--profile", REPO / "workflow/profiles/local", "--cores", 2, cwd=workdir, env_extra=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir, root / "pkg" / "supergcn", env
+
+
+def dry_run(study, *extra):
+    workdir, _, env = study
+    result = snakemake("-n", "--profile", REPO / "workflow/profiles/local", *extra, cwd=workdir, env_extra=env)
+    assert result.returncode == 0, result.stderr
+    return planned_jobs(result.stdout)
+
+
+def edit_config(workdir, change):
+    path = workdir / "config" / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    change(config)
+    path.write_text(yaml.safe_dump(config))
+
+
+def test_outputs_of_the_study_exist_and_are_readable(finished_study):
+    workdir, _, _ = finished_study
+    for table in ("runs", "scaling", "breakdown", "accuracy", "volume"):
+        for ext in ("csv", "md", "tex"):
+            assert (workdir / TINY_RESULTS / "tables" / f"{table}.{ext}").stat().st_size > 0
+    for figure in ("scaling", "breakdown", "accuracy_curves", "volume"):
+        png = (workdir / TINY_RESULTS / "figures" / f"{figure}.png").read_bytes()
+        assert png.startswith(b"\x89PNG")
+        assert (workdir / TINY_RESULTS / "figures" / f"{figure}.pdf").read_bytes().startswith(b"%PDF")
+    for log in ("prepare/synthetic-tiny.log", "train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"):
+        assert (workdir / "logs" / log).exists()
+    perf = workdir / TINY_RESULTS / "perf"
+    for table in ("perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost",
+                  "perf_validation"):
+        assert (perf / "tables" / f"{table}.csv").stat().st_size > 0
+    for figure in ("perf_comm_scaling", "perf_cost"):
+        assert (perf / "figures" / f"{figure}.png").read_bytes().startswith(b"\x89PNG")
+    validation = pd.read_csv(perf / "tables" / "perf_validation.csv")
+    assert len(validation) == 3 * 2  # pre, post, hybrid x FP32, Int2 at P = 2
+    assert (validation["measured_ms"] > 0).all() and validation["relative_error"].notna().all()
+    hybrid = pd.read_csv(perf / "tables" / "perf_hybrid.csv")
+    assert list(hybrid["P"]) == [2, 4] and (hybrid["min_pre_post_over_hybrid"] >= 1).all()
+
+
+def test_nothing_changed_means_nothing_to_do(finished_study):
+    assert dry_run(finished_study) == {}
+
+
+def test_training_parameter_change_reruns_training_only(finished_study):
+    workdir = finished_study[0]
+    original = (workdir / "config" / "config.yaml").read_text()
+    edit_config(workdir, lambda c: c["training"].update(lr=0.02))
+    try:
+        assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "all": 1}
+    finally:
+        (workdir / "config" / "config.yaml").write_text(original)
+
+
+def test_partition_parameter_change_reruns_partition_and_downstream(finished_study):
+    workdir = finished_study[0]
+    original = (workdir / "config" / "config.yaml").read_text()
+    edit_config(workdir, lambda c: c["partition"].update(seed=3))
+    try:
+        # P = 1 and P = 2 are partitioned again; each has one (hybrid) plan.
+        # P = 1, 2 (training) and 4 (perf study) are partitioned again: hybrid plans at
+        # every P, and pre and post at P = 2 for the model-vs-measurement check.
+        assert dry_run(finished_study) == {"partition": 3, "plan": 5, "train": 2, "tables": 1, "figures": 1,
+                                           "bench_exchange": 6, "predict": 2, "perf_tables": 1,
+                                           "perf_figures": 1, "all": 1}
+    finally:
+        (workdir / "config" / "config.yaml").write_text(original)
+
+
+def test_kernel_source_change_reruns_training(finished_study):
+    _, package, _ = finished_study
+    source = package / "distributed" / "aggregation.py"
+    original = source.read_text()
+    source.write_text(original + "\n# an edit\n")
+    try:
+        # Training and the measured exchanges run this code; the model's predictions do not.
+        assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "bench_exchange": 6,
+                                           "perf_tables": 1, "perf_figures": 1, "all": 1}
+    finally:
+        source.write_text(original)
+
+
+def test_machine_profile_change_reruns_only_its_predictions(finished_study):
+    workdir = finished_study[0]
+    original = (workdir / "config" / "config.yaml").read_text()
+    edit_config(workdir, lambda c: c["machines"]["fugaku"].update(latency_us=2.0))
+    try:
+        assert dry_run(finished_study) == {"machine_profile": 1, "predict": 2, "perf_tables": 1,
+                                           "perf_figures": 1, "all": 1}
+    finally:
+        (workdir / "config" / "config.yaml").write_text(original)
+
+
+def test_unknown_machine_name_is_reported(tmp_path):
+    overlay = write_overlay(tmp_path, perf={"machines": ["fugaku", "summit"]})
+    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode != 0
+    assert "perf.machines names summit" in result.stderr + result.stdout
+
+
+def test_interrupted_training_resumes_on_the_next_invocation(tmp_path):
+    import signal
+    import time
+
+    workdir = copy_workflow(tmp_path / "wf")
+    config = {**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY, "process_counts": [2]}
+    config["training"] = {**TINY["training"], "hidden": 128, "epochs": 1000, "checkpoint_every": 5}
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    run = f"{TINY_RESULTS}/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
+    checkpoints = workdir / "data/checkpoints/synthetic-tiny/P2/hybrid-fp32-nolp"
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen([SNAKEMAKE, run, "--profile", REPO / "workflow/profiles/local", "--cores", "2"],
+                             cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+    deadline = time.monotonic() + 240
+    def checkpoint_files():
+        return list(checkpoints.glob("seed0-*.pt")) if checkpoints.exists() else []
+
+    while not checkpoint_files() and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.2)
+    assert checkpoint_files(), "no checkpoint was written"
+    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
+    first.communicate(timeout=120)
+    assert not (workdir / run).exists()
+
+    second = snakemake(run, "--profile", REPO / "workflow/profiles/local", "--cores", 2, cwd=workdir)
+    assert second.returncode == 0, second.stderr[-3000:]
+    log = (workdir / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log").read_text()
+    resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log).group(1))
+    assert resumed_after >= 5
+    lines = [yaml.safe_load(line) for line in (workdir / run).read_text().splitlines()]
+    assert [line["epoch"] for line in lines if line["type"] == "epoch"] == list(range(1, 1001))
+    assert not checkpoint_files(), "a finished run keeps no checkpoint"
+
+
+def test_lint_is_clean():
+    result = snakemake("--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
+    overlay = write_overlay(tmp_path, variants=[{"strategy": "hybrid", "bits": 2, "label_propagation": True}])
+    result = snakemake("-n", "-p", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode == 0, result.stderr
+    commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
+    assert commands and all("--bits 2 --label-rate 0.62" in c and "hybrid-int2-lp" in c for c in commands)
+
+
+def test_int2_accuracy_study_plans_every_run():
+    result = snakemake("-n", "--configfiles", "config/config.yaml", "config/studies/int2-accuracy.yaml")
+    assert result.returncode == 0, result.stderr
+    assert planned_jobs(result.stdout)["train"] == 4 * 4 * 4 * 5
+    assert "results/int2-accuracy/tables/accuracy.md" in result.stdout
+
+
+def test_the_old_model_key_names_its_new_name(tmp_path):
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config["model"] = config.pop("perf")
+    overlay = tmp_path / "old.yaml"
+    overlay.write_text(yaml.safe_dump(config))
+    result = snakemake("-n", "--configfile", overlay)
+    assert result.returncode != 0
+    assert "config key `model:` is now `perf:`" in result.stderr + result.stdout
+    assert "Job stats" not in result.stdout
+
+
+def test_the_html_report_holds_the_tables_and_the_figures(finished_study):
+    workdir, _, env = finished_study
+    result = snakemake("--report", "report.zip", cwd=workdir, env_extra=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    import zipfile
+
+    with zipfile.ZipFile(workdir / "report.zip") as archive:
+        names = archive.namelist()
+        for table in ("runs", "scaling", "breakdown", "accuracy", "volume", "perf_hybrid", "perf_validation"):
+            assert any(name.endswith(f"/{table}.csv") for name in names), table
+        for figure in ("scaling", "breakdown", "accuracy_curves", "volume", "perf_comm_scaling", "perf_cost"):
+            assert any(name.endswith(f"/{figure}.png") for name in names), figure
+        scaling = next(name for name in names if name.endswith("/scaling.csv"))
+        assert archive.read(scaling) == (workdir / TINY_RESULTS / "tables" / "scaling.csv").read_bytes()
+        index = next(name for name in names if name.endswith("report.html"))
+        page = archive.read(index).decode()
+    assert "Tables" in page and "Performance model" in page
+
+
+def test_ruff_is_clean():
+    """`make lint`'s first half: pyflakes, pycodestyle and import order (pyproject.toml)."""
+    result = subprocess.run([str(BIN / "ruff"), "check", "."], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

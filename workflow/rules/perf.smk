@@ -1,0 +1,176 @@
+# The performance model's plan-only study: measure this machine, partition and plan the
+# study's graphs at every P (no training), predict on every machine profile, and check
+# the model against measured exchanges here.
+
+
+ruleorder: local_machine > machine_profile
+
+
+rule bench_comm:
+    output:
+        f"{RESULTS}/perf/bench/comm-P{{P}}.json",
+    params:
+        code=code("bench_comm"),
+    threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
+    resources:
+        mpi=EXECUTION["mpi"],
+        tasks=lambda wildcards: int(wildcards.P),
+        nodes=nodes_for,
+        cpus_per_task=EXECUTION["threads_per_rank"],
+        runtime=EXECUTION["runtime_minutes"],
+        mem_mb=memory_per_node,
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/perf/bench_comm/P{P}.log",
+    shell:
+        "{resources.mpi} -n {resources.tasks} python -m supergcn.cli bench comm --json {output:q} > {log:q} 2>&1"
+
+
+rule local_machine:
+    input:
+        comm=expand(f"{RESULTS}/perf/bench/comm-P{{P}}.json", P=PERF["local"]["process_counts"]),
+        graph=f"{DATA}/graphs/{PERF['local']['dataset']}",
+    output:
+        f"{RESULTS}/perf/machines/local.json",
+    params:
+        hidden=TRAINING["hidden"],
+        threads=EXECUTION["threads_per_rank"],
+        code=code("perf_profile"),
+    # Asks for as many cores as the largest measured MPI job, so that locally nothing
+    # else runs beside the single-rank benchmarks.
+    threads: max(PERF["local"]["process_counts"]) * EXECUTION["threads_per_rank"]
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/perf/machines/local.log",
+    shell:
+        "python -m supergcn.cli perf profile --name local --comm {input.comm:q} --graph {input.graph:q} "
+        "--features {params.hidden} --threads {params.threads} --out {output:q} > {log:q} 2>&1"
+
+
+rule machine_profile:
+    output:
+        f"{RESULTS}/perf/machines/{{machine}}.json",
+    params:
+        entry=lambda wildcards: json.dumps(config["machines"][wildcards.machine]),
+        code=code("perf_profile"),
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/perf/machines/{machine}.log",
+    shell:
+        "python -m supergcn.cli perf profile --name {wildcards.machine} --entry {params.entry:q} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+rule bench_exchange:
+    input:
+        plan=f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}",
+    output:
+        f"{RESULTS}/perf/bench/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}.json",
+    params:
+        bits=lambda wildcards: precision_bits(wildcards.precision),
+        hidden=TRAINING["hidden"],
+        parameter_dtype=TRAINING["parameter_dtype"],
+        code=code("bench_exchange"),
+    threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
+    resources:
+        mpi=EXECUTION["mpi"],
+        tasks=lambda wildcards: int(wildcards.P),
+        nodes=nodes_for,
+        cpus_per_task=EXECUTION["threads_per_rank"],
+        runtime=EXECUTION["runtime_minutes"],
+        mem_mb=memory_per_node,
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/perf/bench_exchange/{dataset}/P{P}/{strategy}-{precision}.log",
+    shell:
+        "{resources.mpi} -n {resources.tasks} python -m supergcn.cli bench exchange --plan {input.plan:q} "
+        "--features {params.hidden} --bits {params.bits} --parameter-dtype {params.parameter_dtype} "
+        "--threads {resources.cpus_per_task} --json {output:q} > {log:q} 2>&1"
+
+
+rule predict:
+    input:
+        graph=f"{DATA}/graphs/{{dataset}}",
+        partition=f"{DATA}/partitions/{{dataset}}/P{{P}}",
+        plan=f"{DATA}/plans/{{dataset}}/P{{P}}/hybrid",
+        machines=machine_profiles(),
+    output:
+        f"{RESULTS}/perf/predictions/{{dataset}}/P{{P}}.json",
+    params:
+        hidden=TRAINING["hidden"],
+        num_layers=TRAINING["num_layers"],
+        bits=" ".join(str(bits) for bits in PERF["bits"]),
+        parameter_dtype=TRAINING["parameter_dtype"],
+        code=code("perf_predict"),
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/perf/predict/{dataset}/P{P}.log",
+    shell:
+        "python -m supergcn.cli perf predict --graph {input.graph:q} --partition {input.partition:q} "
+        "--plan {input.plan:q} --machine {input.machines:q} --hidden {params.hidden} "
+        "--num-layers {params.num_layers} --bits {params.bits} --parameter-dtype {params.parameter_dtype} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+rule perf_tables:
+    input:
+        predictions=perf_predictions(),
+        validation=[result for _, _, result in perf_validation()],
+        profile=f"{RESULTS}/perf/machines/local.json",
+    output:
+        csv=[
+            report(f"{RESULTS}/perf/tables/{table}.csv", caption="../report/tables.rst",
+                   category="Performance model", subcategory="Tables", labels={"table": table})
+            for table in PERF_TABLES
+        ],
+        other=expand(f"{RESULTS}/perf/tables/{{table}}.{{ext}}", table=PERF_TABLES, ext=["md", "tex"]),
+    params:
+        validation=" ".join(shlex.quote("=".join(item)) for item in perf_validation()),
+        code=code("perf_tables"),
+        out_dir=lambda wildcards, output: os.path.dirname(output.csv[0]),
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/perf/tables.log",
+    shell:
+        "python -m supergcn.cli perf tables --predictions {input.predictions:q} --validation {params.validation} "
+        "--profile {input.profile:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+
+
+rule perf_figures:
+    input:
+        expand(f"{RESULTS}/perf/tables/{{table}}.csv", table=PERF_TABLES),
+    output:
+        scaling=report(
+            f"{RESULTS}/perf/figures/perf_comm_scaling.png",
+            caption="../report/perf_comm_scaling.rst",
+            category="Performance model",
+            subcategory="Figures",
+        ),
+        cost=report(
+            f"{RESULTS}/perf/figures/perf_cost.png", caption="../report/perf_cost.rst", category="Performance model",
+            subcategory="Figures",
+        ),
+        pdf=expand(f"{RESULTS}/perf/figures/{{figure}}.pdf", figure=PERF_FIGURES),
+    params:
+        tables=lambda wildcards, input: os.path.dirname(input[0]),
+        code=code("perf_figures"),
+        out_dir=lambda wildcards, output: os.path.dirname(output.scaling),
+    conda:
+        "../envs/supergcn.yaml"
+    log:
+        "logs/perf/figures.log",
+    shell:
+        "python -m supergcn.cli perf figures --tables-dir {params.tables:q} --out-dir {params.out_dir:q} "
+        "> {log:q} 2>&1"
+
+
+rule perf_study:
+    input:
+        rules.perf_tables.output,
+        rules.perf_figures.output,
