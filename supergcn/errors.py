@@ -4,6 +4,6 @@
 class SuperGCNError(Exception):
     """A problem with the user's input or environment, with the fix in its message.
 
-    The CLI prints ``supergcn: error: <message>`` and exits with status 2 for these;
+    The CLI prints ``supergcn <command>: error: <message>`` and exits with status 2 for these;
     any other exception is a bug and keeps its traceback.
     """

@@ -17,6 +17,8 @@ QUANTIZED_BITS = tuple(bits for bits in PRECISIONS if bits != 32)
 ROUNDINGS = ("nearest", "stochastic")
 #: Wire types of the per-row quantization parameters (zero point, scale) and their bytes.
 PARAMETER_DTYPES = {"bfloat16": 2, "float32": 4}
+#: The parameters' wire type unless told otherwise: bfloat16, as upstream and AdaQP.
+DEFAULT_PARAMETER_DTYPE = "bfloat16"
 #: GNN architectures (:mod:`supergcn.train.gnn`).
 GNN_MODELS = ("sage", "gcn")
 #: Sparse-product back ends: the numba gathers, or torch.sparse.mm as the reference.

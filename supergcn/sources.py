@@ -27,7 +27,7 @@ def module_file(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
     if parts[0] != PACKAGE:
         return None
     base = package_dir.joinpath(*parts[1:])
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+    for candidate in (base / "__init__.py", base.with_suffix(".py")):
         if candidate.is_file():
             return candidate
     return None

@@ -8,9 +8,10 @@ name is the command's words joined by ``_`` (``prepare``, ``bench_comm`` for
 * ``configure(parser)`` — adds its arguments to an :class:`argparse.ArgumentParser`;
 * ``run(args)`` — does the work; returns the exit status (None means 0).
 
-``supergcn <command> ...`` imports that command's module alone (all of them only for
-``--help`` or an unknown command), so a Snakemake rule that runs one command hashes
-exactly the sources it can execute (:func:`supergcn.sources.command_hash`). Command
+``supergcn <command> ...`` imports that command's module alone (a group's modules for
+``supergcn bench --help``, all of them for ``supergcn --help`` or an unknown command),
+so a Snakemake rule that runs one command hashes exactly the sources it can execute
+(:func:`supergcn.sources.command_hash`). Command
 modules import heavy libraries inside ``run``, so that parsing stays fast.
 
 A :class:`~supergcn.errors.SuperGCNError` (a problem with the user's input) is printed
@@ -53,16 +54,22 @@ def command_names() -> list[str]:
     return sorted(names, key=position)
 
 
-def build_parser(first_word: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command whose first word is ``first_word`` (all commands when
-    it names none); each leaf parser's ``module`` default is its command module."""
+def build_parser(words: list[str] | tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """The parser of the command that the leading command-line ``words`` name, else of
+    every command starting with ``words[0]``, else of all; each leaf parser's ``module``
+    default is its command module."""
     parser = argparse.ArgumentParser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training "
                                      "on CPU clusters, and the steps of its scaling pipeline.")
     parser.add_argument("--version", action="version", version=f"supergcn {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     names = command_names()
-    if first_word in {command_words(name)[0] for name in names}:
-        names = [name for name in names if command_words(name)[0] == first_word]
+    for length in (2, 1):
+        chosen = [name for name in names if command_words(name) == tuple(words[:length])]
+        if not chosen and length == 1:
+            chosen = [name for name in names if words and command_words(name)[0] == words[0]]
+        if chosen:
+            names = chosen
+            break
     groups: dict[str, argparse._SubParsersAction] = {}
     for name in names:
         module = importlib.import_module(f"{__name__}.{name}")
@@ -79,10 +86,18 @@ def build_parser(first_word: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands that were renamed: old first word -> new.
+RENAMED = {"model": "perf"}
+
+
 def main(argv=None) -> int:
     """Run one ``supergcn`` command; return its exit status."""
     argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    if argv and argv[0] in RENAMED:
+        print(f"supergcn: error: `supergcn {argv[0]}` is now `supergcn {RENAMED[argv[0]]}`: run "
+              f"`supergcn {' '.join([RENAMED[argv[0]], *argv[1:]])}`", file=sys.stderr)
+        return 2
+    args = build_parser(argv[:2]).parse_args(argv)
     try:
         return args.module.run(args) or 0
     except SuperGCNError as exc:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from supergcn.errors import SuperGCNError
-
 
 def positive_int(text: str) -> int:
     value = int(text)
@@ -38,12 +36,3 @@ def print_json(result: dict, path: Path | None) -> None:
     print(json.dumps(result, indent=2))
     if path is not None:
         write_json(path, result)
-
-
-def check_plan_size(plan_dir: Path, size: int) -> None:
-    """Refuse a plan made for another number of ranks than the ``size`` started."""
-    from supergcn.partition.plan import read_plan_manifest
-
-    ranks = read_plan_manifest(plan_dir)["num_ranks"]
-    if ranks != size:
-        raise SuperGCNError(f"plan {plan_dir} is for {ranks} ranks, not {size}: run with mpiexec -n {ranks}")

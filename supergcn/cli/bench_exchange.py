@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import check_plan_size, positive_int, print_json
-from supergcn.naming import PARAMETER_DTYPES, PRECISIONS
+from supergcn.cli._args import positive_int, print_json
+from supergcn.errors import SuperGCNError
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, PRECISIONS
 
 HELP = "time one layer's boundary exchange of a plan (run under mpiexec -n P)"
 
@@ -14,11 +15,20 @@ def configure(parser) -> None:
     parser.add_argument("--plan", required=True, type=Path, help="plan directory")
     parser.add_argument("--features", type=positive_int, default=256, help="feature width F")
     parser.add_argument("--bits", type=int, choices=tuple(PRECISIONS), default=32)
-    parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default="bfloat16",
+    parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=DEFAULT_PARAMETER_DTYPE,
                         help="wire type of the quantization parameters")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch and numba threads per rank")
     parser.add_argument("--repeats", type=positive_int, default=20)
     parser.add_argument("--json", type=Path, help="also write the result here")
+
+
+def check_plan_size(plan_dir: Path, size: int) -> None:
+    """Refuse a plan made for another number of ranks than the ``size`` started."""
+    from supergcn.partition.plan import read_plan_manifest
+
+    ranks = read_plan_manifest(plan_dir)["num_ranks"]
+    if ranks != size:
+        raise SuperGCNError(f"plan {plan_dir} is for {ranks} ranks, not {size}: run with mpiexec -n {ranks}")
 
 
 def run(args) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from supergcn.cli._args import positive_int
-from supergcn.naming import PARAMETER_DTYPES, QUANTIZED_BITS
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, QUANTIZED_BITS
+from supergcn.train.config import default
 
 HELP = "predicted exchange and epoch times of one (graph, P)"
 
@@ -15,10 +16,10 @@ def configure(parser) -> None:
     parser.add_argument("--partition", required=True, type=Path)
     parser.add_argument("--plan", required=True, type=Path, help="hybrid plan directory")
     parser.add_argument("--machine", nargs="+", required=True, type=Path, help="machine profile files")
-    parser.add_argument("--hidden", type=positive_int, default=256)
-    parser.add_argument("--num-layers", type=positive_int, default=3)
+    parser.add_argument("--hidden", type=positive_int, default=default("hidden"))
+    parser.add_argument("--num-layers", type=positive_int, default=default("num_layers"))
     parser.add_argument("--bits", type=int, nargs="*", choices=QUANTIZED_BITS, default=[2])
-    parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default="bfloat16",
+    parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=DEFAULT_PARAMETER_DTYPE,
                         help="wire type of the quantization parameters")
     parser.add_argument("--out", required=True, type=Path)
 

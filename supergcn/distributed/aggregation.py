@@ -33,7 +33,7 @@ from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.gather import GatherCsr
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
 from supergcn.kernels.wire import parameters_from_wire, parameters_to_wire
-from supergcn.naming import KERNELS
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, KERNELS
 from supergcn.partition.plan import RankPlan
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
@@ -105,7 +105,7 @@ class ExchangeSettings:
     bits: int = 32
     rounding: str = "nearest"
     overlap: bool = True
-    parameter_dtype: str = "bfloat16"
+    parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     seed: int = 0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from supergcn.kernels.quantization import Quantized, packed_rows
-from supergcn.naming import PARAMETER_DTYPES
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
 
 FP32_BYTES = 4
 
@@ -34,7 +34,7 @@ def parameters_from_wire(wire: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def wire_bytes(rows: np.ndarray, width: int, bits: int,
-               parameter_dtype: str = "bfloat16") -> tuple[np.ndarray, np.ndarray]:
+               parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> tuple[np.ndarray, np.ndarray]:
     """(data bytes, parameter bytes) for each entry of ``rows``, the rows one sender sends
     one receiver per exchange, at ``width`` features and ``bits`` per value."""
     rows = np.asarray(rows, dtype=np.int64)
@@ -44,7 +44,8 @@ def wire_bytes(rows: np.ndarray, width: int, bits: int,
     return packed_rows(rows.ravel(), bits).reshape(rows.shape) * width, rows * 2 * parameter_bytes
 
 
-def layer_bytes(rows_per_pair, width: int, bits: int, parameter_dtype: str = "bfloat16") -> tuple[int, int]:
+def layer_bytes(rows_per_pair, width: int, bits: int,
+                parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> tuple[int, int]:
     """Total (data bytes, parameter bytes) of one layer's exchange (:func:`wire_bytes`)."""
     data, params = wire_bytes(rows_per_pair, width, bits, parameter_dtype)
     return int(data.sum()), int(params.sum())

@@ -7,7 +7,7 @@ multi-constraint partition (``ncon`` weights per vertex).
 The installed ``pymetis`` cannot pass several constraints: its wrapper derives ``ncon``
 from the length of the weight list divided by ``len(xadj) = n + 1``, which is 1 for
 any ``ncon * n`` weights, and METIS then reads only the first ``n`` entries of the
-interleaved list (see ``tests/test_partition.py::test_pymetis_ignores_multiconstraint``,
+interleaved list (see ``tests/partition/test_metis.py::test_pymetis_ignores_multiconstraint``,
 which measures it). We therefore combine the constraints into one integer weight
 
     w(v) = sum_k round(S * c_k(v) / mean(c_k)),

@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from supergcn.naming import PARAMETER_DTYPES
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
 
 
-def bench_exchange(comm, plan_dir, features: int, bits: int, repeats: int = 20, parameter_dtype: str = "bfloat16",
-                   seed: int = 0) -> dict:
+def bench_exchange(comm, plan_dir, features: int, bits: int, repeats: int = 20,
+                   parameter_dtype: str = DEFAULT_PARAMETER_DTYPE, seed: int = 0) -> dict:
     """Time one layer's forward exchange of a plan, as training does it (no overlap).
 
     Returns, on every rank, the largest over ranks of each rank's mean seconds per

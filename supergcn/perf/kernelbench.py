@@ -30,7 +30,7 @@ import torch
 from supergcn.data.graph import load_graph
 from supergcn.distributed.threads import set_threads
 from supergcn.kernels.gather import GatherCsr, _gather_spmm
-from supergcn.kernels.jit import njit, numba, prange
+from supergcn.kernels.jit import njit, prange
 
 
 def _timed(function, repeats: int) -> tuple[float, float]:
@@ -136,7 +136,7 @@ def bench_quantization(rows: int, features: int, threads: int, bits: int, roundi
     the same run's memcpy bandwidth."""
     from supergcn.kernels.quantization import dequantize, quantize
 
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    set_threads(threads)
     x = np.random.default_rng(0).standard_normal((rows, features), dtype=np.float32)
     counts = np.full(destinations, rows // destinations)
     counts[-1] += rows - counts.sum()

@@ -47,6 +47,7 @@ import numpy as np
 
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import FP32_BYTES, wire_bytes
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 
 # A machine profile's entries in the config: microseconds and 1e9 bytes per second.
 PROFILE_KEYS = ("latency_us", "bandwidth_gb_per_s", "quantization_gb_per_s", "aggregation_gb_per_s")
@@ -120,7 +121,7 @@ class ExchangePrediction:
 
 
 def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfile,
-                  parameter_dtype: str = "bfloat16") -> ExchangePrediction:
+                  parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> ExchangePrediction:
     """Predicted time of one exchange of ``rows[i][j]`` rows of ``width`` features (Eqs. 2, 6)."""
     rows = np.asarray(rows, dtype=np.int64)
     num_ranks = rows.shape[0]
@@ -198,7 +199,7 @@ def epoch_exchange_widths(in_features: int, hidden: int, out_features: int, num_
 
 def epoch_seconds(rows: np.ndarray, edges_per_rank: np.ndarray, in_features: int, hidden: int, out_features: int,
                   num_layers: int, bits: int, machine: MachineProfile,
-                  parameter_dtype: str = "bfloat16") -> dict[str, float]:
+                  parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict[str, float]:
     """Predicted aggregation and exchange seconds of one training epoch (no overlap,
     no label propagation). Backward exchanges run the forward ones in reverse: rank i
     sends what it received, Comm[j][i]."""

@@ -20,7 +20,7 @@ import pandas as pd
 from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
-from supergcn.naming import PARAMETER_DTYPES, STRATEGIES
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, STRATEGIES
 from supergcn.partition.plan import read_plan_manifest, strategy_rows
 from supergcn.perf import model as perfmodel
 from supergcn.perf.machines import load_profile
@@ -36,7 +36,7 @@ def _edges_per_part(partition_dir: str | Path) -> np.ndarray:
 
 
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
-            hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = "bfloat16") -> dict:
+            hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict:
     """Every strategy x bit width x machine prediction for one (graph, P); quantization
     parameters travel as ``parameter_dtype`` (bfloat16 or float32)."""
     meta = read_graph_meta(graph_dir)

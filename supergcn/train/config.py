@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE
+
 #: The share of training labels fed as inputs in the paper's label-propagation runs.
 UPSTREAM_LABEL_RATE = 0.62
 
@@ -39,7 +41,7 @@ class TrainConfig:
     bits: int = 32
     rounding: str = "nearest"
     overlap: bool = True
-    parameter_dtype: str = "bfloat16"
+    parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     label_rate: float = 0.0
     input_norm: bool = False
     checkpoint: Path | None = None

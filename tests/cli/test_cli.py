@@ -160,11 +160,16 @@ def test_a_command_loads_its_own_module_only():
     import subprocess
     import sys
 
-    probe = ("import sys\nfrom supergcn.cli import build_parser\nbuild_parser('plan')\n"
-             "print(*sorted(m for m in sys.modules if m.startswith('supergcn.cli.')))")
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["supergcn.cli.plan"]
+    def loaded(words):
+        probe = (f"import sys\nfrom supergcn.cli import build_parser\nbuild_parser({words!r})\n"
+                 "print(*sorted(m for m in sys.modules if m.startswith('supergcn.cli.')))")
+        result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()
+
+    assert loaded(["plan", "--graph"]) == ["supergcn.cli.plan"]
+    assert loaded(["perf", "predict"]) == ["supergcn.cli._args", "supergcn.cli.perf_predict"]
+    assert "supergcn.cli.bench_comm" in loaded(["bench", "--help"])
 
 
 def test_errors_name_the_command(workspace, tmp_path):
@@ -172,3 +177,10 @@ def test_errors_name_the_command(workspace, tmp_path):
                      "--out", tmp_path / "plan")
     assert result.returncode == 2
     assert result.stderr.startswith("supergcn plan: error: partition manifest")
+
+
+def test_the_old_model_command_names_its_new_name():
+    result = run_cli("model", "predict", "--graph", "g")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("supergcn: error: `supergcn model` is now `supergcn perf`: run "
+                                     "`supergcn perf predict --graph g`")

@@ -34,7 +34,7 @@ def imbalance(parts, weight, num_parts):
 
 
 def test_pymetis_ignores_multiconstraint():
-    """Measures the pymetis limitation documented in supergcn.partition: an interleaved
+    """Measures the pymetis limitation documented in supergcn.partition.metis: an interleaved
     two-constraint weight list is read as a single constraint."""
     g = grid_graph()
     adjacency = g.adjacency()
@@ -43,7 +43,7 @@ def test_pymetis_ignores_multiconstraint():
     two = np.asarray(pymetis.part_graph(4, vweights=weights, **kwargs).vertex_part)
     misread = np.asarray(pymetis.part_graph(4, vweights=weights[:g.num_nodes], **kwargs).vertex_part)
     assert np.array_equal(two, misread), (
-        "pymetis now honours several constraints: pass them separately in supergcn.partition")
+        "pymetis now honours several constraints: pass them separately in supergcn.partition.metis")
 
 
 def test_combined_weight_balances_training_nodes_better_than_node_count():

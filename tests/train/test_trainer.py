@@ -11,16 +11,12 @@ from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph, run_partition
 from supergcn.partition.plan import run_plan
 from supergcn.train.gnn import GNN
+from supergcn.train.metrics import read_metrics
 from supergcn.train.reference import PyGModel, copy_weights, train_baseline
 
 from conftest import run_mpi
 
 HIDDEN, LAYERS, EPOCHS, LR = 32, 3, 5, 0.01
-
-
-def read_metrics(path):
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    return lines[0], [line for line in lines if line["type"] == "epoch"], lines[-1]
 
 
 @pytest.fixture(scope="module")

@@ -231,7 +231,6 @@ def test_partition_parameter_change_reruns_partition_and_downstream(finished_stu
     original = (workdir / "config" / "config.yaml").read_text()
     edit_config(workdir, lambda c: c["partition"].update(seed=3))
     try:
-        # P = 1 and P = 2 are partitioned again; each has one (hybrid) plan.
         # P = 1, 2 (training) and 4 (perf study) are partitioned again: hybrid plans at
         # every P, and pre and post at P = 2 for the model-vs-measurement check.
         assert dry_run(finished_study) == {"partition": 3, "plan": 5, "train": 2, "tables": 1, "figures": 1,

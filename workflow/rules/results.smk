@@ -1,4 +1,4 @@
-# Result tables, figures and the volume summary of the study.
+# Result tables and figures of the study.
 
 TABLES = ["runs", "scaling", "breakdown", "accuracy", "volume"]
 FIGURES = ["scaling", "breakdown", "accuracy_curves", "volume"]
