@@ -62,7 +62,8 @@ def test_the_train_command_takes_its_defaults_from_train_config():
     from supergcn.cli import build_parser
     from supergcn.cli.train import config_of
 
-    args = build_parser(["train"]).parse_args(["train", "--graph", "g", "--partition", "p", "--plan", "q", "--out", "o"])
+    args = build_parser(["train"]).parse_args(["train", "--graph", "g", "--partition", "p", "--plan", "q",
+                                                "--out", "o"])
     parsed = config_of(args)
     for field in TrainConfig.__dataclass_fields__:
         if field not in ("graph", "partition", "plan", "out"):

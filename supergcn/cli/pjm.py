@@ -19,19 +19,18 @@ def configure(parser) -> None:
     submit.add_argument("--log-dir", default="logs/pjm")
     submit.add_argument("jobscript")
     status = actions.add_parser("status", help="print running / success / failed for a job id")
+    status.add_argument("--state-dir", default="logs/pjm", help="where jobs pjstat does not list yet are noted")
+    status.add_argument("--missing-timeout", type=float, default=600.0,
+                        help="seconds a job may go unlisted by pjstat before it counts as failed")
     status.add_argument("job_id")
-    cancel = actions.add_parser("cancel", help="pjdel jobs")
-    cancel.add_argument("job_ids", nargs="*")
 
 
 def run(args) -> None:
-    """Submit, query or cancel (:mod:`supergcn.cluster.pjm`)."""
+    """Submit or query (:mod:`supergcn.cluster.pjm`); cancelling is `pjdel` itself."""
     from supergcn.cluster import pjm
 
     if args.action == "submit":
         print(pjm.submit(args.jobscript, args.site, args.name, args.nodes, args.procs, args.threads,
                          args.elapse_minutes, args.log_dir))
-    elif args.action == "status":
-        print(pjm.status(args.job_id))
     else:
-        pjm.cancel(args.job_ids)
+        print(pjm.status(args.job_id, args.state_dir, args.missing_timeout))

@@ -4,12 +4,29 @@
   submits it with ``pjsub`` and prints the job id.
 * ``status``: asks ``pjstat`` (current jobs, then the history with ``-H``) and prints
   ``running``, ``success`` or ``failed`` as the executor expects.
-* ``cancel``: ``pjdel`` the given jobs.
+* cancelling is ``pjdel`` itself (the executor calls ``[cancel-cmd] + job ids``).
 
-PJM states: RUN, RNO, RNE are running; ACC, QUE, RNA, RNP, HLD are waiting (reported
-as running: the executor knows no "queued"); EXT has ended, successfully only when the
-exit code EC is 0; ERR, CCL, RJT failed. Site values (group, resource group, extra
-``-L`` units, setup lines) come from the site file, e.g. ``config/fugaku.yaml``.
+What follows the "Supercomputer Fugaku Users Guide - Use and job execution" (1.52,
+RIKEN-RCCS ``fugaku-doc``; sections in brackets) and Fujitsu's Job Operation Software
+Command Reference (CR) and End-user's Guide (EUG):
+
+* A job must name its project group, ``-g`` (otherwise ``PJM 0071 ... Group not
+  authorized to submit a job: group(59999)``) [Usage rules: Group; Normal job]. It must
+  declare the data volumes it reads, ``-x PJM_LLIO_GFSCACHE=/vol000N[:...]``, /vol0004
+  for Spack [Layered storage: Select available volumes]. ``--no-check-directory``,
+  ``--no-check-gfscache`` and ``--all-mount-gfscache`` are refused inside a script and
+  go on the pjsub command line (``pjm.pjsub_args``).
+* The states [Displaying job status: Job status items]: ACC, QUE, RNA, RNP, RUN, RNE,
+  RNO, RSM, SPP and SPD are on their way; EXT has ended; CCL was cancelled, RJT
+  rejected; ERR and HLD stay in the list until the user deletes them.
+* Success needs EC (the script's exit code) 0, PC (the job manager's code) 0 and no
+  signal SN: "the job end code might not be 0 though the exit status of the job script
+  is 0 when the job could not be processed normally (ex. exceeding elapse time limit)"
+  [EUG 2.3.4.2]. The PC meanings are :data:`PJM_CODES` [Checking abnormal end of job].
+* pjstat lists ended jobs only with ``-H`` and ignores unknown job ids silently [CR
+  3.1.13]; ``--choose`` picks single-word columns, so rows split on whitespace.
+
+Site values come from the site file's ``pjm:`` section (``config/fugaku.yaml``).
 """
 
 from __future__ import annotations
@@ -18,15 +35,46 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
 
 from supergcn.errors import SuperGCNError
 
-RUNNING = {"RUN", "RNO", "RNE", "ACC", "QUE", "RNA", "RNP", "HLD"}
-FAILED = {"ERR", "CCL", "RJT"}
-_SUBMITTED = re.compile(r"Job (\d+) submitted")
+#: States of a job that has not ended yet.
+ON_THE_WAY = {"ACC", "QUE", "RNA", "RNP", "RUN", "RNE", "RNO", "RSM", "SPP", "SPD"}
+#: Ended without running to its end: cancelled or rejected.
+CANCELLED = {"CCL", "RJT"}
+#: Job manager exit codes (PC) [Checking abnormal end of job: Job manager exit code].
+PJM_CODES = {
+    "0": "successful job completion", "1": "cancelled by pjdel", "2": "rejected at acceptance",
+    "3": "rejected by the job manager exit function", "4": "held by pjhold", "6": "cancelled by a step dependency",
+    "7": "cancelled by a deadline", "8": "cancelled by the job manager exit function",
+    "9": "ended during job reconstruction", "11": "elapse time limit exceeded",
+    "12": "memory limit exceeded", "13": "disk limit exceeded",
+    "16": "current directory or standard input/output/error file not accessible",
+    "18": "terminated by a later job or a deadline schedule", "20": "node down", "21": "shell execution failed",
+    "22": "ICC error", "23": "killed by the OOM killer", "25": "HA failure", "26": "prologue or epilogue error",
+    "27": "job resource exit processing error", "28": "abnormal job execution environment",
+    "29": "invalid job execution environment", "30": "suspend or resume failed",
+    "100": "job manager internal error", "120": "job scheduler internal error",
+    "140": "job resource management internal error", "160": "Tofu library internal error",
+    "180": "tiered storage internal error",
+}
+#: Hints for pjsub rejections [CR 3.1.14 messages].
+PJSUB_HINTS = {
+    "0071": "set pjm.group in the site file to your project group (`userinfo | grep groupList`)",
+    "0072": "PJM's accept limit is reached (`pjstat --limit`, ru-accept): keep `jobs` in "
+            "workflow/profiles/fugaku/config.yaml below pjm.accept_limit",
+    "0057": "a resource is over the resource group's limit: lower execution.runtime_minutes or the process "
+            "count, or choose another pjm.resource_group",
+    "0045": "a PJM_LLIO_GFSCACHE volume is not on the global file system: fix pjm.gfscache",
+}
+COMMAND_LINE_ONLY = ("--no-check-directory", "--no-check-gfscache", "--all-mount-gfscache")
+_SUBMITTED = re.compile(r"\[INFO\.?\] PJM 0000 pjsub Job (\S+) submitted")
+_PJM_ERROR = re.compile(r"PJM (\d{4}) pjsub")
+_VOLUME = re.compile(r"^/vol000[2-6]$")
 
 
 def read_site(path: str | Path) -> dict:
@@ -35,9 +83,19 @@ def read_site(path: str | Path) -> dict:
     if not path.is_file():
         raise SuperGCNError(f"site file {path} not found: pass --site config/fugaku.yaml (or your copy)")
     document = yaml.safe_load(path.read_text()) or {}
-    site = document.get("pjm")
-    if not site or not site.get("resource_group"):
+    site = document.get("pjm") or {}
+    if not site.get("resource_group"):
         raise SuperGCNError(f"{path} has no pjm.resource_group: set it to your Fugaku resource group")
+    if not site.get("group"):
+        raise SuperGCNError(f"{path} has no pjm.group: pjsub refuses jobs without a project group (PJM 0071); "
+                            "set it to yours (`userinfo | grep groupList`)")
+    bad = [volume for volume in site.get("gfscache", []) if not _VOLUME.match(str(volume))]
+    if bad:
+        raise SuperGCNError(f"{path}: pjm.gfscache holds {bad}: volumes are /vol0002 .. /vol0006")
+    misplaced = [line for line in site.get("directives", []) if line.split()[:1] and
+                 line.split()[0] in COMMAND_LINE_ONLY]
+    if misplaced:
+        raise SuperGCNError(f"{path}: {misplaced} cannot be #PJM directives: move them to pjm.pjsub_args")
     ranks_per_node = (document.get("execution") or {}).get("ranks_per_node")
     if not ranks_per_node:
         raise SuperGCNError(f"{path} has no execution.ranks_per_node: set it (4 on Fugaku, one rank per CMG)")
@@ -56,29 +114,35 @@ def pjm_script(jobscript: str, site: dict, name: str, nodes: int, procs: int, th
                  *site.get("extra_resources", [])]
     lines = ["#!/bin/bash", f"#PJM --name {name}"]
     lines += [f'#PJM -L "{resource}"' for resource in resources]
-    if site.get("group"):
-        lines.append(f"#PJM -g {site['group']}")
-    lines += [f'#PJM --mpi "proc={procs}"', f'#PJM --mpi "max-proc-per-node={site["ranks_per_node"]}"',
-              f"#PJM -o {log_dir}/%j.out", f"#PJM -e {log_dir}/%j.err", "#PJM -S",
-              f"export OMP_NUM_THREADS={threads}", *site.get("setup", []), f"bash {shlex.quote(jobscript)}"]
+    lines += [f"#PJM -g {site['group']}", f'#PJM --mpi "proc={procs}"',
+              f'#PJM --mpi "max-proc-per-node={site["ranks_per_node"]}"']
+    if site.get("gfscache"):
+        lines.append(f"#PJM -x PJM_LLIO_GFSCACHE={':'.join(site['gfscache'])}")
+    lines += [f"#PJM -o {log_dir}/%j.out", f"#PJM -e {log_dir}/%j.err", "#PJM -S", f"#PJM --spath {log_dir}/%j.stats"]
+    lines += [f"#PJM {directive}" for directive in site.get("directives", [])]
+    lines += [f"export OMP_NUM_THREADS={threads}", *site.get("setup", []), f"bash {shlex.quote(jobscript)}"]
     return "\n".join(lines) + "\n"
 
 
 def submit(jobscript: str, site_path: str, name: str, nodes: int, procs: int, threads: int, elapse_minutes: int,
            log_dir: str, run=subprocess.run) -> str:
+    """pjsub a script that runs ``jobscript``; return the job id (a rejection raises, with a hint)."""
     site = read_site(site_path)
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     script = Path(log_dir) / f"{Path(jobscript).stem}.pjm.sh"
     script.write_text(pjm_script(jobscript, site, name, nodes, procs, threads, elapse_minutes, log_dir))
-    result = run(["pjsub", str(script)], capture_output=True, text=True)
-    match = _SUBMITTED.search(result.stdout + result.stderr)
+    result = run(["pjsub", *site.get("pjsub_args", []), str(script)], capture_output=True, text=True)
+    output = (result.stdout + result.stderr).strip()
+    match = _SUBMITTED.search(output)
     if result.returncode != 0 or not match:
-        raise SuperGCNError(f"pjsub failed for {script}: {(result.stdout + result.stderr).strip()}")
+        code = _PJM_ERROR.search(output)
+        hint = PJSUB_HINTS.get(code.group(1)) if code else None
+        raise SuperGCNError(f"pjsub refused {script}: {output}" + (f" — {hint}" if hint else ""))
     return match.group(1)
 
 
 def parse_pjstat(output: str) -> dict[str, dict[str, str]]:
-    """Rows of a ``pjstat`` table keyed by job id (columns named by its header line)."""
+    """Rows of a ``pjstat --choose`` table keyed by job id (columns named by its header line)."""
     rows, header = {}, None
     for line in output.splitlines():
         fields = line.split()
@@ -87,35 +151,57 @@ def parse_pjstat(output: str) -> dict[str, dict[str, str]]:
         if "JOB_ID" in fields:
             header = fields
             continue
-        if header and len(fields) >= len(header):
+        if header and len(fields) == len(header):
             row = dict(zip(header, fields))
             rows[row["JOB_ID"]] = row
     return rows
 
 
-def state_of(row: dict[str, str]) -> str:
-    state = row.get("ST") or row.get("STATUS") or ""
-    if state in RUNNING:
-        return "running"
+def verdict(row: dict[str, str]) -> tuple[str, str | None]:
+    """(running / success / failed, why it failed) of one ``pjstat`` row."""
+    state, exit_code, pjm_code, signal = (row.get(key, "-") for key in ("ST", "EC", "PC", "SN"))
+    code = f"PJM code {pjm_code} ({PJM_CODES.get(pjm_code, 'unknown')})"
+    if state in ON_THE_WAY:
+        return "running", None
     if state == "EXT":
-        return "success" if row.get("EC", "0") == "0" else "failed"
-    if state in FAILED:
+        if exit_code == "0" and pjm_code == "0" and signal in ("0", "-"):
+            return "success", None
+        return "failed", f"ended with exit code {exit_code}, {code}, signal {signal}"
+    if state in CANCELLED:
+        return "failed", f"{'cancelled' if state == 'CCL' else 'rejected'}: {code}"
+    if state == "ERR":
+        return "failed", f"stopped by an error the job manager detected ({code}); deleted with pjdel"
+    if state == "HLD":
+        return "failed", f"held ({code}): Snakemake counts it as failed; release or `pjdel` it yourself"
+    return "failed", f"in a state this wrapper does not know: {state}"
+
+
+def status(job_id: str, state_dir: str | Path = "logs/pjm", missing_timeout: float = 600.0,
+           run=subprocess.run, now=time.time) -> str:
+    """``running``, ``success`` or ``failed`` for ``job_id``; the reason for a failure
+    goes to stderr. A job that neither pjstat nor its history lists is running for
+    ``missing_timeout`` seconds (pjstat may not show a fresh job yet), then failed."""
+    for history in ([], ["-H"]):
+        command = ["pjstat", *history, "-v", "--choose", "jid,st,ec,pc,sn", job_id]
+        result = run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise SuperGCNError(f"`{' '.join(command)}` failed: {(result.stdout + result.stderr).strip()}")
+        row = parse_pjstat(result.stdout).get(job_id)
+        if row is None:
+            continue
+        answer, reason = verdict(row)
+        if reason:
+            print(f"PJM job {job_id} {reason}", file=sys.stderr)
+        if row.get("ST") == "ERR":
+            run(["pjdel", job_id], capture_output=True, text=True)
+        return answer
+    marker = Path(state_dir) / f"{job_id}.unlisted"
+    if not marker.exists():
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(str(now()))
+    waited = now() - float(marker.read_text())
+    if waited > missing_timeout:
+        print(f"PJM job {job_id} has not been listed by pjstat (nor its history) for {waited:.0f} s: "
+              "counted as failed", file=sys.stderr)
         return "failed"
     return "running"
-
-
-def status(job_id: str, run=subprocess.run) -> str:
-    for command in (["pjstat", "-v", "--choose", "jid,st,ec", job_id],
-                    ["pjstat", "-H", "-v", "--choose", "jid,st,ec", job_id]):
-        result = run(command, capture_output=True, text=True)
-        row = parse_pjstat(result.stdout).get(job_id)
-        if row is not None:
-            return state_of(row)
-    # Not listed yet (just submitted) nor in the history: ask again later.
-    print(f"pjstat does not list job {job_id} yet", file=sys.stderr)
-    return "running"
-
-
-def cancel(job_ids: list[str], run=subprocess.run) -> None:
-    if job_ids:
-        run(["pjdel", *job_ids], check=False)

@@ -1,5 +1,12 @@
-"""PJM wrappers on recorded pjsub / pjstat output (no PJM needed)."""
+"""PJM wrappers on pjsub / pjstat output quoted from Fugaku's documentation (no PJM needed).
 
+Sources (RIKEN-RCCS fugaku-doc): UG = "Supercomputer Fugaku Users Guide - Use and job
+execution" 1.52; CR = Fujitsu "Job Operation Software Command Reference"; the section of
+each fixture is named beside it.
+"""
+
+import os
+import stat
 import subprocess
 
 import pytest
@@ -8,9 +15,17 @@ import yaml
 from supergcn.cluster import pjm
 from supergcn.errors import SuperGCNError
 
-PJSUB_OK = "[INFO] PJM 0000 pjsub Job 8675309 submitted.\n"
-PJSUB_REJECTED = "[ERR.] PJM 0007 pjsub Staging option error (3).\n"
-PJSTAT_HEADER = "JOB_ID     ST  EC\n"
+from conftest import REPO
+
+# UG JobExecution/NormalJob, "Submitting a job".
+PJSUB_OK = "[INFO] PJM 0000 pjsub Job 9714 submitted.\n"
+PJSUB_NO_GROUP = "[ERR.] PJM 0071 pjsub Group not authorized to submit a job: group(59999)\n"
+# CR 3.1.14 pjsub, error message 0072 ("target" is ru-accept for batch jobs).
+PJSUB_ACCEPT_LIMIT = "[ERR.] PJM 0072 pjsub Job exceeded the accept limit: ru-accept.\n"
+# UG JobExecution/pjsubCommandOptions, "Low priority jobs".
+PJSUB_OVER_LIMIT = "[ERR.] PJM 0057 pjsub elapse=18000 is greater than the upper limit (14400).\n"
+# CR 3.1.13 pjstat --choose: the chosen columns under the -v header's names.
+PJSTAT_HEADER = "JOB_ID     ST  EC  PC  SN\n"
 
 
 def fake_run(outputs):
@@ -21,72 +36,138 @@ def fake_run(outputs):
         calls.append(command)
         key = "history" if "-H" in command else command[0]
         stdout, code = outputs.get(key, ("", 0))
-        return subprocess.CompletedProcess(command, code, stdout=stdout, stderr="")
+        return subprocess.CompletedProcess(command, code, stdout=stdout if code == 0 else "",
+                                           stderr="" if code == 0 else stdout)
 
     return run, calls
 
 
-@pytest.fixture
-def site(tmp_path):
+SITE = {"execution": {"ranks_per_node": 4},
+        "pjm": {"group": "hp123456", "resource_group": "small", "extra_resources": ["freq=2200"],
+                "gfscache": ["/vol0004", "/vol0005"], "directives": ['-x "APPLOG=NO"'],
+                "pjsub_args": ["--no-check-directory"], "accept_limit": 100,
+                "setup": [". /vol0004/apps/oss/spack/share/spack/setup-env.sh"]}}
+
+
+def write_site(tmp_path, **changes):
     path = tmp_path / "fugaku.yaml"
-    path.write_text(yaml.safe_dump({"execution": {"ranks_per_node": 4},
-                                    "pjm": {"group": "hp123456", "resource_group": "small",
-                                            "extra_resources": ["freq=2200"], "setup": [". .venv/bin/activate"]}}))
+    path.write_text(yaml.safe_dump({**SITE, "pjm": {**SITE["pjm"], **changes}}))
     return path
 
 
-def test_submit_writes_directives_and_returns_the_job_id(site, tmp_path):
+def test_submit_writes_directives_and_returns_the_job_id(tmp_path):
     run, calls = fake_run({"pjsub": (PJSUB_OK, 0)})
-    job_id = pjm.submit("/work/.snakemake/tmp/snakejob.train.7.sh", site, "smk-train", nodes=3, procs=12,
-                        threads=12, elapse_minutes=90, log_dir=tmp_path / "logs", run=run)
-    assert job_id == "8675309"
-    script = calls[0][1]
-    text = open(script).read()
+    job_id = pjm.submit("/work/.snakemake/tmp/snakejob.train.7.sh", write_site(tmp_path), "smk-train", nodes=3,
+                        procs=12, threads=12, elapse_minutes=90, log_dir=tmp_path / "logs", run=run)
+    assert job_id == "9714"
+    assert calls[0][:2] == ["pjsub", "--no-check-directory"]
+    text = open(calls[0][2]).read()
+    lines = text.splitlines()
     for directive in ('#PJM -L "node=3"', '#PJM -L "rscgrp=small"', '#PJM -L "elapse=01:30:00"',
                       '#PJM -L "freq=2200"', "#PJM -g hp123456", '#PJM --mpi "proc=12"',
-                      '#PJM --mpi "max-proc-per-node=4"', "export OMP_NUM_THREADS=12"):
-        assert directive in text.splitlines()
-    assert text.splitlines()[-1] == "bash /work/.snakemake/tmp/snakejob.train.7.sh"
-    assert text.index(". .venv/bin/activate") < text.index("bash /work")
+                      '#PJM --mpi "max-proc-per-node=4"', "#PJM -x PJM_LLIO_GFSCACHE=/vol0004:/vol0005",
+                      '#PJM -x "APPLOG=NO"', f"#PJM --spath {tmp_path / 'logs'}/%j.stats", "export OMP_NUM_THREADS=12"):
+        assert directive in lines
+    # Directives are read only before the first command line (UG JobExecution/Overview).
+    first_command = next(k for k, line in enumerate(lines) if k and not line.startswith("#"))
+    assert all(not line.startswith("#PJM") for line in lines[first_command:])
+    assert lines[-1] == "bash /work/.snakemake/tmp/snakejob.train.7.sh"
+    assert text.index("setup-env.sh") < text.index("bash /work")
 
 
-def test_rejected_submission_is_an_error(site, tmp_path):
-    run, _ = fake_run({"pjsub": (PJSUB_REJECTED, 1)})
-    with pytest.raises(SuperGCNError, match="Staging option error"):
-        pjm.submit("job.sh", site, "x", 1, 1, 1, 10, tmp_path, run=run)
-
-
-def test_site_file_without_resource_group_is_refused(tmp_path):
-    path = tmp_path / "site.yaml"
-    path.write_text("pjm: {group: x}\n")
-    with pytest.raises(SuperGCNError, match="resource_group"):
-        pjm.read_site(path)
-
-
-@pytest.mark.parametrize("state, exit_code, expected", [
-    ("RUN", "-", "running"), ("RNO", "-", "running"), ("RNE", "-", "running"),
-    ("ACC", "-", "running"), ("QUE", "-", "running"), ("RNA", "-", "running"), ("RNP", "-", "running"),
-    ("HLD", "-", "running"), ("ERR", "-", "failed"), ("CCL", "-", "failed"), ("RJT", "-", "failed"),
+@pytest.mark.parametrize("output, fragments", [
+    (PJSUB_NO_GROUP, ["PJM 0071", "pjm.group"]),
+    (PJSUB_ACCEPT_LIMIT, ["PJM 0072", "accept limit", "pjm.accept_limit"]),
+    (PJSUB_OVER_LIMIT, ["PJM 0057", "execution.runtime_minutes"]),
 ])
-def test_current_job_states(state, exit_code, expected):
-    run, _ = fake_run({"pjstat": (f"{PJSTAT_HEADER}8675309    {state} {exit_code}\n", 0)})
-    assert pjm.status("8675309", run=run) == expected
+def test_rejected_submissions_name_the_fix(tmp_path, output, fragments):
+    run, _ = fake_run({"pjsub": (output, 1)})
+    with pytest.raises(SuperGCNError) as error:
+        pjm.submit("job.sh", write_site(tmp_path), "x", 1, 1, 1, 10, tmp_path, run=run)
+    for fragment in fragments:
+        assert fragment in str(error.value)
 
 
-@pytest.mark.parametrize("exit_code, expected", [("0", "success"), ("1", "failed"), ("137", "failed")])
-def test_finished_jobs_are_read_from_the_history(exit_code, expected):
-    run, calls = fake_run({"pjstat": (PJSTAT_HEADER, 0),
-                           "history": (f"{PJSTAT_HEADER}8675309    EXT {exit_code}\n", 0)})
-    assert pjm.status("8675309", run=run) == expected
-    assert "-H" in calls[1]
+@pytest.mark.parametrize("change, fragment", [
+    ({"resource_group": None}, "pjm.resource_group"),
+    ({"group": None}, "pjm.group"),
+    ({"gfscache": ["/vol0001"]}, "pjm.gfscache"),
+    ({"directives": ["--no-check-directory"]}, "pjm.pjsub_args"),
+])
+def test_bad_site_files_are_refused_before_pjsub(tmp_path, change, fragment):
+    with pytest.raises(SuperGCNError, match=fragment.replace(".", r"\.")):
+        pjm.read_site(write_site(tmp_path, **change))
 
 
-def test_unlisted_job_is_still_running():
+@pytest.mark.parametrize("state", ["ACC", "QUE", "RNA", "RNP", "RUN", "RNE", "RNO", "RSM", "SPP", "SPD"])
+def test_jobs_on_their_way_are_running(state):
+    run, _ = fake_run({"pjstat": (f"{PJSTAT_HEADER}9714       {state} -   -   -\n", 0)})
+    assert pjm.status("9714", run=run) == "running"
+
+
+@pytest.mark.parametrize("row, expected, reason", [
+    ("EXT 0   0   0", "success", None),
+    ("EXT 1   0   -", "failed", "exit code 1"),
+    # EC 0 but the elapse limit hit: PC 11 (EUG 2.3.4.2, UG "Job manager exit code").
+    ("EXT 0   11  -", "failed", "elapse time limit exceeded"),
+    ("EXT 0   0   9", "failed", "signal 9"),
+    ("CCL -   1   -", "failed", "cancelled by pjdel"),
+    ("RJT -   2   -", "failed", "rejected"),
+])
+def test_ended_jobs_are_read_from_the_history(row, expected, reason, capsys):
+    run, calls = fake_run({"pjstat": (PJSTAT_HEADER, 0), "history": (f"{PJSTAT_HEADER}9714       {row}\n", 0)})
+    assert pjm.status("9714", run=run) == expected
+    assert calls[0] == ["pjstat", "-v", "--choose", "jid,st,ec,pc,sn", "9714"]
+    assert calls[1] == ["pjstat", "-H", "-v", "--choose", "jid,st,ec,pc,sn", "9714"]
+    if reason:
+        assert reason in capsys.readouterr().err
+
+
+def test_error_jobs_fail_and_are_deleted(capsys):
+    """ERR stays in the list until the user deletes it (UG "Job status items")."""
+    run, calls = fake_run({"pjstat": (f"{PJSTAT_HEADER}9714       ERR -   28  -\n", 0)})
+    assert pjm.status("9714", run=run) == "failed"
+    assert calls[-1][:2] == ["pjdel", "9714"]
+    assert "abnormal job execution environment" in capsys.readouterr().err
+
+
+def test_held_jobs_are_not_running_forever(capsys):
+    run, calls = fake_run({"pjstat": (f"{PJSTAT_HEADER}9714       HLD -   4   -\n", 0)})
+    assert pjm.status("9714", run=run) == "failed"
+    assert "held" in capsys.readouterr().err
+    assert all(call[0] != "pjdel" for call in calls)  # the user's hold is the user's to release
+
+
+def test_a_job_pjstat_never_lists_fails_after_the_timeout(tmp_path, capsys):
     run, _ = fake_run({"pjstat": (PJSTAT_HEADER, 0), "history": (PJSTAT_HEADER, 0)})
-    assert pjm.status("1", run=run) == "running"
+    answers = [pjm.status("9714", tmp_path, missing_timeout=600, run=run, now=lambda: moment)
+               for moment in (1000.0, 1300.0, 1700.0)]
+    assert answers == ["running", "running", "failed"]
+    assert "not been listed by pjstat" in capsys.readouterr().err
 
 
-def test_cancel_calls_pjdel():
-    run, calls = fake_run({})
-    pjm.cancel(["1", "2"], run=run)
-    assert calls == [["pjdel", "1", "2"]]
+def test_a_failing_pjstat_is_an_error_not_a_running_job():
+    run, _ = fake_run({"pjstat": ("[ERR.] PJM 0290 pjstat PJM daemon is not present.\n", 1)})
+    with pytest.raises(SuperGCNError, match="PJM daemon is not present"):
+        pjm.status("9714", run=run)
+
+
+def test_the_profile_cancels_with_pjdel_called_as_the_executor_calls_it(tmp_path):
+    """cluster-generic runs ``[cancel_cmd] + job ids`` with shell=False."""
+    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "fugaku" / "config.yaml").read_text())
+    record = tmp_path / "pjdel.args"
+    fake = tmp_path / "pjdel"
+    fake.write_text(f"#!/bin/bash\nprintf '%s\\n' \"$@\" > {record}\n"
+                    "for id in \"$@\"; do echo \"[INFO] PJM 0100 pjdel Accepted job $id.\"; done\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    subprocess.check_call([profile["cluster-generic-cancel-cmd"], "9714", "9715"], shell=False, timeout=2, env=env)
+    assert record.read_text().split() == ["9714", "9715"]
+
+
+def test_the_profile_stays_below_the_accept_limit_and_off_the_drivers_interpreter():
+    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "fugaku" / "config.yaml").read_text())
+    site = pjm.read_site(REPO / "config" / "fugaku.yaml")
+    assert profile["jobs"] < site["accept_limit"]
+    assert "software-deployment" not in profile["shared-fs-usage"]
+    assert "/vol0004" in site["gfscache"] and any("spack" in line for line in site["setup"])
