@@ -22,6 +22,8 @@ def configure(parser) -> None:
     status.add_argument("--state-dir", default="logs/pjm", help="where jobs pjstat does not list yet are noted")
     status.add_argument("--missing-timeout", type=float, default=600.0,
                         help="seconds a job may go unlisted by pjstat before it counts as failed")
+    status.add_argument("--max-age", type=float, default=20.0,
+                        help="seconds one pjstat listing of all jobs serves every status query")
     status.add_argument("job_id")
 
 
@@ -33,4 +35,4 @@ def run(args) -> None:
         print(pjm.submit(args.jobscript, args.site, args.name, args.nodes, args.procs, args.threads,
                          args.elapse_minutes, args.log_dir))
     else:
-        print(pjm.status(args.job_id, args.state_dir, args.missing_timeout))
+        print(pjm.status(args.job_id, args.state_dir, args.missing_timeout, args.max_age))

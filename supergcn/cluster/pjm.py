@@ -24,13 +24,15 @@ Command Reference (CR) and End-user's Guide (EUG):
   is 0 when the job could not be processed normally (ex. exceeding elapse time limit)"
   [EUG 2.3.4.2]. The PC meanings are :data:`PJM_CODES` [Checking abnormal end of job].
 * pjstat lists ended jobs only with ``-H`` and ignores unknown job ids silently [CR
-  3.1.13]; ``--choose`` picks single-word columns, so rows split on whitespace.
+  3.1.13]; ``--choose`` picks single-word columns, so rows split on whitespace. One
+  listing of all the user's jobs is shared by every status query for a few seconds.
 
 Site values come from the site file's ``pjm:`` section (``config/fugaku.yaml``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -176,17 +178,33 @@ def verdict(row: dict[str, str]) -> tuple[str, str | None]:
     return "failed", f"in a state this wrapper does not know: {state}"
 
 
-def status(job_id: str, state_dir: str | Path = "logs/pjm", missing_timeout: float = 600.0,
+def listing(history: bool, state_dir: str | Path, max_age: float, run=subprocess.run, now=time.time) -> str:
+    """The output of one ``pjstat [-H] -v --choose jid,st,ec,pc,sn`` for all of the
+    user's jobs, shared through ``state_dir`` by every status query for ``max_age``
+    seconds: one pjstat call serves all active jobs (sites frown on status polling)."""
+    cache = Path(state_dir) / ("pjstat-history.txt" if history else "pjstat.txt")
+    if cache.exists():
+        stamp, _, output = cache.read_text().partition("\n")
+        if now() - float(stamp) < max_age:
+            return output
+    command = ["pjstat", *(["-H"] if history else []), "-v", "--choose", "jid,st,ec,pc,sn"]
+    result = run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SuperGCNError(f"`{' '.join(command)}` failed: {(result.stdout + result.stderr).strip()}")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    partial = cache.with_name(f".{cache.name}.{os.getpid()}")
+    partial.write_text(f"{now()}\n{result.stdout}")
+    os.replace(partial, cache)
+    return result.stdout
+
+
+def status(job_id: str, state_dir: str | Path = "logs/pjm", missing_timeout: float = 600.0, max_age: float = 20.0,
            run=subprocess.run, now=time.time) -> str:
     """``running``, ``success`` or ``failed`` for ``job_id``; the reason for a failure
     goes to stderr. A job that neither pjstat nor its history lists is running for
     ``missing_timeout`` seconds (pjstat may not show a fresh job yet), then failed."""
-    for history in ([], ["-H"]):
-        command = ["pjstat", *history, "-v", "--choose", "jid,st,ec,pc,sn", job_id]
-        result = run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise SuperGCNError(f"`{' '.join(command)}` failed: {(result.stdout + result.stderr).strip()}")
-        row = parse_pjstat(result.stdout).get(job_id)
+    for history in (False, True):
+        row = parse_pjstat(listing(history, state_dir, max_age, run, now)).get(job_id)
         if row is None:
             continue
         answer, reason = verdict(row)

@@ -100,9 +100,9 @@ def test_bad_site_files_are_refused_before_pjsub(tmp_path, change, fragment):
 
 
 @pytest.mark.parametrize("state", ["ACC", "QUE", "RNA", "RNP", "RUN", "RNE", "RNO", "RSM", "SPP", "SPD"])
-def test_jobs_on_their_way_are_running(state):
+def test_jobs_on_their_way_are_running(state, tmp_path):
     run, _ = fake_run({"pjstat": (f"{PJSTAT_HEADER}9714       {state} -   -   -\n", 0)})
-    assert pjm.status("9714", run=run) == "running"
+    assert pjm.status("9714", tmp_path, run=run) == "running"
 
 
 @pytest.mark.parametrize("row, expected, reason", [
@@ -114,42 +114,52 @@ def test_jobs_on_their_way_are_running(state):
     ("CCL -   1   -", "failed", "cancelled by pjdel"),
     ("RJT -   2   -", "failed", "rejected"),
 ])
-def test_ended_jobs_are_read_from_the_history(row, expected, reason, capsys):
+def test_ended_jobs_are_read_from_the_history(row, expected, reason, capsys, tmp_path):
     run, calls = fake_run({"pjstat": (PJSTAT_HEADER, 0), "history": (f"{PJSTAT_HEADER}9714       {row}\n", 0)})
-    assert pjm.status("9714", run=run) == expected
-    assert calls[0] == ["pjstat", "-v", "--choose", "jid,st,ec,pc,sn", "9714"]
-    assert calls[1] == ["pjstat", "-H", "-v", "--choose", "jid,st,ec,pc,sn", "9714"]
+    assert pjm.status("9714", tmp_path, run=run) == expected
+    assert calls[0] == ["pjstat", "-v", "--choose", "jid,st,ec,pc,sn"]
+    assert calls[1] == ["pjstat", "-H", "-v", "--choose", "jid,st,ec,pc,sn"]
     if reason:
         assert reason in capsys.readouterr().err
 
 
-def test_error_jobs_fail_and_are_deleted(capsys):
+def test_error_jobs_fail_and_are_deleted(capsys, tmp_path):
     """ERR stays in the list until the user deletes it (UG "Job status items")."""
     run, calls = fake_run({"pjstat": (f"{PJSTAT_HEADER}9714       ERR -   28  -\n", 0)})
-    assert pjm.status("9714", run=run) == "failed"
+    assert pjm.status("9714", tmp_path, run=run) == "failed"
     assert calls[-1][:2] == ["pjdel", "9714"]
     assert "abnormal job execution environment" in capsys.readouterr().err
 
 
-def test_held_jobs_are_not_running_forever(capsys):
+def test_held_jobs_are_not_running_forever(capsys, tmp_path):
     run, calls = fake_run({"pjstat": (f"{PJSTAT_HEADER}9714       HLD -   4   -\n", 0)})
-    assert pjm.status("9714", run=run) == "failed"
+    assert pjm.status("9714", tmp_path, run=run) == "failed"
     assert "held" in capsys.readouterr().err
     assert all(call[0] != "pjdel" for call in calls)  # the user's hold is the user's to release
 
 
 def test_a_job_pjstat_never_lists_fails_after_the_timeout(tmp_path, capsys):
     run, _ = fake_run({"pjstat": (PJSTAT_HEADER, 0), "history": (PJSTAT_HEADER, 0)})
-    answers = [pjm.status("9714", tmp_path, missing_timeout=600, run=run, now=lambda: moment)
+    answers = [pjm.status("9714", tmp_path, missing_timeout=600, max_age=0, run=run, now=lambda: moment)
                for moment in (1000.0, 1300.0, 1700.0)]
     assert answers == ["running", "running", "failed"]
     assert "not been listed by pjstat" in capsys.readouterr().err
 
 
-def test_a_failing_pjstat_is_an_error_not_a_running_job():
+def test_a_failing_pjstat_is_an_error_not_a_running_job(tmp_path):
     run, _ = fake_run({"pjstat": ("[ERR.] PJM 0290 pjstat PJM daemon is not present.\n", 1)})
     with pytest.raises(SuperGCNError, match="PJM daemon is not present"):
-        pjm.status("9714", run=run)
+        pjm.status("9714", tmp_path, run=run)
+
+
+def test_one_pjstat_listing_serves_every_job_until_it_is_old(tmp_path):
+    table = f"{PJSTAT_HEADER}9714       RUN -   -   -\n9715       QUE -   -   -\n"
+    run, calls = fake_run({"pjstat": (table, 0)})
+    for job_id in ("9714", "9715", "9714"):
+        assert pjm.status(job_id, tmp_path, max_age=20, run=run, now=lambda: 100.0) == "running"
+    assert len(calls) == 1
+    pjm.status("9714", tmp_path, max_age=20, run=run, now=lambda: 121.0)
+    assert len(calls) == 2
 
 
 def test_the_profile_cancels_with_pjdel_called_as_the_executor_calls_it(tmp_path):

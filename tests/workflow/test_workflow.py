@@ -113,7 +113,8 @@ def test_slurm_profile_dry_run_uses_srun_and_rank_resources(tmp_path):
         assert job["resources"]["mpi"] == "srun"
         assert int(job["resources"]["tasks"]) == int(job["wildcards"]["P"])
         assert job["resources"]["cpus_per_task"] == "8"
-    assert re.search(r"^Shell command: srun -n 2 python -m supergcn.cli train .* --threads 8 ", result.stdout, re.M)
+    assert re.search(r"^Shell command: rank_files=.*; status=0; srun -n 2 +python -m supergcn.cli train .* "
+                     r"--threads 8 ", result.stdout, re.M)
 
 
 def test_slurm_profile_generates_sbatch_options(tmp_path):

@@ -6,6 +6,14 @@
 ruleorder: local_machine > machine_profile
 
 
+# Light single-process steps run where Snakemake runs, not as scheduler jobs.
+localrules:
+    machine_profile,
+    predict,
+    perf_tables,
+    perf_figures,
+
+
 rule bench_comm:
     output:
         f"{RESULTS}/perf/bench/comm-P{{P}}.json",

@@ -1,4 +1,11 @@
-# Result tables and figures of the study.
+# Result tables and figures of the study. Both are light single-process steps: they run
+# where Snakemake runs, not as scheduler jobs.
+
+
+localrules:
+    tables,
+    figures,
+
 
 TABLES = ["runs", "scaling", "breakdown", "accuracy", "volume"]
 FIGURES = ["scaling", "breakdown", "accuracy_curves", "volume"]

@@ -28,6 +28,8 @@ rule train:
         epochs=TRAINING["epochs"],
         checkpoint_every=TRAINING["checkpoint_every"],
         code=code("train"),
+        # {log} of execution.rank_output is the shell's $rank_files (set below).
+        rank_output=EXECUTION.get("rank_output", "").replace("{log}", '"$rank_files"'),
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
         mpi=EXECUTION["mpi"],
@@ -41,7 +43,10 @@ rule train:
     log:
         "logs/train/{dataset}/P{P}/{strategy}-{precision}-{lp}/seed{seed}.log",
     shell:
-        "{resources.mpi} -n {resources.tasks} python -m supergcn.cli train --graph {input.graph:q} "
+        # Launchers that write each rank's output to files of its own (Fujitsu MPI) are
+        # given execution.rank_output; those files are appended to the log afterwards.
+        "rank_files={log:q}.rank; status=0; {resources.mpi} -n {resources.tasks} {params.rank_output} "
+        "python -m supergcn.cli train --graph {input.graph:q} "
         "--partition {input.partition:q} --plan {input.plan:q} --out {output:q} "
         "--model {params.model} --num-layers {params.num_layers} --hidden {params.hidden} "
         "--dropout {params.dropout} {params.layer_norm} {params.input_norm} --lr {params.lr} "
@@ -49,4 +54,7 @@ rule train:
         "--threads {resources.cpus_per_task} {params.variant_flags} --rounding {params.rounding} "
         "--parameter-dtype {params.parameter_dtype} "
         "--checkpoint {params.checkpoint:q} --checkpoint-every {params.checkpoint_every} --resume "
-        "> {log:q} 2>&1"
+        "> {log:q} 2>&1 || status=$?; "
+        "for rank_file in \"$rank_files\".*; do if [ -e \"$rank_file\" ]; then "
+        "echo \"== $rank_file\" >> {log:q}; cat \"$rank_file\" >> {log:q}; rm -f \"$rank_file\"; fi; done; "
+        "exit $status"
