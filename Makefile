@@ -43,8 +43,8 @@ lint: $(STAMP)
 PROFILE_HOME := $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/snakemake
 profiles:
 	mkdir -p "$(PROFILE_HOME)"
-	for name in local fugaku slurm; do ln -sfn "$(CURDIR)/workflow/profiles/$$name" "$(PROFILE_HOME)/$$name"; done
-	@echo "installed profiles local, fugaku, slurm in $(PROFILE_HOME)"
+	for dir in $(CURDIR)/workflow/profiles/*/; do ln -sfn "$${dir%/}" "$(PROFILE_HOME)/$$(basename "$$dir")"; done
+	@echo "installed profiles $(notdir $(wildcard workflow/profiles/*)) in $(PROFILE_HOME)"
 
 clean:
 	rm -rf data logs .snakemake

@@ -28,6 +28,14 @@ Command Reference (CR) and End-user's Guide (EUG):
   listing of all the user's jobs is shared by every status query for a few seconds.
 
 Site values come from the site file's ``pjm:`` section (``config/fugaku.yaml``).
+
+Why Snakemake's cluster-generic executor and not an executor plugin of our own: what a
+plugin would add is here already (one pjstat listing shared by every status query,
+``pjdel`` on cancel, the whole job script written by :func:`pjm_script`), while
+Snakemake finds executor plugins only as top-level packages on ``sys.path`` and never in
+an editable install, which is how this project is installed; a plugin would need a
+second distribution or a path hack, and would track an interface that changes between
+Snakemake versions.
 """
 
 from __future__ import annotations

@@ -181,3 +181,12 @@ def test_the_profile_stays_below_the_accept_limit_and_off_the_drivers_interprete
     assert profile["jobs"] < site["accept_limit"]
     assert "software-deployment" not in profile["shared-fs-usage"]
     assert "/vol0004" in site["gfscache"] and any("spack" in line for line in site["setup"])
+
+
+def test_rows_whose_columns_hold_spaces_are_not_misread():
+    """EUG 2.4.1, "Displaying a job list": START_DATE holds a space, so a table that is not
+    chosen column by column cannot be split on whitespace; such rows are skipped."""
+    output = ("JOB_ID     JOB_NAME   MD START_DATE\n238        job.sh     NM 11/17 09:01:41\n"
+              "239        bulk.sh    BU 11/17 09:01:42\n")
+    assert pjm.parse_pjstat(output) == {}
+    assert pjm.parse_pjstat("JOB_ID     ST  EC  PC  SN\n238        EXT 0   0   0\n")["238"]["PC"] == "0"

@@ -89,7 +89,7 @@ def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
 def test_profiles_resolve_by_name_once_installed(tmp_path):
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
     subprocess.run(["make", "-s", "profiles"], cwd=REPO, check=True, env=env)
-    for name in ("fugaku", "slurm", "local"):
+    for name in ("fugaku", "fugaku-prepost", "slurm", "local"):
         assert (tmp_path / "snakemake" / name / "config.yaml").is_file()
     result = snakemake("-n", "--profile", "fugaku", env_extra={"XDG_CONFIG_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
@@ -362,3 +362,9 @@ def test_ruff_is_clean():
     """`make lint`'s first half: pyflakes, pycodestyle and import order (pyproject.toml)."""
     result = subprocess.run([str(BIN / "ruff"), "check", "."], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_prepost_profile_preprocesses_and_stops_before_training():
+    result = snakemake("-n", "--profile", "workflow/profiles/fugaku-prepost")
+    assert result.returncode == 0, result.stderr
+    assert set(planned_jobs(result.stdout)) == {"prepare", "partition", "plan"}
