@@ -120,6 +120,9 @@ def elapse(minutes: int) -> str:
 def pjm_script(jobscript: str, site: dict, name: str, nodes: int, procs: int, threads: int, elapse_minutes: int,
                log_dir: str) -> str:
     """The PJM batch script that runs Snakemake's ``jobscript`` on the requested nodes."""
+    # A group job's resources are summed over its parallel steps; it needs no more nodes
+    # than its processes fill.
+    nodes = min(nodes, -(-procs // site["ranks_per_node"]))
     resources = [f"node={nodes}", f"rscgrp={site['resource_group']}", f"elapse={elapse(elapse_minutes)}",
                  *site.get("extra_resources", [])]
     lines = ["#!/bin/bash", f"#PJM --name {name}"]
@@ -211,23 +214,26 @@ def status(job_id: str, state_dir: str | Path = "logs/pjm", missing_timeout: flo
     """``running``, ``success`` or ``failed`` for ``job_id``; the reason for a failure
     goes to stderr. A job that neither pjstat nor its history lists is running for
     ``missing_timeout`` seconds (pjstat may not show a fresh job yet), then failed."""
-    for history in (False, True):
-        row = parse_pjstat(listing(history, state_dir, max_age, run, now)).get(job_id)
-        if row is None:
-            continue
-        answer, reason = verdict(row)
-        if reason:
-            print(f"PJM job {job_id} {reason}", file=sys.stderr)
-        if row.get("ST") == "ERR":
-            run(["pjdel", job_id], capture_output=True, text=True)
-        return answer
     marker = Path(state_dir) / f"{job_id}.unlisted"
-    if not marker.exists():
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(str(now()))
-    waited = now() - float(marker.read_text())
-    if waited > missing_timeout:
-        print(f"PJM job {job_id} has not been listed by pjstat (nor its history) for {waited:.0f} s: "
-              "counted as failed", file=sys.stderr)
-        return "failed"
-    return "running"
+    # The second pass refreshes both listings: a job may end between two cached ones.
+    for age in (max_age, 0.0):
+        row = (parse_pjstat(listing(False, state_dir, age, run, now)).get(job_id)
+               or parse_pjstat(listing(True, state_dir, age, run, now)).get(job_id))
+        if row is not None:
+            marker.unlink(missing_ok=True)
+            answer, reason = verdict(row)
+            if reason:
+                print(f"PJM job {job_id} {reason}", file=sys.stderr)
+            if row.get("ST") == "ERR":
+                run(["pjdel", job_id], capture_output=True, text=True)
+            return answer
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(str(now()))
+        waited = now() - float(marker.read_text())
+        if waited <= missing_timeout:
+            return "running"
+    marker.unlink(missing_ok=True)
+    print(f"PJM job {job_id} has not been listed by pjstat (nor its history) for {waited:.0f} s: "
+          "counted as failed", file=sys.stderr)
+    return "failed"

@@ -190,3 +190,20 @@ def test_rows_whose_columns_hold_spaces_are_not_misread():
               "239        bulk.sh    BU 11/17 09:01:42\n")
     assert pjm.parse_pjstat(output) == {}
     assert pjm.parse_pjstat("JOB_ID     ST  EC  PC  SN\n238        EXT 0   0   0\n")["238"]["PC"] == "0"
+
+
+def test_a_job_that_ends_between_two_cached_listings_is_found_fresh(tmp_path):
+    """The cached live listing was taken after the job ended, the cached history before:
+    neither lists it. Before it may count as failed, both are asked again."""
+    (tmp_path / "pjstat.txt").write_text(f"10.0\n{PJSTAT_HEADER}")
+    (tmp_path / "pjstat-history.txt").write_text(f"5.0\n{PJSTAT_HEADER}")
+    (tmp_path / "9714.unlisted").write_text("0.0")
+    run, calls = fake_run({"pjstat": (PJSTAT_HEADER, 0), "history": (f"{PJSTAT_HEADER}9714       EXT 0   0   0\n", 0)})
+    assert pjm.status("9714", tmp_path, missing_timeout=1, max_age=20, run=run, now=lambda: 12.0) == "success"
+    assert len(calls) == 2 and not (tmp_path / "9714.unlisted").exists()
+
+
+def test_a_group_job_asks_for_no_more_nodes_than_its_processes_fill(tmp_path):
+    script = pjm.pjm_script("job.sh", pjm.read_site(write_site(tmp_path)), "g", nodes=3, procs=3, threads=1,
+                            elapse_minutes=30, log_dir="logs")
+    assert '#PJM -L "node=1"' in script.splitlines()
