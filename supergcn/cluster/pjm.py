@@ -4,7 +4,11 @@
   submits it with ``pjsub`` and prints the job id.
 * ``status``: asks ``pjstat`` (current jobs, then the history with ``-H``) and prints
   ``running``, ``success`` or ``failed`` as the executor expects.
-* cancelling is ``pjdel`` itself (the executor calls ``[cancel-cmd] + job ids``).
+* cancelling is ``pjdel`` itself (the executor calls ``[cancel-cmd] + job ids``), and
+  ``supergcn-pjm-sidecar`` deletes what is left: while a status round is under way,
+  Snakemake's executor holds no active job to cancel, so a Ctrl-C then would leave jobs
+  running. The sidecar notes every job the run submits and ``pjdel``s those that have not
+  ended when it is stopped (by Snakemake at its end, or by the Ctrl-C itself).
 
 What follows the "Supercomputer Fugaku Users Guide - Use and job execution" (1.52,
 RIKEN-RCCS ``fugaku-doc``; sections in brackets) and Fujitsu's Job Operation Software
@@ -85,6 +89,8 @@ COMMAND_LINE_ONLY = ("--no-check-directory", "--no-check-gfscache", "--all-mount
 _SUBMITTED = re.compile(r"\[INFO\.?\] PJM 0000 pjsub Job (\S+) submitted")
 _PJM_ERROR = re.compile(r"PJM (\d{4}) pjsub")
 _VOLUME = re.compile(r"^/vol000[2-6]$")
+#: How cluster-generic hands the sidecar's first output line to the submit command.
+SIDECAR_VARIABLE = "SNAKEMAKE_CLUSTER_SIDECAR_VARS"
 
 
 def read_site(path: str | Path) -> dict:
@@ -151,6 +157,10 @@ def submit(jobscript: str, site_path: str, name: str, nodes: int, procs: int, th
         code = _PJM_ERROR.search(output)
         hint = PJSUB_HINTS.get(code.group(1)) if code else None
         raise SuperGCNError(f"pjsub refused {script}: {output}" + (f" — {hint}" if hint else ""))
+    job_list = os.environ.get(SIDECAR_VARIABLE)
+    if job_list:  # the sidecar of this run cancels it if the run is stopped
+        with open(job_list, "a") as jobs:
+            jobs.write(match.group(1) + "\n")
     return match.group(1)
 
 
@@ -237,3 +247,44 @@ def status(job_id: str, state_dir: str | Path = "logs/pjm", missing_timeout: flo
     print(f"PJM job {job_id} has not been listed by pjstat (nor its history) for {waited:.0f} s: "
           "counted as failed", file=sys.stderr)
     return "failed"
+
+
+def cancel_unfinished(job_list: Path, run=subprocess.run) -> list[str]:
+    """``pjdel`` the jobs of ``job_list`` that a fresh pjstat still lists as not ended;
+    return their ids."""
+    submitted = job_list.read_text().split() if job_list.exists() else []
+    if not submitted:
+        return []
+    result = run(["pjstat", "-v", "--choose", "jid,st,ec,pc,sn"], capture_output=True, text=True)
+    listed = parse_pjstat(result.stdout) if result.returncode == 0 else {}
+    # Unreadable listing: delete them all (pjdel refuses ended jobs harmlessly).
+    unfinished = [job for job in submitted if job in listed or result.returncode != 0]
+    if unfinished:
+        run(["pjdel", *unfinished], capture_output=True, text=True)
+    return unfinished
+
+
+def sidecar(state_dir: str | Path = "logs/pjm") -> int:
+    """The run's sidecar (``cluster-generic-sidecar-cmd: supergcn-pjm-sidecar``): print
+    the file the submit command notes job ids in, then wait; on SIGTERM or SIGINT cancel
+    the jobs that have not ended, and go."""
+    import signal
+
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # from now on a stop waits for sigwait
+    job_list = Path(state_dir).resolve() / f"sidecar-{os.getpid()}.jobs"
+    job_list.parent.mkdir(parents=True, exist_ok=True)
+    job_list.touch()
+    print(job_list, flush=True)
+    signal.sigwait(stop)
+    cancelled = cancel_unfinished(job_list)
+    if cancelled:
+        print(f"pjdel {' '.join(cancelled)}: the run stopped before these jobs ended", flush=True)
+    job_list.unlink(missing_ok=True)
+    return 0
+
+
+def sidecar_main() -> None:
+    """Entry point of the ``supergcn-pjm-sidecar`` program (one word: the executor runs
+    the sidecar command without a shell)."""
+    sys.exit(sidecar())

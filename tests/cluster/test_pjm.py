@@ -6,8 +6,11 @@ each fixture is named beside it.
 """
 
 import os
+import shutil
 import stat
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -207,3 +210,40 @@ def test_a_group_job_asks_for_no_more_nodes_than_its_processes_fill(tmp_path):
     script = pjm.pjm_script("job.sh", pjm.read_site(write_site(tmp_path)), "g", nodes=3, procs=3, threads=1,
                             elapse_minutes=30, log_dir="logs")
     assert '#PJM -L "node=1"' in script.splitlines()
+
+
+def test_submit_notes_the_job_for_the_sidecar(tmp_path, monkeypatch):
+    job_list = tmp_path / "sidecar.jobs"
+    monkeypatch.setenv(pjm.SIDECAR_VARIABLE, str(job_list))
+    run, _ = fake_run({"pjsub": (PJSUB_OK, 0)})
+    pjm.submit("job.sh", write_site(tmp_path), "x", 1, 1, 1, 10, tmp_path / "logs", run=run)
+    assert job_list.read_text().split() == ["9714"]
+
+
+def test_the_sidecar_deletes_only_the_jobs_still_listed(tmp_path):
+    job_list = tmp_path / "sidecar.jobs"
+    job_list.write_text("9714\n9715\n9716\n")
+    run, calls = fake_run({"pjstat": (f"{PJSTAT_HEADER}9715       RUN -   -   -\n9716       QUE -   -   -\n", 0)})
+    assert pjm.cancel_unfinished(job_list, run=run) == ["9715", "9716"]
+    assert calls[-1] == ["pjdel", "9715", "9716"]
+
+
+def test_the_sidecar_program_cancels_when_it_is_stopped(tmp_path):
+    """Run as Snakemake runs it: one word, its first line read, then SIGTERM at the end."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "pjdel.args"
+    (bin_dir / "pjstat").write_text(f"#!/bin/bash\nprintf '{PJSTAT_HEADER}9714 RUN - - -\\n'\n")
+    (bin_dir / "pjdel").write_text(f"#!/bin/bash\nprintf '%s\\n' \"$@\" > {record}\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    sidecar = shutil.which("supergcn-pjm-sidecar", path=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")
+    process = subprocess.Popen([sidecar], cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+                               env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    job_list = Path(process.stdout.readline().strip())
+    assert job_list.parent == tmp_path / "logs" / "pjm"
+    job_list.write_text("9714\n9713\n")
+    process.terminate()
+    assert process.wait(timeout=30) == 0
+    assert record.read_text().split() == ["9714"]
+    assert not job_list.exists()

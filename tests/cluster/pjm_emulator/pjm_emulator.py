@@ -253,5 +253,8 @@ def mpiexec(args: list[str]) -> int:
 
 if __name__ == "__main__":
     command, *rest = sys.argv[1:]
+    home().mkdir(parents=True, exist_ok=True)
+    with open(home() / "calls.log", "a") as calls:  # what the executor asked, for the tests
+        calls.write(f"{time.time():.3f} {command} {' '.join(rest)}\n")
     sys.exit({"pjsub": pjsub, "pjstat": pjstat, "pjdel": pjdel, "mpiexec": mpiexec, "_run": _run}[command](
         rest if command != "_run" else rest[0]))
