@@ -63,13 +63,10 @@ def build_parser(words: list[str] | tuple[str, ...] = ()) -> argparse.ArgumentPa
     parser.add_argument("--version", action="version", version=f"supergcn {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     names = command_names()
-    for length in (2, 1):
-        chosen = [name for name in names if command_words(name) == tuple(words[:length])]
-        if not chosen and length == 1:
-            chosen = [name for name in names if words and command_words(name)[0] == words[0]]
-        if chosen:
-            names = chosen
-            break
+    words = tuple(words[:2])
+    exact = [name for name in names if command_words(name) in (words, words[:1])]
+    group = [name for name in names if words and command_words(name)[0] == words[0]]
+    names = exact or group or names
     groups: dict[str, argparse._SubParsersAction] = {}
     for name in names:
         module = importlib.import_module(f"{__name__}.{name}")

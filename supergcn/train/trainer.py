@@ -74,6 +74,7 @@ class Trainer:
         self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
                                          config.trajectory_fingerprint(self.data.hashes))
         self.metrics = MetricsWriter(config.out)
+        self.allreduce_bytes = allreduce_bytes(list(self.model.parameters()))  # per rank and epoch
         self.records: list[dict] = []
         self.best = {"val_acc": -1.0, "epoch": 0, "test_acc": 0.0}
         self.start_epoch = 1
@@ -151,8 +152,7 @@ class Trainer:
             accuracy, _ = self.evaluate()
             if accuracy["val_acc"] is not None and accuracy["val_acc"] > self.best["val_acc"]:
                 self.best = {"val_acc": accuracy["val_acc"], "epoch": epoch, "test_acc": accuracy["test_acc"]}
-            record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy,
-                                  allreduce_bytes(list(self.model.parameters())))
+            record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes)
             if self.rank == 0:
                 self.records.append(record)
                 self.metrics.epoch(record)
