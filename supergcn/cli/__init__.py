@@ -6,7 +6,9 @@ name is the command's words joined by ``_`` (``prepare``, ``bench_comm`` for
 
 * ``HELP`` — one line for ``supergcn --help``;
 * ``configure(parser)`` — adds its arguments to an :class:`argparse.ArgumentParser`;
-* ``run(args)`` — does the work; returns the exit status (None means 0).
+* ``run(args)`` — does the work; returns the exit status (None means 0);
+* optionally ``RETAINING_ALLOCATOR = True`` — a process started for this command
+  re-executes itself with jemalloc first (:mod:`supergcn.train.allocator`).
 
 ``supergcn <command> ...`` imports that command's module alone (a group's modules for
 ``supergcn bench --help``, all of them for ``supergcn --help`` or an unknown command),
@@ -28,6 +30,7 @@ import sys
 
 from supergcn import __version__
 from supergcn.errors import SuperGCNError
+from supergcn.train.allocator import relaunch_with_retaining_allocator
 
 #: Command groups (first words shared by several commands) and their help.
 GROUP_HELP = {
@@ -89,6 +92,7 @@ RENAMED = {"model": "perf"}
 
 def main(argv=None) -> int:
     """Run one ``supergcn`` command; return its exit status."""
+    from_command_line = argv is None  # only a whole process may re-execute itself
     argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
     if argv and argv[0] in RENAMED:
         print(f"supergcn: error: `supergcn {argv[0]}` is now `supergcn {RENAMED[argv[0]]}`: run "
@@ -96,6 +100,8 @@ def main(argv=None) -> int:
         return 2
     args = build_parser(argv[:2]).parse_args(argv)
     try:
+        if from_command_line and getattr(args.module, "RETAINING_ALLOCATOR", False):
+            relaunch_with_retaining_allocator()
         return args.module.run(args) or 0
     except SuperGCNError as exc:
         print(f"supergcn {' '.join(args.words)}: error: {exc}", file=sys.stderr)

@@ -13,6 +13,8 @@ from supergcn.naming import GNN_MODELS, KERNELS, PARAMETER_DTYPES, PRECISIONS, R
 from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
 
 HELP = "distributed full-batch training (run under mpiexec -n P)"
+#: Epochs allocate the same large tensors again and again: run with jemalloc where it exists.
+RETAINING_ALLOCATOR = True
 
 
 def configure(parser) -> None:

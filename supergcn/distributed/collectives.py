@@ -16,7 +16,6 @@ import hashlib
 import torch
 
 from supergcn.distributed.comm import Communicator
-from supergcn.distributed.timing import PhaseTimer
 
 
 def broadcast_parameters(model: torch.nn.Module, comm, root: int = 0) -> None:
@@ -25,19 +24,13 @@ def broadcast_parameters(model: torch.nn.Module, comm, root: int = 0) -> None:
         comm.Bcast(tensor.numpy(), root=root)
 
 
-def allreduce_gradients(parameters: list[torch.nn.Parameter], loss: torch.Tensor, communicator: Communicator,
-                        timer: PhaseTimer | None = None) -> float:
+def allreduce_gradients(parameters: list[torch.nn.Parameter], loss: torch.Tensor, communicator: Communicator) -> float:
     """Replace each parameter's gradient by its sum over ranks; return the summed loss.
 
-    The gradients and the loss travel as one flat float32 buffer (one Allreduce call);
-    only that call is timed, as ``communication``, when a ``timer`` is given.
+    The gradients and the loss travel as one flat float32 buffer (one Allreduce call).
     """
     flat = torch.cat([p.grad.reshape(-1) for p in parameters] + [loss.detach().reshape(1)]).numpy()
-    if timer is None:
-        communicator.allreduce_sum(flat)
-    else:
-        with timer.phase("communication"):
-            communicator.allreduce_sum(flat)
+    communicator.allreduce_sum(flat)
     offset = 0
     for p in parameters:
         p.grad.copy_(torch.from_numpy(flat[offset:offset + p.numel()]).view_as(p))

@@ -1,9 +1,28 @@
-"""Per-rank wall-clock accounting of one training epoch, split into the paper's phases.
+"""Per-rank wall-clock accounting of one training epoch.
 
-Fig. 12 of the paper splits an epoch into aggregation, communication, quantization,
-synchronization (waiting for slower ranks) and other (dense layers, optimizer, ...).
-A :class:`PhaseTimer` belongs to one rank and one run; ``other`` is what the epoch's
-total leaves after the named phases.
+An epoch is split into phases a user can act on (:data:`PHASES`), each timed forward
+and backward:
+
+* ``aggregation`` — the sparse aggregation kernels (and the GCN normalisation scalings);
+* ``communication`` — the boundary exchanges of the GNN layers (Alltoallv);
+* ``quantization`` — quantizing and dequantizing exchanged rows;
+* ``synchronization`` — the barrier after backward: waiting for slower ranks;
+* ``dense`` — the linear layers (GEMMs, bias, their weight and input gradients);
+* ``elementwise`` — dropout, LayerNorm, ReLU, log-softmax and the loss, the label
+  embedding and the input normalisation;
+* ``optimizer`` — the gradient all-reduce (one flat buffer) and the Adam step;
+* ``remainder`` — what the epoch's total leaves: autograd bookkeeping, Python, the
+  label-propagation split.
+
+The paper's Fig. 12 has five categories (aggregation, communication, quantization,
+synchronization, other; "communication" is the exchange *in GCN layers*). They are sums
+of the phases above (:data:`PAPER_CATEGORIES`): ``other`` = dense + elementwise +
+optimizer + remainder. :meth:`PhaseTimer.breakdown` reports both.
+
+Backward time is measured where autograd spends it: :meth:`PhaseTimer.timed` hooks the
+backward nodes a forward call created (``Node.register_prehook`` / ``register_hook``),
+so each node's execution is booked to the phase of the call that made it. The CPU
+autograd engine runs one node at a time, so the booked intervals never overlap.
 """
 
 from __future__ import annotations
@@ -11,9 +30,15 @@ from __future__ import annotations
 import contextlib
 import time
 
-PHASES = ("aggregation", "communication", "quantization", "synchronization")
-#: The named phases and ``other``, which add up to an epoch.
-BREAKDOWN = (*PHASES, "other")
+PHASES = ("aggregation", "communication", "quantization", "synchronization", "dense", "elementwise", "optimizer")
+#: Every phase of an epoch, adding up to its total.
+DETAIL = (*PHASES, "remainder")
+#: The paper's Fig. 12 categories and the phases each one sums.
+PAPER_CATEGORIES = {"aggregation": ("aggregation",), "communication": ("communication",),
+                    "quantization": ("quantization",), "synchronization": ("synchronization",),
+                    "other": ("dense", "elementwise", "optimizer", "remainder")}
+#: The paper's categories, adding up to an epoch.
+BREAKDOWN = tuple(PAPER_CATEGORIES)
 
 
 class PhaseTimer:
@@ -31,9 +56,40 @@ class PhaseTimer:
         finally:
             self.seconds[name] += time.perf_counter() - started
 
+    def timed(self, name: str, function, *inputs):
+        """``function(*inputs)``, its forward and (when it builds a graph) its backward
+        booked to phase ``name``; the inputs' own backward nodes are not included."""
+        with self.phase(name):
+            output = function(*inputs)
+        if getattr(output, "grad_fn", None) is not None:
+            self._hook_backward(name, output.grad_fn, {getattr(x, "grad_fn", None) for x in inputs} - {None})
+        return output
+
+    def _hook_backward(self, name: str, root, boundary: set) -> None:
+        started: list[float] = []
+
+        def before(_grad_outputs):
+            started.append(time.perf_counter())
+
+        def after(_grad_inputs, _grad_outputs):
+            self.seconds[name] += time.perf_counter() - started.pop()
+
+        pending, seen = [root], set(boundary)
+        while pending:
+            node = pending.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            node.register_prehook(before)
+            node.register_hook(after)
+            pending.extend(child for child, _ in node.next_functions)
+
     def breakdown(self, total: float) -> dict[str, float]:
-        """The named phases plus ``other`` and ``total`` for an epoch of ``total`` seconds."""
-        named = dict(self.seconds)
-        named["other"] = max(0.0, total - sum(named.values()))
-        named["total"] = total
-        return named
+        """Every phase of :data:`DETAIL`, the paper's categories and ``total`` for an epoch
+        of ``total`` seconds."""
+        seconds = dict(self.seconds)
+        seconds["remainder"] = max(0.0, total - sum(seconds.values()))
+        for category, phases in PAPER_CATEGORIES.items():
+            seconds[category] = sum(seconds[p] for p in phases)
+        seconds["total"] = total
+        return seconds

@@ -6,8 +6,9 @@ GraphSAGE layer (upstream SuperGCN, PyG ``SAGEConv(aggr="mean", root_weight=True
 
 GCN layer (PyG ``GCNConv``): h = Â_sym (X W^T) + b with self loops added where missing.
 
-Hidden layers run conv -> dropout -> LayerNorm -> ReLU (the upstream order); the last
-layer's output goes through log_softmax. Because aggregation is linear, a layer whose
+Hidden layers run conv -> dropout -> LayerNorm -> ReLU (the upstream order), fused in one
+kernel (:mod:`supergcn.kernels.activation`); the last layer's output goes through
+log_softmax. Because aggregation is linear, a layer whose
 output is narrower than its input transforms first and aggregates the narrower rows,
 which exchanges fewer bytes and gives the same result up to float rounding.
 """
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from supergcn.distributed.aggregation import GraphOps
+from supergcn.kernels.activation import dropout_norm_relu
 from supergcn.naming import GNN_MODELS
 
 
@@ -30,10 +32,11 @@ class SAGELayer(nn.Module):
 
     def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
         if self.lin_neigh.out_features < self.lin_neigh.in_features:
-            neigh = ops.mean(F.linear(x, self.lin_neigh.weight)) + self.lin_neigh.bias
+            neigh = ops.mean(ops.timed("dense", F.linear, x, self.lin_neigh.weight))
+            neigh = ops.timed("dense", torch.add, neigh, self.lin_neigh.bias)
         else:
-            neigh = self.lin_neigh(ops.mean(x))
-        return neigh + self.lin_self(x)
+            neigh = ops.timed("dense", self.lin_neigh, ops.mean(x))
+        return ops.timed("dense", torch.add, neigh, ops.timed("dense", self.lin_self, x))
 
 
 class GCNLayer(nn.Module):
@@ -44,8 +47,10 @@ class GCNLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
         if self.lin.out_features <= self.lin.in_features:
-            return ops.gcn(self.lin(x)) + self.bias
-        return self.lin(ops.gcn(x)) + self.bias
+            aggregated = ops.gcn(ops.timed("dense", self.lin, x))
+        else:
+            aggregated = ops.timed("dense", self.lin, ops.gcn(x))
+        return ops.timed("dense", torch.add, aggregated, self.bias)
 
 
 class GNN(nn.Module):
@@ -66,7 +71,9 @@ class GNN(nn.Module):
         dropout: dropout probability after each hidden convolution.
 
     ``forward(x, ops, label_nodes, labels)`` returns the n x out_dim log-probabilities of
-    the rank's rows; ``ops`` is the rank's :class:`GraphOps`.
+    the rank's rows; ``ops`` is the rank's :class:`GraphOps`. Every step is booked to a
+    phase of the rank's timer (:mod:`supergcn.distributed.timing`): the linear layers to
+    ``dense``, aggregations to ``aggregation``, the rest to ``elementwise``.
     """
 
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
@@ -87,10 +94,17 @@ class GNN(nn.Module):
     def forward(self, x: torch.Tensor, ops: GraphOps, label_nodes: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> torch.Tensor:
         if self.label_embedding is not None and label_nodes is not None:
-            x = x.index_add(0, label_nodes, self.label_embedding(labels))
-        x = self.input_norm(x)
+            x = ops.timed("elementwise", self._add_label_embedding, x, label_nodes, labels)
+        x = ops.timed("elementwise", self.input_norm, x)
         for conv, norm in zip(self.convs[:-1], self.norms):
-            x = conv(x, ops)
-            x = F.dropout(x, self.dropout, self.training)
-            x = F.relu(norm(x))
-        return F.log_softmax(self.convs[-1](x, ops), dim=-1)
+            x = ops.timed("elementwise", self._activate, conv(x, ops), norm)
+        return ops.timed("elementwise", F.log_softmax, self.convs[-1](x, ops), -1)
+
+    def _add_label_embedding(self, x: torch.Tensor, label_nodes: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return x.index_add(0, label_nodes, self.label_embedding(labels))
+
+    def _activate(self, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        drawing = self.training and 0 < self.dropout < 1
+        seed = int(torch.randint(2**62, ()).item()) if drawing else 0  # from the rank's torch stream
+        return dropout_norm_relu(x, norm if isinstance(norm, nn.LayerNorm) else None, self.dropout, self.training,
+                                 seed)

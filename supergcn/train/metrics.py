@@ -2,13 +2,15 @@
 
 Lines, in order:
 
-* ``header`` — config, dataset, strategy, P, threads, hosts, versions, git commit and the
-  graph / partition / plan hashes;
+* ``header`` — config, dataset, strategy, P, threads, hosts, the memory allocator of every
+  rank (:mod:`supergcn.train.allocator`), versions, git commit and the graph / partition /
+  plan hashes;
 * one ``epoch`` line per epoch — loss, accuracies, seconds per phase per rank, each
   phase's max over ranks, the phases of the slowest rank (which add up to the epoch
   time), and bytes sent and received;
 * ``summary`` — epochs, mean epoch time (first epoch excluded), best validation accuracy
-  and the test accuracy at it, final accuracies, and every rank's parameter hash.
+  and the test accuracy at it, final accuracies, every rank's parameter hash and every
+  rank's peak resident memory (bytes, the process's high-water mark).
 
 The file is written as ``<out>.partial`` and renamed to ``<out>`` only when the summary
 is in, so a killed run never leaves a finished-looking result.
@@ -18,24 +20,28 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from pathlib import Path
 
 import numpy as np
 
 from supergcn.data.storage import write_text
-from supergcn.distributed.timing import BREAKDOWN
+from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
+from supergcn.train.allocator import allocator_in_use
 from supergcn.train.provenance import git_commit, host, package_versions
 
 
 def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: int, hashes: dict) -> dict | None:
     """The header line (collective: hosts are gathered; rank 0 gets it, the others None)."""
     hosts = comm.gather(host(), root=0)
+    allocators = comm.gather(allocator_in_use(), root=0)
     if comm.Get_rank() != 0:  # versions and the git commit are looked up once, not P times
         return None
     return {"type": "header", "config": config_json, "dataset": dataset, "strategy": strategy,
             "num_ranks": comm.Get_size(), "threads_per_rank": threads, "hosts": hosts,
+            "allocator": allocators[0], "allocator_per_rank": [a["name"] for a in allocators],
             "versions": package_versions(), "git_commit": git_commit(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
 
@@ -53,7 +59,7 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
         return None
     slowest = max(per_rank, key=lambda r: r["total"])
     return {"type": "epoch", "epoch": epoch, "loss": loss, **accuracy,
-            "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*BREAKDOWN, "total")},
+            "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*DETAIL, *BREAKDOWN, "total")},
                         "slowest_rank": slowest, "per_rank": per_rank},
             "bytes": {"sent_total": int(sum(t["sent"][k].sum() for t in traffic for k in t["sent"])),
                       "data_sent_total": int(sum(t["sent"]["data"].sum() for t in traffic)),
@@ -63,14 +69,21 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
                       "allreduce_per_rank": allreduce_bytes}}
 
 
-def summary_record(records: list[dict], best: dict, final_accuracy: dict, parameter_hashes: list[str]) -> dict:
+def peak_memory_bytes() -> int:
+    """This process's peak resident set size (Linux reports ``ru_maxrss`` in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def summary_record(records: list[dict], best: dict, final_accuracy: dict, parameter_hashes: list[str],
+                   peak_memory: list[int]) -> dict:
     """The summary line from the epoch records and the run's end state."""
     epoch_seconds = [r["seconds"]["max"]["total"] for r in records]
     return {"type": "summary", "epochs": len(records),
             "mean_epoch_seconds": float(np.mean(epoch_seconds[1:] or epoch_seconds)),
             "best_val_acc": best["val_acc"], "best_epoch": best["epoch"],
             "test_acc_at_best_val": best["test_acc"], "final": final_accuracy,
-            "parameter_hash_per_rank": parameter_hashes, "identical_parameters": len(set(parameter_hashes)) == 1}
+            "parameter_hash_per_rank": parameter_hashes, "identical_parameters": len(set(parameter_hashes)) == 1,
+            "peak_memory_bytes_per_rank": peak_memory}
 
 
 class MetricsWriter:

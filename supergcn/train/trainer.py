@@ -39,7 +39,7 @@ from supergcn.train.config import TrainConfig
 from supergcn.train.data import load_rank_data
 from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
-from supergcn.train.metrics import MetricsWriter, epoch_record, run_header, summary_record
+from supergcn.train.metrics import MetricsWriter, epoch_record, peak_memory_bytes, run_header, summary_record
 
 
 class Trainer:
@@ -74,7 +74,8 @@ class Trainer:
         self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
                                          config.trajectory_fingerprint(self.data.hashes))
         self.metrics = MetricsWriter(config.out)
-        self.allreduce_bytes = allreduce_bytes(list(self.model.parameters()))  # per rank and epoch
+        self.parameters = list(self.model.parameters())
+        self.allreduce_bytes = allreduce_bytes(self.parameters)  # per rank and epoch
         self.records: list[dict] = []
         self.best = {"val_acc": -1.0, "epoch": 0, "test_acc": 0.0}
         self.start_epoch = 1
@@ -93,19 +94,25 @@ class Trainer:
         started = time.perf_counter()
         self.model.train()
         self.ops.operators.training = True
-        self.optimizer.zero_grad(set_to_none=False)
         label_nodes, loss_nodes = self.labels.split()
         logits = self.model(self.data.x, self.ops, label_nodes, self.data.y[label_nodes])
-        loss = F.nll_loss(logits[loss_nodes], self.data.y[loss_nodes], reduction="sum") / self.labels.global_loss_nodes
+        loss = self.timer.timed("elementwise", self.loss, logits, loss_nodes)
         loss.backward()
         with self.timer.phase("synchronization"):
             self.comm.Barrier()
-        global_loss = allreduce_gradients(list(self.model.parameters()), loss, self.communicator, self.timer)
-        self.optimizer.step()
+        with self.timer.phase("optimizer"):
+            global_loss = allreduce_gradients(self.parameters, loss, self.communicator)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=False)
         seconds = self.timer.breakdown(time.perf_counter() - started)
         sent = {kind: self.communicator.bytes_sent[kind] - sent_before[kind] for kind in sent_before}
         received = {kind: self.communicator.bytes_received[kind] - received_before[kind] for kind in received_before}
         return global_loss, seconds, {"sent": sent, "received": received}
+
+    def loss(self, logits: torch.Tensor, loss_nodes: torch.Tensor) -> torch.Tensor:
+        """This rank's share of the global loss: its loss nodes' NLL over ALL ranks' loss nodes."""
+        return (F.nll_loss(logits[loss_nodes], self.data.y[loss_nodes], reduction="sum")
+                / self.labels.global_loss_nodes)
 
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, torch.Tensor]:
@@ -165,13 +172,14 @@ class Trainer:
     def finish(self) -> None:
         accuracy, logits = self.evaluate()
         hashes = self.comm.gather(parameter_hash(self.model), root=0)
+        peak_memory = self.comm.gather(peak_memory_bytes(), root=0)
         if self.config.save_logits is not None:
             exports.save_logits(self.comm, self.data.owned_old_ids, logits, self.config.save_logits)
         if self.rank != 0:
             return
         if self.config.save_model is not None:
             exports.save_model(self.model, self.config.save_model)
-        self.metrics.finish(summary_record(self.records, self.best, accuracy, hashes))
+        self.metrics.finish(summary_record(self.records, self.best, accuracy, hashes, peak_memory))
         self.checkpointer.discard()
 
 

@@ -8,7 +8,6 @@ from mpi4py import MPI
 
 from supergcn.distributed.collectives import allreduce_gradients, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
-from supergcn.distributed.timing import PhaseTimer
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -28,13 +27,11 @@ assert len(set(comm.allgather(parameter_hash(model)))) == 1
 shard = np.array_split(np.arange(30), size)[rank]
 loss = ((model(x[shard]) - y[shard]) ** 2).sum() / len(x)
 loss.backward()
-timer = PhaseTimer()
-total = allreduce_gradients(list(model.parameters()), loss, Communicator(comm), timer)
+total = allreduce_gradients(list(model.parameters()), loss, Communicator(comm))
 
 full_loss = ((rank0(x) - y) ** 2).sum() / len(x)
 full_loss.backward()
 assert abs(total - full_loss.item()) < 1e-5, (total, full_loss.item())
 for mine, reference in zip(model.parameters(), rank0.parameters()):
     torch.testing.assert_close(mine.grad, reference.grad, rtol=1e-5, atol=1e-6)
-assert timer.seconds["communication"] > 0
 print(f"rank {rank} ok", flush=True)

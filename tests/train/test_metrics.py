@@ -6,13 +6,15 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
+from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError
 from supergcn.train.metrics import MetricsWriter, epoch_record, read_metrics, summary_record
 
 
 def seconds(total, aggregation):
-    return {"aggregation": aggregation, "communication": 0.0, "quantization": 0.0, "synchronization": 0.0,
-            "other": total - aggregation, "total": total}
+    timer = PhaseTimer()
+    timer.seconds["aggregation"] = aggregation
+    return timer.breakdown(total)
 
 
 def traffic(data, params):
@@ -30,10 +32,11 @@ def test_epoch_record_of_one_rank():
 
 def test_summary_excludes_the_first_epoch_from_the_mean():
     records = [{"seconds": {"max": {"total": t}}} for t in (9.0, 1.0, 3.0)]
-    summary = summary_record(records, {"val_acc": 0.8, "epoch": 2, "test_acc": 0.7}, {"test_acc": 0.6}, ["a", "a"])
+    best = {"val_acc": 0.8, "epoch": 2, "test_acc": 0.7}
+    summary = summary_record(records, best, {"test_acc": 0.6}, ["a", "a"], [1, 2])
     assert summary["mean_epoch_seconds"] == 2.0 and summary["epochs"] == 3
     assert summary["test_acc_at_best_val"] == 0.7 and summary["identical_parameters"]
-    assert not summary_record(records, {"val_acc": 0, "epoch": 0, "test_acc": 0}, {}, ["a", "b"])[
+    assert not summary_record(records, {"val_acc": 0, "epoch": 0, "test_acc": 0}, {}, ["a", "b"], [1, 2])[
         "identical_parameters"]
 
 

@@ -1,0 +1,72 @@
+"""The fused dropout -> LayerNorm -> ReLU kernel against torch's own ops with the same mask."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from supergcn.kernels.activation import dropout_mask, dropout_norm_relu
+from supergcn.kernels.jit import numba
+
+
+def layer_norm(width, affine=True):
+    norm = torch.nn.LayerNorm(width, elementwise_affine=affine)
+    if affine:
+        torch.nn.init.uniform_(norm.weight, 0.5, 1.5)
+        torch.nn.init.uniform_(norm.bias, -0.5, 0.5)
+    return norm
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.5])
+@pytest.mark.parametrize("normalize", ["affine", "plain", "none"])
+def test_forward_and_gradients_equal_torch_with_the_same_mask(p, normalize):
+    torch.manual_seed(0)
+    x = torch.randn(700, 37, requires_grad=True)
+    norm = None if normalize == "none" else layer_norm(37, affine=normalize == "affine")
+    mask = torch.from_numpy(dropout_mask(1234, tuple(x.shape), p))
+    dropped = x * mask / (1 - p)
+    expected = F.relu(dropped if norm is None else norm(dropped))
+    got = dropout_norm_relu(x, norm, p, training=True, seed=1234)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    leaves = [x] + ([norm.weight, norm.bias] if normalize == "affine" else [])
+    upstream = torch.randn_like(expected)
+    for mine, reference in zip(torch.autograd.grad(got, leaves, upstream),
+                               torch.autograd.grad(expected, leaves, upstream)):
+        torch.testing.assert_close(mine, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_mask_drops_at_the_rate_asked_and_depends_on_the_seed_only():
+    shape = (2000, 64)
+    before = numba.get_num_threads()
+    masks = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        numba.set_num_threads(threads)
+        masks.append(dropout_mask(7, shape, 0.25))
+    numba.set_num_threads(before)
+    assert np.array_equal(masks[0], masks[1])
+    kept = masks[0].mean()
+    # 128,000 Bernoulli(0.75) draws: the standard error is 0.0012.
+    assert abs(kept - 0.75) < 0.006
+    other = dropout_mask(8, shape, 0.25)
+    assert 0.5 < (other == masks[0]).mean() < 0.7  # independent masks agree on 0.75² + 0.25² = 62.5 %
+    # Neighbouring elements are not correlated (a weak hash would show stripes).
+    assert abs(np.corrcoef(masks[0][:, :-1].ravel(), masks[0][:, 1:].ravel())[0, 1]) < 0.02
+
+
+def test_evaluation_and_rate_one_need_no_mask():
+    x = torch.randn(50, 8)
+    norm = layer_norm(8)
+    torch.testing.assert_close(dropout_norm_relu(x, norm, 0.5, training=False), F.relu(norm(x)))
+    assert torch.equal(dropout_norm_relu(x, None, 1.0, training=True, seed=3), torch.zeros_like(x))
+
+
+def test_nan_reaches_the_output():
+    x = torch.randn(4, 8)
+    x[1, 2] = float("nan")
+    assert torch.isnan(dropout_norm_relu(x, layer_norm(8), 0.0, training=True)[1]).all()
+    assert torch.isnan(dropout_norm_relu(x, None, 0.0, training=True)[1, 2])
+
+
+def test_rejects_other_dtypes():
+    with pytest.raises(ValueError, match="float32"):
+        dropout_norm_relu(torch.randn(3, 4, dtype=torch.float64), None, 0.0, training=True)
