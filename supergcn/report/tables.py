@@ -4,9 +4,10 @@ Tables (each as CSV, Markdown and LaTeX, :func:`write_table`):
 
 * ``scaling`` — mean epoch time (max over ranks, first epoch excluded) per dataset,
   variant and P, with speed-up and parallel efficiency relative to the smallest P
-  (the data of the paper's Figs. 9/10);
+  (the data of the paper's Figs. 9/10), and the largest peak memory of a rank;
 * ``breakdown`` — aggregation / communication / quantization / synchronization / other
-  of the slowest rank, per P and variant (Fig. 12);
+  of the slowest rank, per P and variant (Fig. 12), and ``other`` split into dense,
+  elementwise, optimizer and remainder (:mod:`supergcn.distributed.timing`);
 * ``accuracy`` — test accuracy at the best-validation epoch, mean ± std over seeds
   (Table 3);
 * ``volume`` — bytes one layer exchanges at the hidden width under pre / post / hybrid
@@ -23,7 +24,10 @@ import numpy as np
 import pandas as pd
 
 from supergcn.data.storage import write_text
-from supergcn.distributed.timing import BREAKDOWN
+from supergcn.distributed.timing import BREAKDOWN, DETAIL
+
+#: The paper's categories, then the phases that split its ``other``.
+PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
 from supergcn.kernels.wire import layer_bytes
 from supergcn.naming import variant_name
 from supergcn.partition.plan import read_plan_manifest, strategy_rows
@@ -41,8 +45,10 @@ def run_record(path: str | Path) -> dict:
         "seed": config["seed"], "threads_per_rank": header["threads_per_rank"], "epochs": summary["epochs"],
         "epoch_seconds": float(np.mean([e["seconds"]["max"]["total"] for e in timed])),
         # The slowest rank's phases add up to the epoch time (per-phase maxima need not).
-        **{f"{phase}_seconds": float(np.mean([e["seconds"]["slowest_rank"][phase] for e in timed]))
-           for phase in BREAKDOWN},
+        # Runs from before the finer phases existed have NaN there.
+        **{f"{phase}_seconds": float(np.mean([e["seconds"]["slowest_rank"].get(phase, np.nan) for e in timed]))
+           for phase in PHASE_COLUMNS},
+        "peak_memory_gib": max(summary.get("peak_memory_bytes_per_rank") or [np.nan]) / 2**30,
         "bytes_sent_per_epoch": float(np.mean([e["bytes"]["sent_total"] for e in timed])),
         "test_acc_at_best_val": summary["test_acc_at_best_val"], "best_val_acc": summary["best_val_acc"],
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
@@ -57,7 +63,8 @@ def runs_table(metrics_files) -> pd.DataFrame:
 
 
 def scaling_table(runs: pd.DataFrame) -> pd.DataFrame:
-    table = (runs.groupby(["dataset", "variant", "P"], as_index=False)["epoch_seconds"].mean()
+    table = (runs.groupby(["dataset", "variant", "P"], as_index=False)
+             .agg(epoch_seconds=("epoch_seconds", "mean"), peak_memory_gib=("peak_memory_gib", "max"))
              .sort_values(["dataset", "variant", "P"]))
     base = table.groupby(["dataset", "variant"])["P"].transform("min")
     base_time = table.groupby(["dataset", "variant"])["epoch_seconds"].transform("first")
@@ -67,7 +74,7 @@ def scaling_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
-    columns = [f"{phase}_seconds" for phase in BREAKDOWN]
+    columns = [f"{phase}_seconds" for phase in PHASE_COLUMNS]
     return (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns + ["epoch_seconds"]].mean()
             .sort_values(["dataset", "variant", "P"]).reset_index(drop=True))
 

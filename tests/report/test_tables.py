@@ -1,0 +1,39 @@
+"""Result tables from metrics files written the way a training run writes them."""
+
+import numpy as np
+import pytest
+
+from supergcn.distributed.timing import DETAIL, PhaseTimer
+from supergcn.report.tables import breakdown_table, runs_table, scaling_table
+from supergcn.train.metrics import MetricsWriter, summary_record
+
+
+def write_run(path, num_ranks, epoch_phases, peaks):
+    """A metrics file whose every epoch has the slowest rank's phases ``epoch_phases``."""
+    timer = PhaseTimer()
+    timer.seconds.update(epoch_phases)
+    seconds = timer.breakdown(sum(epoch_phases.values()) + 0.5)  # 0.5 s remainder
+    records = [{"type": "epoch", "epoch": e, "seconds": {"max": seconds, "slowest_rank": seconds},
+                "bytes": {"sent_total": 100}} for e in (1, 2, 3)]
+    header = {"type": "header", "dataset": "g", "num_ranks": num_ranks, "strategy": "hybrid",
+              "threads_per_rank": 1, "config": {"bits": 32, "label_rate": 0.0, "seed": 0}}
+    writer = MetricsWriter(path)
+    writer.start(header, records)
+    writer.finish(summary_record(records, {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}, {"test_acc": 0.4},
+                                 ["h"] * num_ranks, peaks))
+    return path
+
+
+def test_breakdown_splits_other_and_scaling_reports_peak_memory(tmp_path):
+    phases = {"aggregation": 1.0, "communication": 0.5, "dense": 2.0, "elementwise": 0.25, "optimizer": 0.125}
+    runs = runs_table([write_run(tmp_path / "p1.jsonl", 1, phases, [3 * 2**30]),
+                       write_run(tmp_path / "p2.jsonl", 2, {k: v / 2 for k, v in phases.items()},
+                                 [2**30, 2 * 2**30])])
+    breakdown = breakdown_table(runs).set_index("P")
+    assert breakdown.loc[1, "other_seconds"] == pytest.approx(2.0 + 0.25 + 0.125 + 0.5)
+    assert breakdown.loc[1, "remainder_seconds"] == pytest.approx(0.5)
+    parts = breakdown[[f"{phase}_seconds" for phase in DETAIL]].sum(axis=1)
+    np.testing.assert_allclose(parts, breakdown["epoch_seconds"])
+    scaling = scaling_table(runs).set_index("P")
+    assert scaling.loc[1, "peak_memory_gib"] == 3.0 and scaling.loc[2, "peak_memory_gib"] == 2.0
+    assert scaling.loc[2, "speedup"] == pytest.approx(4.375 / 2.4375)
