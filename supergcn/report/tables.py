@@ -25,13 +25,13 @@ import pandas as pd
 
 from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
-
-#: The paper's categories, then the phases that split its ``other``.
-PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
 from supergcn.kernels.wire import layer_bytes
 from supergcn.naming import variant_name
 from supergcn.partition.plan import read_plan_manifest, strategy_rows
 from supergcn.train.metrics import read_metrics
+
+#: The paper's categories, then the phases that split its ``other``.
+PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
 
 
 def run_record(path: str | Path) -> dict:
