@@ -8,9 +8,14 @@ Adam lr 0.01, 200 epochs) single-process with PyG and with ``supergcn train`` un
 mpiexec at each P, from the same initial weights per seed, and prints the test accuracy
 at the best-validation epoch (mean ± std over seeds).
 
-``epoch-time`` times the same model on one graph: PyG single-process with T threads, and
-``supergcn train`` at P = 1 with T threads and at each P > 1 with one thread per rank
-(oversubscribed where P exceeds the cores); breakdown from the metrics file.
+``epoch-time`` times the same model on one graph, all in one run: PyG single-process with
+T threads; the floors (the model's dense layers alone, the aggregation kernels alone, same
+threads); ``supergcn train`` at P = 1 with T threads, with its breakdown and the system
+time of its processes; and at each P > 1 (one thread per rank, oversubscribed where P
+exceeds the cores) with the exchange overlapped and not, for the share of communication
+the overlap hides. It prints the issue's targets as ratios. The benchmark process
+relaunches itself with the allocator training uses (jemalloc where installed), so PyG
+runs with it too.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +35,16 @@ import torch
 
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
+from supergcn.distributed.threads import set_threads
+from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.partition.metis import load_partition, run_partition
 from supergcn.partition.plan import run_plan
+from supergcn.train.allocator import allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.gnn import GNN
+from supergcn.train.metrics import CPU_TIMES
 from supergcn.train.reference import PyGModel, copy_weights, train_baseline
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-PHASES = ("aggregation", "communication", "quantization", "synchronization", "other", "total")
 
 
 def prepare(root: Path, dataset: str, parts: list[int], strategy: str):
@@ -80,25 +90,130 @@ def accuracy(args) -> None:
                       "test_acc_at_best_val_percent": report}, indent=2))
 
 
+def timed_median(function, repeats: int) -> float:
+    function()  # warm-up: compilation, first-touch of buffers
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return float(np.median(times))
+
+
+def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
+    dims = [graph.features.shape[1]] + [hidden] * (layers - 1) + [graph.num_classes]
+    return list(zip(dims[:-1], dims[1:]))
+
+
+def dense_floor(graph, hidden: int, layers: int, repeats: int) -> float:
+    """Seconds of the model's linear layers alone, forward and backward, on all N rows:
+    each SAGE layer's ``lin_neigh(h) + lin_self(h)``, with input gradients from layer 2 on
+    (the input features need none), as in training."""
+    n = graph.num_nodes
+    torch.manual_seed(0)
+    linears = [(torch.nn.Linear(a, b), torch.nn.Linear(a, b, bias=False)) for a, b in layer_dims(graph, hidden, layers)]
+    x = torch.randn(n, graph.features.shape[1])
+
+    def step():
+        h = x
+        for k, (neigh, own) in enumerate(linears):
+            h = neigh(h) + own(h)
+            if k == 0:
+                h = h.detach().requires_grad_()  # later layers need their input gradient
+        h.sum().backward()
+    return timed_median(step, repeats)
+
+
+def aggregation_floor(graph, hidden: int, layers: int, repeats: int) -> float:
+    """Seconds of the mean-aggregation kernels alone at the widths training aggregates:
+    forward at every layer (a layer narrowing its width transforms first, so it aggregates
+    its output width), backward from layer 2 on."""
+    from supergcn.kernels.gather import GatherCsr
+
+    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
+    forward = GatherCsr(indptr, indices, graph.num_nodes)
+    backward = forward.transpose()
+    degree = np.diff(indptr).astype(np.float32)
+    scale = np.where(degree > 0, 1 / np.maximum(degree, 1), 0).astype(np.float32)
+    widths = [b if b < a else a for a, b in layer_dims(graph, hidden, layers)]
+    total = 0.0
+    for k, width in enumerate(widths):
+        rows = np.random.default_rng(k).standard_normal((graph.num_nodes, width), dtype=np.float32)
+        out = np.empty_like(rows)
+        total += timed_median(lambda: forward.matmul(rows, out=out, row_scale=scale), repeats)
+        if k > 0:
+            scaled = rows * scale[:, None]
+            total += timed_median(lambda: backward.matmul(scaled, out=out), repeats)
+    return total
+
+
+def measured_run(root, parts, threads, out, *extra) -> tuple[list[dict], dict]:
+    """A training run's epochs (the first dropped) and its wall, user and system seconds."""
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    records = run_supergcn(root, parts, threads, out, *extra)
+    after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
+    usage = {"wall": wall, "user": after.ru_utime - before.ru_utime, "system": after.ru_stime - before.ru_stime}
+    return [r for r in records if r["type"] == "epoch"][1:], usage
+
+
+def mean_phases(epochs: list[dict], view: str = "slowest_rank") -> dict:
+    keys = [*DETAIL, *BREAKDOWN, *CPU_TIMES, "total"]
+    return {k: float(np.mean([e["seconds"][view][k] for e in epochs])) for k in keys}
+
+
+def bf16_flags() -> list[str]:
+    """The CPU's bfloat16 matrix features (x86 ``avx512_bf16``/``amx_bf16``, Arm ``bf16``)."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return []
+    return sorted(flags & {"avx512_bf16", "amx_bf16", "bf16", "svebf16"})
+
+
 def epoch_time(args) -> None:
-    report = {"dataset": args.dataset, "epochs": args.epochs, "threads": args.threads, "runs": {}}
+    report = {"dataset": args.dataset, "epochs": args.epochs, "threads": args.threads, "hidden": args.hidden,
+              "allocator": allocator_in_use(), "runs": {}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         graph = prepare(root, args.dataset, [1, *args.parts], args.strategy)
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
         torch.manual_seed(0)
-        pyg = PyGModel("sage", graph.features.shape[1], 256, graph.num_classes)
-        seconds = train_baseline(graph, pyg, args.epochs, 0.01)["seconds"]
-        report["runs"]["pyg"] = {"epoch_seconds": float(np.mean(seconds[1:]))}
-        for parts in [1, *args.parts]:
-            threads = args.threads if parts == 1 else 1
-            records = run_supergcn(root, parts, threads, root / "m.jsonl", "--epochs", args.epochs)
-            epochs = [r for r in records if r["type"] == "epoch"][1:]
-            breakdown = {k: float(np.mean([e["seconds"]["max"][k] for e in epochs])) for k in PHASES}
-            report["runs"][f"P={parts}"] = {"threads_per_rank": threads, "epoch_seconds": breakdown["total"],
-                                            "breakdown_max_over_ranks": breakdown,
-                                            "speedup_vs_pyg": report["runs"]["pyg"]["epoch_seconds"]
-                                            / breakdown["total"]}
+        pyg = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes)
+        pyg_epoch = float(np.mean(train_baseline(graph, pyg, args.epochs, 0.01)["seconds"][1:]))
+        report["runs"]["pyg"] = {"epoch_seconds": pyg_epoch}
+        dense = dense_floor(graph, args.hidden, 3, args.repeats)
+        aggregation = aggregation_floor(graph, args.hidden, 3, args.repeats)
+        report["floor_seconds"] = {"dense": dense, "aggregation_kernels": aggregation}
+        common = ["--epochs", args.epochs, "--hidden", args.hidden]
+        epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common)
+        phases = mean_phases(epochs)
+        report["runs"]["P=1"] = {"threads_per_rank": args.threads, "phases": phases, "process_seconds": usage}
+        report["targets"] = {
+            "speedup_vs_pyg (>= 5)": pyg_epoch / phases["total"],
+            "system_share_of_epoch (<= 0.10)": phases["cpu_system"] / phases["total"],
+            "system_share_of_process_wall": usage["system"] / usage["wall"],
+            "other_over_dense_floor (<= 1.3)": phases["other"] / dense,
+            "aggregation_over_kernels (<= 1.2)": phases["aggregation"] / aggregation,
+            "epoch_over_floor": phases["total"] / (dense + aggregation + phases["communication"]),
+        }
+        epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, "--dense-dtype", "bfloat16")
+        phases = mean_phases(epochs)
+        report["runs"]["P=1 bfloat16"] = {"threads_per_rank": args.threads, "phases": phases,
+                                          "process_seconds": usage, "bf16_cpu_flags": bf16_flags()}
+        report["targets"]["speedup_vs_pyg with bfloat16 GEMMs"] = pyg_epoch / phases["total"]
+        for parts in args.parts:
+            runs = {}
+            for overlap in ("--overlap", "--no-overlap"):
+                epochs, usage = measured_run(root, parts, 1, root / "m.jsonl", *common, overlap)
+                runs[overlap] = {"phases": mean_phases(epochs), "process_seconds": usage}
+            exposed = runs["--overlap"]["phases"]["communication"]
+            whole = runs["--no-overlap"]["phases"]["communication"]
+            report["runs"][f"P={parts}"] = {
+                "threads_per_rank": 1, **runs,
+                "hidden_share_of_communication": 1 - exposed / whole if whole else float("nan"),
+                "local_aggregation_over_exchange": runs["--no-overlap"]["phases"]["aggregation"] / whole
+                if whole else float("nan"),
+                "speedup_vs_pyg": pyg_epoch / runs["--overlap"]["phases"]["total"]}
     print(json.dumps(report, indent=2))
 
 
@@ -118,8 +233,11 @@ def main():
     timing.add_argument("--epochs", type=int, default=10)
     timing.add_argument("--threads", type=int, default=2)
     timing.add_argument("--strategy", default="hybrid")
+    timing.add_argument("--hidden", type=int, default=256)
+    timing.add_argument("--repeats", type=int, default=3, help="timed calls of each floor measurement")
     timing.set_defaults(func=epoch_time)
     args = parser.parse_args()
+    relaunch_with_retaining_allocator()  # PyG gets the allocator our ranks get
     args.func(args)
 
 

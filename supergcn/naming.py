@@ -21,6 +21,8 @@ PARAMETER_DTYPES = {"bfloat16": 2, "float32": 4}
 DEFAULT_PARAMETER_DTYPE = "bfloat16"
 #: GNN architectures (:mod:`supergcn.train.gnn`).
 GNN_MODELS = ("sage", "gcn")
+#: Types the linear layers' GEMMs may run in (bfloat16: CPUs with bf16 matrix units).
+DENSE_DTYPES = ("float32", "bfloat16")
 #: Sparse-product back ends: the numba gathers, or torch.sparse.mm as the reference.
 KERNELS = ("numba", "torch")
 #: Vertex weights METIS can balance (:mod:`supergcn.partition.metis`).

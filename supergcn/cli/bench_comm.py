@@ -16,6 +16,9 @@ def configure(parser) -> None:
 
 def run(args) -> int:
     """Every rank measures (:func:`supergcn.perf.commbench.bench_comm`); rank 0 prints and writes."""
+    from supergcn.distributed.comm import configure_mpi
+
+    configure_mpi()  # the MPI settings training runs with
     from mpi4py import MPI
 
     from supergcn.distributed.ranks import run_ranked

@@ -33,6 +33,9 @@ def check_plan_size(plan_dir: Path, size: int) -> None:
 
 def run(args) -> int:
     """Every rank measures (:func:`supergcn.perf.exchangebench.bench_exchange`); rank 0 prints and writes."""
+    from supergcn.distributed.comm import configure_mpi
+
+    configure_mpi()  # the MPI settings training runs with
     from mpi4py import MPI
 
     from supergcn.distributed.ranks import agree, run_ranked

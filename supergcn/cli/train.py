@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from supergcn.cli._args import label_rate, non_negative_float, positive_int
-from supergcn.naming import GNN_MODELS, KERNELS, PARAMETER_DTYPES, PRECISIONS, ROUNDINGS
+from supergcn.naming import DENSE_DTYPES, GNN_MODELS, KERNELS, PARAMETER_DTYPES, PRECISIONS, ROUNDINGS
 from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
 
 HELP = "distributed full-batch training (run under mpiexec -n P)"
@@ -39,6 +39,9 @@ def configure(parser) -> None:
                             f"(0 = off; the paper uses {UPSTREAM_LABEL_RATE})")
     model.add_argument("--input-norm", action=argparse.BooleanOptionalAction, default=default("input_norm"),
                        help="LayerNorm on the input features before the first layer")
+    model.add_argument("--dense-dtype", choices=DENSE_DTYPES, default=default("dense_dtype"),
+                       help="type the linear layers' GEMMs run in; bfloat16 is about 3x faster where the CPU has "
+                            "bf16 matrix instructions (AVX512_BF16, AMX, SVE BF16), at bf16 precision")
     run_group = parser.add_argument_group("execution")
     run_group.add_argument("--threads", type=positive_int, default=default("threads"),
                            help="torch and numba threads per rank")
@@ -72,6 +75,9 @@ def config_of(args) -> TrainConfig:
 
 def run(args) -> int:
     """Train on ``MPI.COMM_WORLD`` (:func:`supergcn.train.trainer.train`); every rank runs this."""
+    from supergcn.distributed.comm import configure_mpi
+
+    configure_mpi()
     from mpi4py import MPI
 
     from supergcn.distributed.ranks import run_ranked

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from supergcn.distributed.comm import Communicator
+from supergcn.distributed.comm import Communicator, polls_to_finish
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.gather import GatherCsr
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
@@ -37,6 +37,10 @@ from supergcn.naming import DEFAULT_PARAMETER_DTYPE, KERNELS
 from supergcn.partition.plan import RankPlan
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+
+#: The most pieces an overlapped local product is cut into (each costs a parallel launch
+#: and an MPI poll, some tens of microseconds).
+MAX_PIECES = 64
 
 
 class SparseOperator:
@@ -64,14 +68,14 @@ class SparseOperator:
                                        torch.ones(matrix.nnz), size=matrix.shape, check_invariants=False)
 
     def _apply(self, op, x: torch.Tensor, out: torch.Tensor | None, accumulate: bool,
-               row_scale: torch.Tensor | None) -> torch.Tensor:
+               row_scale: torch.Tensor | None, pieces: int = 1, between=None) -> torch.Tensor:
         x = x.contiguous()
         if self.kernel == "numba":
             if out is None:
                 out = x.new_empty((op.shape[0], x.shape[1]))
                 accumulate = False
             op.matmul(x.numpy(), out=out.numpy(), accumulate=accumulate,
-                      row_scale=None if row_scale is None else row_scale.numpy())
+                      row_scale=None if row_scale is None else row_scale.numpy(), pieces=pieces, between=between)
             return out
         product = (x.new_zeros((op.shape[0], x.shape[1])) if op._nnz() == 0 or 0 in op.shape
                    else torch.sparse.mm(op.to(x.dtype), x))
@@ -84,9 +88,13 @@ class SparseOperator:
         out.copy_(product)
         return out
 
-    def matmul(self, x, out=None, accumulate=False, row_scale=None) -> torch.Tensor:
-        """``diag(row_scale) (out + A x)`` if accumulating into ``out``, else ``diag(row_scale) A x``."""
-        return self._apply(self._forward, x, out, accumulate, row_scale)
+    def matmul(self, x, out=None, accumulate=False, row_scale=None, transpose=False, pieces=1,
+               between=None) -> torch.Tensor:
+        """``diag(row_scale) (out + A x)`` if accumulating into ``out``, else ``diag(row_scale) A x``
+        (A^T for ``transpose``). The numba kernel runs in ``pieces`` and calls ``between()``
+        after each (:meth:`supergcn.kernels.gather.GatherCsr.matmul`)."""
+        return self._apply(self._transpose if transpose else self._forward, x, out, accumulate, row_scale,
+                           pieces, between)
 
     def t_matmul(self, x, out=None, accumulate=False) -> torch.Tensor:
         """``out + A^T x`` if accumulating into ``out``, else ``A^T x``."""
@@ -109,6 +117,43 @@ class ExchangeSettings:
     seed: int = 0
 
 
+class BufferPool:
+    """Arrays reused from one exchange (and epoch) to the next, one per (role, shape, dtype).
+
+    The exchange buffers live from the start of one exchange to its end, and exchanges do
+    not overlap each other, so every role needs one array per shape: a layer's widths
+    repeat every epoch, and the kernel would otherwise map and zero fresh pages each time.
+    """
+
+    def __init__(self) -> None:
+        self._arrays: dict[tuple, np.ndarray] = {}
+
+    def array(self, role: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+        key = (role, tuple(int(n) for n in shape), np.dtype(dtype).str)
+        if key not in self._arrays:
+            self._arrays[key] = np.empty(key[1], dtype=dtype)
+        return self._arrays[key]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self._arrays.values())
+
+
+class Exchange:
+    """One boundary exchange in flight: :meth:`poll` while other work runs, then :meth:`finish`."""
+
+    def __init__(self, pending: list, finish) -> None:
+        self._pending = pending
+        self._finish = finish
+
+    def poll(self) -> None:
+        for request in self._pending:
+            request.test()
+
+    def finish(self) -> torch.Tensor:
+        return self._finish()
+
+
 class RankOperators:
     """Everything one rank needs to aggregate: its plan's operators and exchange counts."""
 
@@ -124,32 +169,54 @@ class RankOperators:
         self.remote = SparseOperator(matrices["remote"], kernel)
         self.send_counts = plan.send_counts
         self.recv_counts = plan.recv_counts
+        self.buffers = BufferPool()
         self.training = False       # quantize only while training
         self.quantize_calls = 0     # position in the stochastic-rounding stream (checkpointed)
+        self._in_flight = False
 
-    def start_exchange(self, rows: torch.Tensor, reverse: bool = False):
-        """Start sending ``rows``; return a function that waits and returns the rows received."""
+    def _buffer(self, role: str, rows: int, like: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(self.buffers.array(role, (rows, like.shape[1]), np.float32))
+
+    def start_exchange(self, rows: torch.Tensor, reverse: bool = False) -> Exchange:
+        """Start sending ``rows``; the exchange's :meth:`~Exchange.finish` waits and returns
+        the rows received. Its buffers are reused by the next exchange, so finish one
+        before starting another."""
+        if self._in_flight:
+            raise RuntimeError("an exchange is still in flight: finish it before starting another")
+        self._in_flight = True
+        direction = "backward" if reverse else "forward"
         send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
                                     else (self.send_counts, self.recv_counts))
         rows = rows.contiguous().numpy()
+        width = rows.shape[1]
         bits = self.settings.bits
+        num_received = int(recv_counts.sum())
         if not self.training or bits == 32:
             with self.timer.phase("communication"):
-                pending = self.communicator.ialltoallv(rows, send_counts, recv_counts)
+                pending = self.communicator.ialltoallv(
+                    rows, send_counts, recv_counts,
+                    out=self.buffers.array(f"{direction} received", (num_received, width), rows.dtype))
 
             def finish():
                 with self.timer.phase("communication"):
-                    return torch.from_numpy(pending.wait())
-            return finish
+                    received = pending.wait()
+                self._in_flight = False
+                return torch.from_numpy(received)
+            return Exchange([pending], finish)
         with self.timer.phase("quantization"):
             seed = (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls
             self.quantize_calls += 1
-            quantized = quantize(rows, send_counts, bits, self.settings.rounding, seed,
-                                 self.settings.parameter_dtype)
+            packed_shape = (int(packed_rows(send_counts, bits).sum()), width)
+            quantized = quantize(rows, send_counts, bits, self.settings.rounding, seed, self.settings.parameter_dtype,
+                                 out=Quantized(self.buffers.array(f"{direction} packed", packed_shape, np.uint8),
+                                               self.buffers.array(f"{direction} zero points", (len(rows),), np.float32),
+                                               self.buffers.array(f"{direction} scales", (len(rows),), np.float32)))
             wire = parameters_to_wire(quantized, self.settings.parameter_dtype)
         with self.timer.phase("communication"):
+            received_packed = self.buffers.array(f"{direction} packed received",
+                                                 (int(packed_rows(recv_counts, bits).sum()), width), np.uint8)
             data = self.communicator.ialltoallv(quantized.packed, packed_rows(send_counts, bits),
-                                                packed_rows(recv_counts, bits))
+                                                packed_rows(recv_counts, bits), out=received_packed)
             parameters = self.communicator.ialltoallv(wire, send_counts, recv_counts, kind="params")
 
         def finish():
@@ -157,29 +224,48 @@ class RankOperators:
                 packed, wire_received = data.wait(), parameters.wait()
             with self.timer.phase("quantization"):
                 zero_point, scale = parameters_from_wire(wire_received)
-                return torch.from_numpy(dequantize(Quantized(packed, zero_point, scale), recv_counts, bits))
-        return finish
+                out = self.buffers.array(f"{direction} received", (num_received, width), np.float32)
+                received = dequantize(Quantized(packed, zero_point, scale), recv_counts, bits, out=out)
+            self._in_flight = False
+            return torch.from_numpy(received)
+        return Exchange([data, parameters], finish)
+
+    def _overlapped(self, exchange: Exchange, operator: "SparseOperator", x: torch.Tensor, wire_bytes: int,
+                    **product) -> tuple[torch.Tensor, torch.Tensor]:
+        """(``operator`` applied to ``x``, the exchange's rows): the product runs while the
+        exchange is in flight and polls it between pieces (see :mod:`supergcn.distributed.comm`);
+        without overlap the exchange completes first."""
+        if not self.settings.overlap:
+            received = exchange.finish()
+            with self.timer.phase("aggregation"):
+                return operator.matmul(x, **product), received
+        pieces = max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
+        with self.timer.phase("aggregation"):
+            out = operator.matmul(x, pieces=pieces, between=exchange.poll, **product)
+        return out, exchange.finish()
+
+    def _wire_bytes(self, send_rows: int, width: int) -> int:
+        bits = self.settings.bits if self.training else 32
+        return max(send_rows, int(max(self.send_counts.sum(), self.recv_counts.sum()))) * width * bits // 8
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
-            send = self.send.matmul(x)
-        finish = self.start_exchange(send)
-        received = None if self.settings.overlap else finish()
-        with self.timer.phase("aggregation"):
-            out = self.local.matmul(x)  # overlaps the exchange when it is still in flight
-        received = finish() if received is None else received
+            send = self.send.matmul(x, out=self._buffer("forward send", self.send.shape[0], x))
+        exchange = self.start_exchange(send)
+        out, received = self._overlapped(exchange, self.local, x, self._wire_bytes(len(send), x.shape[1]))
         with self.timer.phase("aggregation"):
             return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
 
     def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
-            grad = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
-            grad_received = self.remote.t_matmul(grad)
-        finish = self.start_exchange(grad_received, reverse=True)
-        grad_send = None if self.settings.overlap else finish()
-        with self.timer.phase("aggregation"):
-            grad_x = self.local.t_matmul(grad)
-        grad_send = finish() if grad_send is None else grad_send
+            if row_scale is None:
+                grad = grad.contiguous()
+            else:
+                grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
+            grad_received = self.remote.t_matmul(grad, out=self._buffer("backward send", self.remote.shape[1], grad))
+        exchange = self.start_exchange(grad_received, reverse=True)
+        grad_x, grad_send = self._overlapped(exchange, self.local, grad, self._wire_bytes(0, grad.shape[1]),
+                                             transpose=True)
         with self.timer.phase("aggregation"):
             return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
 

@@ -94,19 +94,27 @@ class GatherCsr:
         self.chunks_per_thread = chunks_per_thread
         self._chunks: dict[int, np.ndarray] = {}
 
-    def chunks(self) -> np.ndarray:
+    def chunks(self, pieces: int = 1) -> np.ndarray:
+        """Row boundaries of ``chunks_per_thread`` chunks per thread and piece."""
         from supergcn.kernels.jit import numba
 
-        threads = numba.get_num_threads()
-        if threads not in self._chunks:
-            self._chunks[threads] = balanced_chunks(self.indptr, threads * self.chunks_per_thread)
-        return self._chunks[threads]
+        key = (numba.get_num_threads(), pieces)
+        if key not in self._chunks:
+            self._chunks[key] = balanced_chunks(self.indptr, key[0] * self.chunks_per_thread * pieces)
+        return self._chunks[key]
 
     def matmul(self, x: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False,
-               row_scale: np.ndarray | None = None) -> np.ndarray:
-        """``out = diag(row_scale) (out + A x)`` when accumulating, else ``diag(row_scale) A x``."""
+               row_scale: np.ndarray | None = None, pieces: int = 1, between=None) -> np.ndarray:
+        """``out = diag(row_scale) (out + A x)`` when accumulating, else ``diag(row_scale) A x``.
+
+        With ``pieces`` > 1 the rows are done in that many parallel calls of equal work, and
+        ``between()`` runs after each one (the exchange polls MPI there, so that a transfer
+        in flight progresses while this product runs).
+        """
         if x.shape[0] != self.shape[1]:
             raise ValueError(f"x has {x.shape[0]} rows, the matrix {self.shape[1]} columns")
+        if pieces < 1:
+            raise ValueError(f"pieces must be at least 1, got {pieces}")
         if out is None:
             out = np.empty((self.shape[0], x.shape[1]), dtype=x.dtype)
             accumulate = False
@@ -115,8 +123,13 @@ class GatherCsr:
         weights = self.weights.astype(x.dtype, copy=False)
         scale = np.empty(0, x.dtype) if row_scale is None else np.ascontiguousarray(row_scale, dtype=x.dtype)
         tile = feature_tile(x.shape[1])
-        _gather_spmm(self.indptr, self.indices, weights, scale, np.ascontiguousarray(x), out, self.chunks(), tile,
-                     accumulate)
+        x = np.ascontiguousarray(x)
+        chunks = self.chunks(pieces)
+        bounds = np.unique(np.linspace(0, len(chunks) - 1, pieces + 1).astype(np.int64))
+        for first, last in zip(bounds[:-1], bounds[1:]):
+            _gather_spmm(self.indptr, self.indices, weights, scale, x, out, chunks[first:last + 1], tile, accumulate)
+            if between is not None:
+                between()
         return out
 
     def transpose(self) -> "GatherCsr":

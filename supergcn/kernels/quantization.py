@@ -183,7 +183,7 @@ class Quantized:
 
 
 def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "nearest", seed: int = 0,
-             parameter_dtype: str = "float32") -> Quantized:
+             parameter_dtype: str = "float32", out: Quantized | None = None) -> Quantized:
     """Quantize and pack the rows of ``x`` (float32, rows grouped by destination ``counts``).
 
     Args:
@@ -195,6 +195,7 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
         seed: seed of the stochastic-rounding stream.
         parameter_dtype: wire type the parameters will travel as; with ``bfloat16`` they
             are rounded outward first, so the error bounds hold for the decoded values.
+        out: arrays to write into (allocated when None), shaped as the result.
 
     Returns:
         :class:`Quantized`: the packed ceil(n / (8 / bits)) x F bytes and float32
@@ -210,15 +211,19 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
     if counts.sum() != x.shape[0]:
         raise ValueError(f"counts add up to {counts.sum()} rows, x has {x.shape[0]}")
     first, size = _groups(counts, bits)
-    packed = np.empty((len(first), x.shape[1]), dtype=np.uint8)
-    zero_point = np.empty(x.shape[0], dtype=np.float32)
-    scale = np.empty(x.shape[0], dtype=np.float32)
+    if out is None:
+        out = Quantized(np.empty((len(first), x.shape[1]), dtype=np.uint8), np.empty(x.shape[0], dtype=np.float32),
+                        np.empty(x.shape[0], dtype=np.float32))
+    elif out.packed.shape != (len(first), x.shape[1]) or out.zero_point.shape != (x.shape[0],):
+        raise ValueError(f"output arrays {out.packed.shape}, {out.zero_point.shape} do not fit {x.shape[0]} rows "
+                         f"of {x.shape[1]} at {bits} bits")
+    packed, zero_point, scale = out.packed, out.zero_point, out.scale
     finite = np.ones(len(first), dtype=np.bool_)
     _quantize_pack(x, x.view(np.int32), first, size, bits, rounding == "stochastic", np.uint64(seed % 2**64), packed,
                    zero_point, scale, finite, parameter_dtype == "bfloat16")
     if not finite.all():
         raise SuperGCNError("NaN or Inf in the rows to quantize: the model diverged; lower the learning rate")
-    return Quantized(packed, zero_point, scale)
+    return out
 
 
 def dequantize(quantized: Quantized, counts: np.ndarray, bits: int, out: np.ndarray | None = None) -> np.ndarray:

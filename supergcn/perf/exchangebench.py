@@ -43,7 +43,7 @@ def bench_exchange(comm, plan_dir, features: int, bits: int, repeats: int = 20,
         comm.Barrier()
         timer.reset()
         started = time.perf_counter()
-        operators.start_exchange(rows)()
+        operators.start_exchange(rows).finish()
         elapsed = time.perf_counter() - started
         if attempt:
             totals["total"] += elapsed

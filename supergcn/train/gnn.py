@@ -21,35 +21,52 @@ from torch import nn
 
 from supergcn.distributed.aggregation import GraphOps
 from supergcn.kernels.activation import dropout_norm_relu
-from supergcn.naming import GNN_MODELS
+from supergcn.naming import DENSE_DTYPES, GNN_MODELS
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``x W^T + b`` computed in ``dtype`` (float32, or bfloat16 for CPUs with bf16 GEMMs);
+    the result is float32 either way, as are the parameters and their gradients."""
+    if dtype == torch.float32:
+        return F.linear(x, weight, bias)
+    return F.linear(x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype)).float()
 
 
 class SAGELayer(nn.Module):
-    def __init__(self, in_dim: int, out_dim: int) -> None:
+    def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         self.lin_neigh = nn.Linear(in_dim, out_dim, bias=True)
         self.lin_self = nn.Linear(in_dim, out_dim, bias=False)
+        self.dense_dtype = dense_dtype
 
     def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
+        weight, bias = self.lin_neigh.weight, self.lin_neigh.bias
         if self.lin_neigh.out_features < self.lin_neigh.in_features:
-            neigh = ops.mean(ops.timed("dense", F.linear, x, self.lin_neigh.weight))
-            neigh = ops.timed("dense", torch.add, neigh, self.lin_neigh.bias)
+            neigh = ops.mean(ops.timed("dense", linear, x, weight, None, self.dense_dtype))
+            neigh = ops.timed("dense", torch.add, neigh, bias)
         else:
-            neigh = ops.timed("dense", self.lin_neigh, ops.mean(x))
-        return ops.timed("dense", torch.add, neigh, ops.timed("dense", self.lin_self, x))
+            neigh = ops.timed("dense", linear, ops.mean(x), weight, bias, self.dense_dtype)
+        return ops.timed("dense", self._add_self, neigh, x)
+
+    def _add_self(self, neigh: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        if self.dense_dtype == torch.float32:
+            return torch.addmm(neigh, x, self.lin_self.weight.t())  # the sum fused into the GEMM
+        return neigh + linear(x, self.lin_self.weight, None, self.dense_dtype)
 
 
 class GCNLayer(nn.Module):
-    def __init__(self, in_dim: int, out_dim: int) -> None:
+    def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         self.lin = nn.Linear(in_dim, out_dim, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_dim))
+        self.dense_dtype = dense_dtype
 
     def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
         if self.lin.out_features <= self.lin.in_features:
-            aggregated = ops.gcn(ops.timed("dense", self.lin, x))
+            aggregated = ops.gcn(ops.timed("dense", linear, x, self.lin.weight, None, self.dense_dtype))
         else:
-            aggregated = ops.timed("dense", self.lin, ops.gcn(x))
+            aggregated = ops.timed("dense", linear, ops.gcn(x), self.lin.weight, None, self.dense_dtype)
         return ops.timed("dense", torch.add, aggregated, self.bias)
 
 
@@ -69,6 +86,8 @@ class GNN(nn.Module):
         num_layers: graph convolutions; all but the last are followed by dropout,
             LayerNorm (``layer_norm``) and ReLU.
         dropout: dropout probability after each hidden convolution.
+        dense_dtype: ``float32`` or ``bfloat16``, the type the linear layers' GEMMs run in
+            (:func:`linear`); aggregation, normalisation and parameters stay float32.
 
     ``forward(x, ops, label_nodes, labels)`` returns the n x out_dim log-probabilities of
     the rank's rows; ``ops`` is the rank's :class:`GraphOps`. Every step is booked to a
@@ -78,13 +97,15 @@ class GNN(nn.Module):
 
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
                  dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
-                 input_norm: bool = False) -> None:
+                 input_norm: bool = False, dense_dtype: str = "float32") -> None:
         super().__init__()
         if model not in GNN_MODELS:
             raise ValueError(f"unknown model {model!r}: choose one of {GNN_MODELS}")
         layer = {"sage": SAGELayer, "gcn": GCNLayer}[model]
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        self.convs = nn.ModuleList(layer(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        if dense_dtype not in DENSE_DTYPES:
+            raise ValueError(f"unknown dense dtype {dense_dtype!r}: choose one of {DENSE_DTYPES}")
+        self.convs = nn.ModuleList(layer(a, b, getattr(torch, dense_dtype)) for a, b in zip(dims[:-1], dims[1:]))
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
                                    for _ in range(num_layers - 1))
         self.label_embedding = nn.Embedding(out_dim, in_dim) if label_propagation else None

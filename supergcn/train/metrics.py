@@ -3,11 +3,13 @@
 Lines, in order:
 
 * ``header`` — config, dataset, strategy, P, threads, hosts, the memory allocator of every
-  rank (:mod:`supergcn.train.allocator`), versions, git commit and the graph / partition /
+  rank (:mod:`supergcn.train.allocator`), the MPI settings the ranks started with
+  (:data:`supergcn.distributed.comm.MPICH_SETTINGS`), versions, git commit and the graph / partition /
   plan hashes;
 * one ``epoch`` line per epoch — loss, accuracies, seconds per phase per rank, each
   phase's max over ranks, the phases of the slowest rank (which add up to the epoch
-  time), and bytes sent and received;
+  time), each rank's CPU seconds in user and system mode (``cpu_user``, ``cpu_system``:
+  all its threads), and bytes sent and received;
 * ``summary`` — epochs, mean epoch time (first epoch excluded), best validation accuracy
   and the test accuracy at it, final accuracies, every rank's parameter hash and every
   rank's peak resident memory (bytes, the process's high-water mark).
@@ -27,10 +29,14 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.storage import write_text
+from supergcn.distributed.comm import MPICH_SETTINGS
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.train.allocator import allocator_in_use
 from supergcn.train.provenance import git_commit, host, package_versions
+
+#: Per-rank CPU seconds of an epoch (all threads), beside the wall-clock phases.
+CPU_TIMES = ("cpu_user", "cpu_system")
 
 
 def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: int, hashes: dict) -> dict | None:
@@ -42,6 +48,7 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
     return {"type": "header", "config": config_json, "dataset": dataset, "strategy": strategy,
             "num_ranks": comm.Get_size(), "threads_per_rank": threads, "hosts": hosts,
             "allocator": allocators[0], "allocator_per_rank": [a["name"] for a in allocators],
+            "mpi_environment": {name: os.environ.get(name) for name in MPICH_SETTINGS},
             "versions": package_versions(), "git_commit": git_commit(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
 
@@ -59,7 +66,7 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
         return None
     slowest = max(per_rank, key=lambda r: r["total"])
     return {"type": "epoch", "epoch": epoch, "loss": loss, **accuracy,
-            "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*DETAIL, *BREAKDOWN, "total")},
+            "seconds": {"max": {k: max(r[k] for r in per_rank) for k in (*DETAIL, *BREAKDOWN, *CPU_TIMES, "total")},
                         "slowest_rank": slowest, "per_rank": per_rank},
             "bytes": {"sent_total": int(sum(t["sent"][k].sum() for t in traffic for k in t["sent"])),
                       "data_sent_total": int(sum(t["sent"]["data"].sum() for t in traffic)),

@@ -20,6 +20,7 @@ and :mod:`~supergcn.train.exports`.
 
 from __future__ import annotations
 
+import resource
 import time
 
 import numpy as np
@@ -59,7 +60,8 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
-                         label_propagation=config.label_rate > 0, input_norm=config.input_norm)
+                         label_propagation=config.label_rate > 0, input_norm=config.input_norm,
+                         dense_dtype=config.dense_dtype)
         if config.init_weights is not None:
             agree(comm, lambda: self.load_weights(config.init_weights))
         broadcast_parameters(self.model, comm)  # identical start on every rank
@@ -91,6 +93,7 @@ class Trainer:
         self.timer.reset()
         sent_before = {kind: sent.copy() for kind, sent in self.communicator.bytes_sent.items()}
         received_before = {kind: got.copy() for kind, got in self.communicator.bytes_received.items()}
+        usage_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.perf_counter()
         self.model.train()
         self.ops.operators.training = True
@@ -105,6 +108,10 @@ class Trainer:
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=False)
         seconds = self.timer.breakdown(time.perf_counter() - started)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        # CPU time of all the rank's threads: system time shows the kernel mapping and zeroing memory.
+        seconds["cpu_user"] = usage.ru_utime - usage_before.ru_utime
+        seconds["cpu_system"] = usage.ru_stime - usage_before.ru_stime
         sent = {kind: self.communicator.bytes_sent[kind] - sent_before[kind] for kind in sent_before}
         received = {kind: self.communicator.bytes_received[kind] - received_before[kind] for kind in received_before}
         return global_loss, seconds, {"sent": sent, "received": received}

@@ -88,3 +88,16 @@ def test_empty_matrix_and_zero_features():
     op = GatherCsr(np.zeros(5, np.int64), np.zeros(0, np.int64), 3)
     np.testing.assert_array_equal(op.matmul(np.ones((3, 4), np.float32)), np.zeros((4, 4), np.float32))
     assert op.matmul(np.ones((3, 0), np.float32)).shape == (4, 0)
+
+
+@pytest.mark.parametrize("pieces", [2, 7])
+def test_pieces_give_the_same_product_and_call_between_after_each(threads, pieces):
+    rng = np.random.default_rng(3)
+    m = awkward_matrix(rng)
+    op = GatherCsr(m.indptr, m.indices, m.shape[1], m.data)
+    x = rng.standard_normal((m.shape[1], 5)).astype(np.float32)
+    calls = []
+    out = np.full((m.shape[0], 5), np.nan, dtype=np.float32)  # every row must be written
+    op.matmul(x, out=out, pieces=pieces, between=lambda: calls.append(1))
+    np.testing.assert_array_equal(out, op.matmul(x))
+    assert len(calls) == pieces

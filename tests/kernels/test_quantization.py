@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from supergcn.errors import SuperGCNError
-from supergcn.kernels.quantization import dequantize, packed_rows, quantize
+from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
 
 
 @pytest.mark.parametrize("bits", [2, 4, 8])
@@ -116,3 +116,19 @@ def test_bfloat16_parameters_keep_the_error_bound(bits, rounding):
     error = np.abs(dequantize(q, np.array([5]), bits) - x)
     limit = q.scale[:, None] * (0.5 if rounding == "nearest" else 1.0)
     assert np.all(error <= limit * (1 + 1e-5) + 1e-3 * np.abs(x) * 2**-20)
+
+
+@pytest.mark.parametrize("bits", [2, 4, 8])
+def test_reused_output_arrays_give_the_same_bytes(bits):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((13, 6)).astype(np.float32)
+    counts = np.array([5, 0, 8])
+    fresh = quantize(x, counts, bits, rounding="stochastic", seed=9)
+    garbage = Quantized(np.full_like(fresh.packed, 0xFF), np.full(13, np.nan, np.float32),
+                        np.full(13, np.nan, np.float32))
+    reused = quantize(x, counts, bits, rounding="stochastic", seed=9, out=garbage)
+    assert reused is garbage
+    for name in ("packed", "zero_point", "scale"):
+        np.testing.assert_array_equal(getattr(reused, name), getattr(fresh, name))
+    with pytest.raises(ValueError, match="do not fit"):
+        quantize(x[:12], counts - np.array([0, 0, 1]), bits, out=garbage)
