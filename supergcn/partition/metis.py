@@ -93,6 +93,24 @@ def combined_weight(weights: dict[str, np.ndarray]) -> np.ndarray:
     return np.maximum(total, 1)
 
 
+def metis_adjacency(graph: Graph, idx_t) -> tuple[np.ndarray, np.ndarray]:
+    """``(xadj, adjncy)`` of ``graph`` without its self loops (METIS wants none), of METIS's
+    integer type ``idx_t``, so that pymetis passes them on without copying them again.
+
+    A self loop is stored once, in its own row: removing it from row v shifts every later
+    row start by the loops in rows 0..v.
+    """
+    row_ids = np.repeat(np.arange(graph.num_nodes, dtype=graph.indices.dtype), graph.in_degree)
+    loops = np.flatnonzero(graph.indices == row_ids)
+    del row_ids  # one n_edges array less while the idx_t copy is made
+    if len(loops) == 0:
+        return np.asarray(graph.indptr, dtype=idx_t), graph.indices.astype(idx_t)
+    loop_rows = np.searchsorted(graph.indptr, loops, side="right") - 1
+    removed_before = np.concatenate([[0], np.cumsum(np.bincount(loop_rows, minlength=graph.num_nodes))])
+    xadj = (graph.indptr - removed_before).astype(idx_t)
+    return xadj, np.delete(graph.indices, loops).astype(idx_t)
+
+
 def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAINTS, seed: int = 0) -> Partition:
     """METIS k-way partition of ``graph`` into ``num_parts`` parts.
 
@@ -110,6 +128,7 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
         SuperGCNError: ``num_parts`` is out of range or a constraint is unknown.
     """
     import pymetis
+    from pymetis._internal import _idx_type_width
 
     if num_parts < 1:
         raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}")
@@ -117,14 +136,11 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
         raise SuperGCNError(f"cannot split {graph.num_nodes} nodes into {num_parts} parts: use P <= number of nodes")
     if num_parts == 1:
         return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
-    # METIS wants no self loops.
-    adjacency = graph.adjacency()
-    adjacency.setdiag(0)
-    adjacency.eliminate_zeros()
-    options = pymetis.Options(seed=seed)
-    vweights = combined_weight(constraint_weights(graph, constraints)) if constraints else None
-    result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(adjacency.indptr, adjacency.indices),
-                                vweights=vweights, options=options, recursive=False)
+    idx_t = np.int64 if _idx_type_width() == 64 else np.int32
+    xadj, adjncy = metis_adjacency(graph, idx_t)
+    vweights = combined_weight(constraint_weights(graph, constraints)).astype(idx_t) if constraints else None
+    result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights,
+                                options=pymetis.Options(seed=seed), recursive=False)
     parts = np.asarray(result.vertex_part, dtype=np.int32)
     if np.any(np.bincount(parts, minlength=num_parts) == 0):
         raise SuperGCNError(f"METIS left a part empty for P={num_parts} on {graph.num_nodes} nodes: "
@@ -134,8 +150,7 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
 
 def edge_cut(graph: Graph, parts: np.ndarray) -> int:
     """Undirected edges whose endpoints lie in different parts."""
-    rows = np.repeat(np.arange(graph.num_nodes), graph.in_degree)
-    return int(np.count_nonzero(parts[rows] != parts[graph.indices])) // 2
+    return int(np.count_nonzero(np.repeat(parts, graph.in_degree) != parts[graph.indices])) // 2
 
 
 def balance_report(graph: Graph, partition: Partition) -> dict:
