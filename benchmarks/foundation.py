@@ -1,7 +1,7 @@
 """Foundation benchmark: preprocessing time and memory at scale, and the vertex-cover speed-up.
 
     .venv/bin/python benchmarks/foundation.py [--dataset synthetic-arxiv] [--parts 64 ...]
-        [--scale 0.125] [--workdir DIR] [--graph DIR] [--pairs 40]
+        [--scale 0.125] [--edge-fraction 1] [--workdir DIR] [--graph DIR] [--pairs 40]
 
 Prints one JSON document: per step (prepare, then partition and hybrid plan for each P)
 the seconds and the peak resident memory of that step alone, the balance of each METIS
@@ -52,9 +52,9 @@ def prepare_step(dataset: str, scale: float, out: Path) -> dict:
     return save_graph(graph, out, seconds=time.perf_counter() - started)
 
 
-def partition_step(graph_dir: Path, parts: int, out: Path) -> dict:
+def partition_step(graph_dir: Path, parts: int, out: Path, edge_fraction: float) -> dict:
     graph = load_graph(graph_dir, mmap=True)
-    return run_partition(graph, read_graph_meta(graph_dir)["hash"], parts, out)
+    return run_partition(graph, read_graph_meta(graph_dir)["hash"], parts, out, edge_fraction=edge_fraction)
 
 
 def plan_step(graph_dir: Path, partition_dir: Path, out: Path) -> dict:
@@ -127,7 +127,7 @@ def cover_comparison(graph_dir: Path, partition_dir: Path, pairs: int) -> dict:
 
 
 def run(args, workdir: Path) -> dict:
-    report = {"dataset": args.dataset, "scale": args.scale, "steps": {}}
+    report = {"dataset": args.dataset, "scale": args.scale, "edge_fraction": args.edge_fraction, "steps": {}}
     graph_dir = args.graph or workdir / "graph"
     if args.graph is None:
         meta, report["steps"]["prepare"] = in_child(prepare_step, args.dataset, args.scale, graph_dir)
@@ -138,7 +138,7 @@ def run(args, workdir: Path) -> dict:
     for parts in args.parts:
         partition_dir, plan_dir = workdir / f"partition-p{parts}", workdir / f"plan-p{parts}-hybrid"
         part_manifest, report["steps"][f"partition_p{parts}"] = in_child(partition_step, graph_dir, parts,
-                                                                         partition_dir)
+                                                                         partition_dir, args.edge_fraction)
         plan_manifest, report["steps"][f"plan_hybrid_p{parts}"] = in_child(plan_step, graph_dir, partition_dir,
                                                                            plan_dir)
         entry = {"edge_cut": part_manifest["edge_cut"],
@@ -160,6 +160,8 @@ def main():
     parser.add_argument("--parts", type=int, nargs="+", default=[64], help="one or more numbers of parts P")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="shrink a synthetic preset's nodes and edges by this factor")
+    parser.add_argument("--edge-fraction", type=float, default=1.0,
+                        help="the fraction of edges METIS sees (supergcn partition --edge-fraction)")
     parser.add_argument("--graph", type=Path, help="a prepared graph directory to reuse (skips prepare)")
     parser.add_argument("--workdir", type=Path, help="keep the outputs here instead of a temporary directory")
     parser.add_argument("--pairs", type=int, default=40, help="largest rank pairs timed against networkx (0: skip)")
