@@ -1,19 +1,30 @@
-"""Foundation benchmark: preprocessing time at scale and the vertex-cover speed-up.
+"""Foundation benchmark: preprocessing time and memory at scale, and the vertex-cover speed-up.
 
-    .venv/bin/python benchmarks/foundation.py [--dataset synthetic-arxiv] [--parts 64]
+    .venv/bin/python benchmarks/foundation.py [--dataset synthetic-arxiv] [--parts 64 ...]
+        [--scale 0.125] [--edge-fraction 1] [--workdir DIR] [--graph DIR] [--pairs 40]
 
-Prints one JSON document: seconds of prepare / partition / plan(hybrid) through the
-CLI code paths (written to a temporary directory), the balance of each METIS
-constraint, and the cover computation of the largest rank pairs timed against
-networkx on exactly the same bipartite graphs.
+Prints one JSON document: per step (prepare, then partition and hybrid plan for each P)
+the seconds and the peak resident memory of that step alone, the balance of each METIS
+constraint, and the cover computation of the largest rank pairs timed against networkx
+on exactly the same bipartite graphs (``--pairs 0`` skips it).
+
+Each step runs in a fresh spawned process that reports its own ``ru_maxrss``, so one
+step's peak is not hidden behind an earlier one's, and the figures match what the
+pipeline's rules (one process per step) need. Outputs go to a temporary directory, or
+to ``--workdir`` to keep them; ``--graph`` reuses a prepared graph instead of preparing.
+``--scale`` shrinks a synthetic preset's nodes and edges by the same factor, to iterate
+on a smaller graph of the same shape.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import multiprocessing
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import networkx as nx
@@ -21,10 +32,49 @@ import numpy as np
 import scipy.sparse as sp
 
 from supergcn.data.datasets import prepare_dataset
-from supergcn.data.graph import load_graph, save_graph
+from supergcn.data.datasets.synthetic import PLANTED_PRESETS
+from supergcn.data.graph import load_graph, read_graph_meta, save_graph
+from supergcn.data.storage import peak_memory_mib
 from supergcn.partition.cover import minimum_vertex_cover
 from supergcn.partition.metis import load_partition, run_partition
 from supergcn.partition.plan import _renumbered_edges, run_plan
+
+
+def prepare_step(dataset: str, scale: float, out: Path) -> dict:
+    started = time.perf_counter()
+    if scale == 1.0:
+        graph = prepare_dataset(dataset)
+    else:
+        preset = PLANTED_PRESETS[dataset]
+        shrunk = dataclasses.replace(preset, num_nodes=round(preset.num_nodes * scale),
+                                     num_edges=round(preset.num_edges * scale))
+        graph = shrunk.generate(f"{dataset}-x{scale:g}", seed=0)
+    return save_graph(graph, out, seconds=time.perf_counter() - started)
+
+
+def partition_step(graph_dir: Path, parts: int, out: Path, edge_fraction: float) -> dict:
+    graph = load_graph(graph_dir, mmap=True)
+    return run_partition(graph, read_graph_meta(graph_dir)["hash"], parts, out, edge_fraction=edge_fraction)
+
+
+def plan_step(graph_dir: Path, partition_dir: Path, out: Path) -> dict:
+    graph_hash = read_graph_meta(graph_dir)["hash"]
+    graph = load_graph(graph_dir, mmap=True)
+    partition, part_manifest = load_partition(partition_dir, graph_hash)
+    return run_plan(graph, graph_hash, partition, part_manifest["partition_hash"], "hybrid", out)
+
+
+def _measured(step, *args) -> tuple[dict, float, float]:
+    started = time.perf_counter()
+    result = step(*args)
+    return result, time.perf_counter() - started, peak_memory_mib()
+
+
+def in_child(step, *args) -> tuple[dict, dict]:
+    """Run ``step(*args)`` in a fresh process; return its result and {seconds, peak GiB}."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        result, seconds, peak_mib = pool.submit(_measured, step, *args).result()
+    return result, {"seconds": round(seconds, 2), "peak_gib": round(peak_mib / 1024, 3)}
 
 
 def pair_biadjacencies(graph, partition, count):
@@ -58,52 +108,70 @@ def networkx_cover_size(g, top):
     return len(nx.bipartite.to_vertex_cover(g, matching, top_nodes=top))
 
 
+def cover_comparison(graph_dir: Path, partition_dir: Path, pairs: int) -> dict:
+    graph = load_graph(graph_dir, mmap=True)
+    partition, _ = load_partition(partition_dir)
+    matrices = pair_biadjacencies(graph, partition, pairs)
+    union = sp.block_diag(matrices, format="csr")
+    minimum_vertex_cover(union[:1])  # compile outside the timing
+    started = time.perf_counter()
+    ours = minimum_vertex_cover(union)
+    ours_seconds = time.perf_counter() - started
+    graphs = [networkx_graph(b) for b in matrices]  # built outside the timing, like ours
+    started = time.perf_counter()
+    oracle = sum(networkx_cover_size(g, top) for g, top in graphs)
+    networkx_seconds = time.perf_counter() - started
+    return {"pairs": len(matrices), "cut_edges": int(union.nnz), "cover_size": ours.size,
+            "networkx_cover_size": oracle, "ours_seconds": ours_seconds,
+            "networkx_seconds": networkx_seconds, "speedup": networkx_seconds / ours_seconds}
+
+
+def run(args, workdir: Path) -> dict:
+    report = {"dataset": args.dataset, "scale": args.scale, "edge_fraction": args.edge_fraction, "steps": {}}
+    graph_dir = args.graph or workdir / "graph"
+    if args.graph is None:
+        meta, report["steps"]["prepare"] = in_child(prepare_step, args.dataset, args.scale, graph_dir)
+    else:
+        meta = read_graph_meta(graph_dir)
+    report.update(graph=str(graph_dir), num_nodes=meta["num_nodes"], num_edges_undirected=meta["num_edges_undirected"])
+    report["parts"] = {}
+    for parts in args.parts:
+        partition_dir, plan_dir = workdir / f"partition-p{parts}", workdir / f"plan-p{parts}-hybrid"
+        part_manifest, report["steps"][f"partition_p{parts}"] = in_child(partition_step, graph_dir, parts,
+                                                                         partition_dir, args.edge_fraction)
+        plan_manifest, report["steps"][f"plan_hybrid_p{parts}"] = in_child(plan_step, graph_dir, partition_dir,
+                                                                           plan_dir)
+        entry = {"edge_cut": part_manifest["edge_cut"],
+                 "imbalance_max_over_mean": {k: v["imbalance_max_over_mean"]
+                                             for k, v in part_manifest["balance"].items()},
+                 "partition_hash": part_manifest["partition_hash"],
+                 "rows": {"pre": plan_manifest["rows_if_pre"], "post": plan_manifest["rows_if_post"],
+                          "hybrid": plan_manifest["total_rows_sent"]}}
+        if args.pairs:
+            entry["cover"], _ = in_child(cover_comparison, graph_dir, partition_dir, args.pairs)
+        report["parts"][parts] = entry
+    report["total_seconds"] = round(sum(step["seconds"] for step in report["steps"].values()), 2)
+    return report
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="synthetic-arxiv")
-    parser.add_argument("--parts", type=int, default=64)
-    parser.add_argument("--pairs", type=int, default=40, help="largest rank pairs timed against networkx")
+    parser.add_argument("--parts", type=int, nargs="+", default=[64], help="one or more numbers of parts P")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="shrink a synthetic preset's nodes and edges by this factor")
+    parser.add_argument("--edge-fraction", type=float, default=1.0,
+                        help="the fraction of edges METIS sees (supergcn partition --edge-fraction)")
+    parser.add_argument("--graph", type=Path, help="a prepared graph directory to reuse (skips prepare)")
+    parser.add_argument("--workdir", type=Path, help="keep the outputs here instead of a temporary directory")
+    parser.add_argument("--pairs", type=int, default=40, help="largest rank pairs timed against networkx (0: skip)")
     args = parser.parse_args()
-
-    report = {"dataset": args.dataset, "parts": args.parts, "seconds": {}}
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        started = time.perf_counter()
-        graph = prepare_dataset(args.dataset)
-        meta = save_graph(graph, tmp / "g", seconds=time.perf_counter() - started)
-        report["seconds"]["prepare"] = time.perf_counter() - started
-
-        started = time.perf_counter()
-        graph = load_graph(tmp / "g", mmap=True)
-        part_manifest = run_partition(graph, meta["hash"], args.parts, tmp / "p")
-        report["seconds"]["partition"] = time.perf_counter() - started
-
-        started = time.perf_counter()
-        partition, _ = load_partition(tmp / "p", meta["hash"])
-        plan_manifest = run_plan(graph, meta["hash"], partition, part_manifest["partition_hash"], "hybrid", tmp / "h")
-        report["seconds"]["plan_hybrid"] = time.perf_counter() - started
-        report["seconds"]["total"] = sum(report["seconds"].values())
-        report["peak_memory_mib"] = plan_manifest["peak_memory_mib"]
-        report["edge_cut"] = part_manifest["edge_cut"]
-        report["num_edges_undirected"] = part_manifest["num_edges_undirected"]
-        report["imbalance_max_over_mean"] = {k: v["imbalance_max_over_mean"]
-                                             for k, v in part_manifest["balance"].items()}
-        report["rows"] = {"pre": plan_manifest["rows_if_pre"], "post": plan_manifest["rows_if_post"],
-                          "hybrid": plan_manifest["total_rows_sent"]}
-
-        matrices = pair_biadjacencies(graph, partition, args.pairs)
-        union = sp.block_diag(matrices, format="csr")
-        minimum_vertex_cover(union[:1])  # compile outside the timing
-        started = time.perf_counter()
-        ours = minimum_vertex_cover(union)
-        ours_seconds = time.perf_counter() - started
-        graphs = [networkx_graph(b) for b in matrices]  # built outside the timing, like ours
-        started = time.perf_counter()
-        oracle = sum(networkx_cover_size(g, top) for g, top in graphs)
-        networkx_seconds = time.perf_counter() - started
-        report["cover"] = {"pairs": len(matrices), "cut_edges": int(union.nnz), "cover_size": ours.size,
-                           "networkx_cover_size": oracle, "ours_seconds": ours_seconds,
-                           "networkx_seconds": networkx_seconds, "speedup": networkx_seconds / ours_seconds}
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        report = run(args, args.workdir)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            report = run(args, Path(tmp))
     print(json.dumps(report, indent=2))
 
 

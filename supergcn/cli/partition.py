@@ -17,6 +17,9 @@ def configure(parser) -> None:
     parser.add_argument("--constraints", nargs="*", choices=PARTITION_CONSTRAINTS, default=list(PARTITION_CONSTRAINTS),
                         help="balanced vertex weights (combined into one, see supergcn/partition/metis.py)")
     parser.add_argument("--seed", type=int, default=0, help="METIS random seed")
+    parser.add_argument("--edge-fraction", type=float, default=1.0,
+                        help="METIS sees this seeded fraction of the edges, to bound its memory on huge graphs "
+                             "(default 1: the whole graph)")
 
 
 def run(args) -> None:
@@ -27,7 +30,8 @@ def run(args) -> None:
 
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)
-    manifest = run_partition(graph, meta["hash"], args.parts, args.out, args.constraints, args.seed)
+    manifest = run_partition(graph, meta["hash"], args.parts, args.out, args.constraints, args.seed,
+                             args.edge_fraction)
     balance = ", ".join(f"{name} {value['imbalance_max_over_mean']:.3f}" for name, value in manifest["balance"].items()
                         if value["imbalance_max_over_mean"] is not None)
     print(f"partitioned {graph.name} into {args.parts}: edge cut {manifest['edge_cut']:,} of "

@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from supergcn.data.graph import Graph
+from supergcn.data.keys import group_sorted
 from supergcn.data.storage import atomic_output_dir, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
@@ -115,26 +116,37 @@ def _positions(counts: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 
 def _renumbered_edges(graph: Graph, partition: Partition) -> tuple[np.ndarray, np.ndarray]:
-    """(dst, src) of every directed edge in new ids, sorted by dst then src."""
-    old_to_new = partition.old_to_new
+    """(dst, src) of every directed edge in new ids, sorted by dst then src, in the graph's
+    index dtype (int32 below 2**31 nodes: half the memory of int64 on the largest arrays)."""
+    ids = graph.indices.dtype
+    old_to_new = partition.old_to_new.astype(ids)
     matrix = sp.csr_matrix((np.ones(graph.num_edges, dtype=np.int8), old_to_new[graph.indices], graph.indptr),
                            shape=(graph.num_nodes, graph.num_nodes))[partition.new_to_old]
     matrix.sort_indices()
-    dst = np.repeat(np.arange(graph.num_nodes, dtype=np.int64), np.diff(matrix.indptr))
-    return dst, matrix.indices.astype(np.int64)
+    dst = np.repeat(np.arange(graph.num_nodes, dtype=ids), np.diff(matrix.indptr))
+    return dst, matrix.indices.astype(ids, copy=False)
 
 
-def _hybrid_is_post(src, dst, pair, num_nodes, num_pairs):
+def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` through one argsort and :func:`group_sorted`."""
+    order = np.argsort(keys)
+    values, sorted_inverse = group_sorted(keys[order])
+    inverse = np.empty_like(sorted_inverse)
+    inverse[order] = sorted_inverse
+    return values, inverse
+
+
+def _hybrid_left_is_post(left_keys, left, right_keys, right, num_nodes, num_pairs):
     """Alg. 1 over all pairs at once: the union of the pairs' bipartite cut graphs is one
-    bipartite graph whose minimum cover is the union of the pairs' minimum covers."""
-    left_keys, left = np.unique(pair * num_nodes + src, return_inverse=True)
-    right_keys, right = np.unique(pair * num_nodes + dst, return_inverse=True)
-    biadjacency = sp.csr_matrix((np.ones(len(src), dtype=np.int8), (left, right)),
+    bipartite graph whose minimum cover is the union of the pairs' minimum covers. Left
+    vertices are the (pair, source) groups, right ones the (pair, destination) groups;
+    returns whether each left vertex is in the cover (its edges are then POST)."""
+    biadjacency = sp.csr_matrix((np.ones(len(left), dtype=np.int8), (left, right)),
                                 shape=(len(left_keys), len(right_keys)))
     cover = minimum_vertex_cover(biadjacency)
     left_pair = left_keys // num_nodes
     right_pair = right_keys // num_nodes
-    return cover.left[left], {
+    return cover.left, {
         "cover": np.bincount(left_pair[cover.left], minlength=num_pairs)
         + np.bincount(right_pair[cover.right], minlength=num_pairs),
         "matching": np.bincount(left_pair[cover.match_of_left >= 0], minlength=num_pairs),
@@ -152,6 +164,11 @@ def _split_csr(rows: np.ndarray, cols: np.ndarray, num_rows: int, bounds: np.nda
 
 def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list[RankPlan], dict]:
     """Every rank's communication plan for ``strategy`` (the module docstring's operators).
+
+    Cut edges are put in (pair, dst, src) order once: the edges come sorted by (dst, src)
+    and a destination's rank i grows with its id, so a stable sort by the sender rank j
+    alone gives it. Keys pair * n + dst are then already sorted, which is the order of the
+    PRE rows; only the (pair, src) groups need a sort of their own.
 
     Args:
         graph: the prepared graph.
@@ -171,27 +188,42 @@ def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list
     dst, src = _renumbered_edges(graph, partition)
     in_degree = np.bincount(dst, minlength=n)
     is_local = owner[dst] == owner[src]
-
+    local_parts = list(_split_csr(dst[is_local], src[is_local], n, offsets))
     cut_src, cut_dst = src[~is_local], dst[~is_local]
-    pair = owner[cut_src] * num_ranks + owner[cut_dst]  # j * P + i, j = sender
+    del dst, src, is_local  # the largest arrays; everything below works on the cut edges
+
+    # numpy sorts 16-bit keys stably by radix, several times faster than wider ones.
+    sender = owner[cut_src].astype(np.int16 if num_ranks <= 2**15 else np.int64)
+    by_pair = np.argsort(sender, kind="stable")
+    del sender
+    cut_src, cut_dst = cut_src[by_pair], cut_dst[by_pair]
+    del by_pair
+    pair = owner[cut_src] * num_ranks + owner[cut_dst]  # j * P + i, j = sender; ascending
     num_pairs = num_ranks * num_ranks
+    right_keys, right = group_sorted(pair * n + cut_dst)  # (pair, destination) groups
+    left_keys, left = _unique_inverse(pair * n + cut_src)  # (pair, source) groups
     cover_stats = {}
     if strategy == "pre":
-        is_post = np.zeros(len(cut_src), dtype=bool)
+        left_is_post = np.zeros(len(left_keys), dtype=bool)
     elif strategy == "post":
-        is_post = np.ones(len(cut_src), dtype=bool)
+        left_is_post = np.ones(len(left_keys), dtype=bool)
     else:
-        is_post, cover_stats = _hybrid_is_post(cut_src, cut_dst, pair, n, num_pairs)
+        left_is_post, cover_stats = _hybrid_left_is_post(left_keys, left, right_keys, right, n, num_pairs)
+    cut_counts = (np.bincount(pair, minlength=num_pairs), np.bincount(left_keys // n, minlength=num_pairs),
+                  np.bincount(right_keys // n, minlength=num_pairs))
+    del right
+    is_post = left_is_post[left]
 
-    # PRE partial rows: one per (pair, destination), entries sorted by (pair, dst, src).
-    pre = np.lexsort((cut_src[~is_post], cut_dst[~is_post], pair[~is_post]))
-    pre_src, pre_dst, pre_pair = cut_src[~is_post][pre], cut_dst[~is_post][pre], pair[~is_post][pre]
-    pre_keys, pre_row = np.unique(pre_pair * n + pre_dst, return_inverse=True)
+    # PRE partial rows: one per (pair, destination), entries already sorted by (pair, dst, src).
+    pre_src, pre_dst, pre_pair = cut_src[~is_post], cut_dst[~is_post], pair[~is_post]
+    pre_keys, pre_row = group_sorted(pre_pair * n + pre_dst)
     pre_row_pair, pre_row_dst = pre_keys // n, pre_keys % n
-    # POST raw rows: one per (pair, source).
-    post_src, post_dst, post_pair = cut_src[is_post], cut_dst[is_post], pair[is_post]
-    post_keys, post_row_of_edge = np.unique(post_pair * n + post_src, return_inverse=True)
+    # POST raw rows: one per (pair, source), i.e. per left group in the cover.
+    post_keys = left_keys[left_is_post]
+    post_row_of_edge = (np.cumsum(left_is_post) - 1)[left[is_post]]
+    post_dst = cut_dst[is_post]
     post_row_pair, post_row_src = post_keys // n, post_keys % n
+    del cut_src, cut_dst, pair, pre_dst, pre_pair, left, is_post
 
     pre_counts = np.bincount(pre_row_pair, minlength=num_pairs).reshape(num_ranks, num_ranks)
     post_counts = np.bincount(post_row_pair, minlength=num_pairs).reshape(num_ranks, num_ranks)
@@ -204,11 +236,11 @@ def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list
                     + np.arange(len(post_keys)) - first_post_row[post_row_pair])
 
     # Receiver side: owned destination <- receive-buffer row, for PRE rows and POST edges.
+    # Every (destination, position) is distinct, so one key orders them as a lexsort would.
     remote_dst = np.concatenate([pre_row_dst, post_dst])
     remote_pos = np.concatenate([pre_row_pos, post_row_pos[post_row_of_edge]])
-    order = np.lexsort((remote_pos, remote_dst))
+    order = np.argsort(remote_dst * max(1, int(comm.sum())) + remote_pos)
     remote_parts = _split_csr(remote_dst[order], remote_pos[order], n, offsets)
-    local_parts = _split_csr(dst[is_local], src[is_local], n, offsets)
     # Sender side: PRE rows and POST rows are both sorted sender-major.
     pre_row_bounds = np.searchsorted(pre_row_pair // num_ranks, np.arange(num_ranks + 1))
     pre_entry_bounds = np.searchsorted(pre_row, pre_row_bounds)
@@ -232,16 +264,13 @@ def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list
             remote_indptr=remote_indptr, remote_indices=remote_idx,
             in_degree=in_degree[offsets[r]:offsets[r + 1]],
         ))
-    return plans, _plan_stats(strategy, comm, pre_counts, post_counts, cut_src, cut_dst, pair, num_ranks, n,
-                              cover_stats)
+    return plans, _plan_stats(strategy, comm, pre_counts, post_counts, cut_counts, num_ranks, cover_stats)
 
 
-def _plan_stats(strategy, comm, pre_counts, post_counts, cut_src, cut_dst, pair, num_ranks, n, cover_stats):
-    num_pairs = num_ranks * num_ranks
-    cut_edges = np.bincount(pair, minlength=num_pairs)
-    distinct_src = np.bincount(np.unique(pair * n + cut_src) // n, minlength=num_pairs)
-    distinct_dst = np.bincount(np.unique(pair * n + cut_dst) // n, minlength=num_pairs)
-
+def _plan_stats(strategy, comm, pre_counts, post_counts, cut_counts, num_ranks, cover_stats):
+    """plan.json's statistics; ``cut_counts`` holds per pair the cut edges, their distinct
+    sources (the rows post sends) and distinct destinations (the rows pre sends)."""
+    cut_edges, distinct_src, distinct_dst = cut_counts
     pairs = []
     for p in np.flatnonzero(cut_edges):
         j, i = divmod(int(p), num_ranks)
@@ -259,7 +288,7 @@ def _plan_stats(strategy, comm, pre_counts, post_counts, cut_src, cut_dst, pair,
         "total_rows_sent": int(comm.sum()),
         "max_rows_sent_by_rank": int(comm.sum(axis=1).max()),
         "max_rows_received_by_rank": int(comm.sum(axis=0).max()),
-        "cut_edges_directed": int(len(cut_src)),
+        "cut_edges_directed": int(cut_edges.sum()),
         "rows_if_pre": int(distinct_dst.sum()),
         "rows_if_post": int(distinct_src.sum()),
         "pairs": pairs,

@@ -1,6 +1,7 @@
 import numpy as np
 import pymetis
 import pytest
+import scipy.sparse as sp
 
 from supergcn.data.graph import build_graph
 from supergcn.errors import SuperGCNError
@@ -10,8 +11,10 @@ from supergcn.partition.metis import (
     constraint_weights,
     edge_cut,
     load_partition,
+    metis_adjacency,
     partition_graph,
     run_partition,
+    sampled_adjacency,
 )
 
 
@@ -108,3 +111,42 @@ def test_manifest_reports_balance_and_detects_foreign_graph(tmp_path, cora):
     assert isinstance(partition, Partition)
     with pytest.raises(SuperGCNError, match="different graph"):
         load_partition(tmp_path / "p", "hash-b")
+
+
+def test_metis_adjacency_is_the_graph_without_self_loops(awkward_graph):
+    """The arrays METIS gets equal the scipy route they replaced (setdiag(0), eliminate_zeros)."""
+    reference = awkward_graph.adjacency()
+    reference.setdiag(0)
+    reference.eliminate_zeros()
+    assert awkward_graph.num_self_loops > 0
+    xadj, adjncy = metis_adjacency(awkward_graph, np.int64)
+    assert xadj.dtype == adjncy.dtype == np.int64
+    np.testing.assert_array_equal(xadj, reference.indptr)
+    np.testing.assert_array_equal(adjncy, reference.indices)
+
+
+def test_sampled_adjacency_is_a_symmetric_seeded_subset(awkward_graph):
+    def matrix(xadj, adjncy):
+        n = awkward_graph.num_nodes
+        return sp.csr_matrix((np.ones(len(adjncy)), adjncy, xadj), shape=(n, n))
+
+    whole = matrix(*metis_adjacency(awkward_graph, np.int64))
+    xadj, adjncy = sampled_adjacency(awkward_graph, np.int64, 0.5, seed=4)
+    sample = matrix(xadj, adjncy)
+    assert sample.has_sorted_indices
+    assert (sample != sample.T).nnz == 0, "not symmetric"
+    assert (sample - sample.multiply(whole)).nnz == 0, "an edge the graph does not have"
+    assert 0.4 < sample.nnz / whole.nnz < 0.6
+    again = sampled_adjacency(awkward_graph, np.int64, 0.5, seed=4)
+    np.testing.assert_array_equal(again[1], adjncy)
+    assert not np.array_equal(sampled_adjacency(awkward_graph, np.int64, 0.5, seed=5)[1], adjncy)
+
+
+def test_edge_fraction_is_recorded_and_the_cut_measured_on_the_whole_graph(tmp_path):
+    g = grid_graph()
+    manifest = run_partition(g, "hash", 4, tmp_path / "p", edge_fraction=0.7)
+    assert manifest["metis_edge_fraction"] == 0.7
+    assert manifest["edge_cut"] == edge_cut(g, np.load(tmp_path / "p" / "parts.npy"))
+    assert run_partition(g, "hash", 4, tmp_path / "q")["metis_edge_fraction"] == 1.0
+    with pytest.raises(SuperGCNError, match="edge fraction"):
+        partition_graph(g, 4, edge_fraction=0)

@@ -1,10 +1,15 @@
+import json
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
+from supergcn.data.storage import hash_arrays
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import Partition, partition_graph
 from supergcn.partition.plan import (
+    RankPlan,
     aggregate_in_process,
     build_plans,
     load_rank_plan,
@@ -131,3 +136,17 @@ def test_strategy_rows_of_a_hybrid_manifest_match_pre_and_post_plans(awkward_gra
     for strategy in ("pre", "post", "hybrid"):
         np.testing.assert_array_equal(rows[strategy], np.array(built[strategy]["comm_rows"]))
     assert (rows["hybrid"] <= np.minimum(rows["pre"], rows["post"])).all()
+
+
+@pytest.mark.parametrize("strategy, expected", [("pre", "33c4827ff7352de6919f06f99667ac55"),
+                                                ("post", "b3100484870d02e4a96f0abffda53e3a"),
+                                                ("hybrid", "150a06e9d4a939405e75a323147ef787")])
+def test_plans_are_pinned_to_the_straightforward_builder(awkward_graph, strategy, expected):
+    """Every plan array (values and dtypes) and plan.json's statistics, on random parts,
+    hash as they did with the builder that lexsorted the cut edges and ran np.unique on
+    each key set (before the sort-once rewrite for products scale)."""
+    partition = Partition(np.random.default_rng(3).integers(0, 6, awkward_graph.num_nodes).astype(np.int32), 6)
+    plans, stats = build_plans(awkward_graph, partition, strategy)
+    arrays = {f"{p.rank}.{f.name}": np.asarray(getattr(p, f.name)) for p in plans for f in fields(RankPlan)}
+    arrays["stats"] = np.frombuffer(json.dumps(stats).encode(), dtype=np.uint8)
+    assert hash_arrays(arrays) == expected

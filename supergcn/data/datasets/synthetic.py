@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from supergcn.data.graph import Graph, build_graph, random_split
+from supergcn.data.keys import unique_sorted
 
 GRAPH500_ABC = (0.57, 0.19, 0.19)
 _EDGE_CHUNK = 1 << 22
@@ -45,9 +46,11 @@ def _weighted_draw(rng: np.random.Generator, cumulative: np.ndarray, count: int,
 def _unique_undirected(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> np.ndarray:
     """Sorted unique keys min*n+max of the non-loop undirected edges."""
     keep = src != dst
-    low = np.minimum(src[keep], dst[keep])
-    high = np.maximum(src[keep], dst[keep])
-    return np.unique(low * np.int64(num_nodes) + high)
+    src, dst = src[keep], dst[keep]
+    keys = np.minimum(src, dst).astype(np.int64)
+    keys *= num_nodes
+    keys += np.maximum(src, dst)
+    return unique_sorted(keys)
 
 
 def _sample_exact_edges(rng: np.random.Generator, num_nodes: int, num_edges: int,
@@ -60,8 +63,8 @@ def _sample_exact_edges(rng: np.random.Generator, num_nodes: int, num_edges: int
         missing = num_edges - len(keys)
         if missing <= 0:
             break
-        src, dst = sampler(int(missing * 1.2) + 16)
-        keys = np.union1d(keys, _unique_undirected(src, dst, num_nodes))
+        fresh = _unique_undirected(*sampler(int(missing * 1.2) + 16), num_nodes)
+        keys = unique_sorted(np.concatenate([keys, fresh]))
     if len(keys) < num_edges:
         raise ValueError(f"could not sample {num_edges} distinct edges on {num_nodes} nodes")
     if len(keys) > num_edges:
@@ -131,7 +134,9 @@ def planted_partition_graph(name: str, num_nodes: int, num_edges: int, feature_d
 
     src, dst = _sample_exact_edges(rng, num_nodes, num_edges, sampler)
     centroids = rng.standard_normal((num_classes, feature_dim), dtype=np.float32)
-    features = feature_signal * centroids[labels] + rng.standard_normal((num_nodes, feature_dim), dtype=np.float32)
+    # In place: the same sums as signal + noise, without two more n x F temporaries.
+    features = rng.standard_normal((num_nodes, feature_dim), dtype=np.float32)
+    features += (feature_signal * centroids)[labels]
     masks = random_split(num_nodes, split, seed + 1)
     return build_graph(name, src, dst, features, labels, *masks,
                        provenance={"generator": "planted_partition", "homophily": homophily,
