@@ -9,13 +9,13 @@ mpiexec at each P, from the same initial weights per seed, and prints the test a
 at the best-validation epoch (mean ± std over seeds).
 
 ``epoch-time`` times the same model on one graph, all in one run: PyG single-process with
-T threads; the floors (the model's dense layers alone, the aggregation kernels alone, same
-threads); ``supergcn train`` at P = 1 with T threads, with its breakdown and the system
-time of its processes; and at each P > 1 (one thread per rank, oversubscribed where P
-exceeds the cores) with the exchange overlapped and not, for the share of communication
-the overlap hides. It prints the issue's targets as ratios. The benchmark process
-relaunches itself with the allocator training uses (jemalloc where installed), so PyG
-runs with it too.
+T threads, in a child process under glibc's malloc and under the allocator training uses
+(jemalloc where installed); the floors (the model's dense layers alone, the aggregation
+kernels alone, same threads); ``supergcn train`` at P = 1 with T threads under glibc and
+under jemalloc, with its breakdown and the CPU time per epoch, and with bfloat16 GEMMs;
+and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
+the exchange overlapped and not, for the share of communication the overlap hides. It
+prints the issue's targets as ratios against PyG with the same allocator.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.partition.metis import load_partition, run_partition
 from supergcn.partition.plan import run_plan
-from supergcn.train.allocator import allocator_in_use, relaunch_with_retaining_allocator
+from supergcn.train.allocator import ALLOCATOR_ENV, allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import CPU_TIMES
 from supergcn.train.reference import PyGModel, copy_weights, train_baseline
@@ -58,13 +58,39 @@ def prepare(root: Path, dataset: str, parts: list[int], strategy: str):
     return graph
 
 
-def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra) -> list[dict]:
+def allocator_environment(allocator: str) -> dict:
+    """This process's environment for a child that picks its allocator afresh:
+    ``auto`` (jemalloc where installed) or ``glibc``."""
+    inherited = ("LD_PRELOAD", "MALLOC_CONF", "SUPERGCN_ALLOCATOR_RELAUNCHED", ALLOCATOR_ENV)
+    return {**{k: v for k, v in os.environ.items() if k not in inherited}, ALLOCATOR_ENV: allocator}
+
+
+def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, allocator: str = "auto") -> list[dict]:
     mpiexec = Path(sys.executable).parent / "mpiexec"
     command = [str(mpiexec), "-n", str(parts), sys.executable, "-m", "supergcn.cli", "train", "--graph",
                str(root / "g"), "--partition", str(root / f"p{parts}"), "--plan", str(root / f"plan{parts}"),
                "--out", str(out), "--threads", str(threads), *map(str, extra)]
-    subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    subprocess.run(command, check=True, env={**allocator_environment(allocator), "OMP_NUM_THREADS": str(threads)})
     return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def pyg_epoch_seconds(root: Path, epochs: int, threads: int, hidden: int, allocator: str) -> dict:
+    """PyG's mean epoch (the first excluded) in a child process with ``allocator``."""
+    command = [sys.executable, __file__, "pyg-epoch", "--graph", str(root / "g"), "--epochs", str(epochs),
+               "--threads", str(threads), "--hidden", str(hidden)]
+    result = subprocess.run(command, check=True, capture_output=True, text=True,
+                            env=allocator_environment(allocator))
+    return json.loads(result.stdout)
+
+
+def pyg_epoch(args) -> None:
+    relaunch_with_retaining_allocator()
+    graph = load_graph(args.graph)
+    set_threads(args.threads)
+    torch.manual_seed(0)
+    pyg = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes)
+    seconds = train_baseline(graph, pyg, args.epochs, 0.01)["seconds"][1:]
+    print(json.dumps({"epoch_seconds": float(np.mean(seconds)), "allocator": allocator_in_use()["name"]}))
 
 
 def accuracy(args) -> None:
@@ -124,33 +150,25 @@ def dense_floor(graph, hidden: int, layers: int, repeats: int) -> float:
     return timed_median(step, repeats)
 
 
-def aggregation_floor(graph, hidden: int, layers: int, repeats: int) -> float:
-    """Seconds of the mean-aggregation kernels alone at the widths training aggregates:
-    forward at every layer (a layer narrowing its width transforms first, so it aggregates
-    its output width), backward from layer 2 on."""
-    from supergcn.kernels.gather import GatherCsr
-
-    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
-    forward = GatherCsr(indptr, indices, graph.num_nodes)
-    backward = forward.transpose()
-    degree = np.diff(indptr).astype(np.float32)
-    scale = np.where(degree > 0, 1 / np.maximum(degree, 1), 0).astype(np.float32)
-    widths = [b if b < a else a for a, b in layer_dims(graph, hidden, layers)]
+def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int, allocator: str = "auto") -> float:
+    """Seconds of the mean-aggregation kernels alone at the widths training aggregates,
+    from ``supergcn bench kernels`` (its own process, like a rank): forward at every layer
+    (a layer narrowing its width transforms first, so it aggregates its output width),
+    backward from layer 2 on (the input features need no gradient)."""
     total = 0.0
-    for k, width in enumerate(widths):
-        rows = np.random.default_rng(k).standard_normal((graph.num_nodes, width), dtype=np.float32)
-        out = np.empty_like(rows)
-        total += timed_median(lambda: forward.matmul(rows, out=out, row_scale=scale), repeats)
-        if k > 0:
-            scaled = rows * scale[:, None]
-            total += timed_median(lambda: backward.matmul(scaled, out=out), repeats)
+    for k, (a, b) in enumerate(layer_dims(graph, hidden, layers)):
+        command = [sys.executable, "-m", "supergcn.cli", "bench", "kernels", "--graph", str(root / "g"),
+                   "--features", str(b if b < a else a), "--threads", str(threads), "--no-pyg"]
+        seconds = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
+                                            env=allocator_environment(allocator)).stdout)["seconds"]
+        total += seconds["ours_forward"] + (seconds["ours_backward"] if k > 0 else 0.0)
     return total
 
 
-def measured_run(root, parts, threads, out, *extra) -> tuple[list[dict], dict]:
+def measured_run(root, parts, threads, out, *extra, allocator="auto") -> tuple[list[dict], dict]:
     """A training run's epochs (the first dropped) and its wall, user and system seconds."""
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    records = run_supergcn(root, parts, threads, out, *extra)
+    records = run_supergcn(root, parts, threads, out, *extra, allocator=allocator)
     after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
     usage = {"wall": wall, "user": after.ru_utime - before.ru_utime, "system": after.ru_stime - before.ru_stime}
     return [r for r in records if r["type"] == "epoch"][1:], usage
@@ -171,25 +189,31 @@ def bf16_flags() -> list[str]:
 
 
 def epoch_time(args) -> None:
+    relaunch_with_retaining_allocator()  # the floors are measured with the allocator training uses
     report = {"dataset": args.dataset, "epochs": args.epochs, "threads": args.threads, "hidden": args.hidden,
               "allocator": allocator_in_use(), "runs": {}}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         graph = prepare(root, args.dataset, [1, *args.parts], args.strategy)
         set_threads(args.threads)
-        torch.manual_seed(0)
-        pyg = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes)
-        pyg_epoch = float(np.mean(train_baseline(graph, pyg, args.epochs, 0.01)["seconds"][1:]))
-        report["runs"]["pyg"] = {"epoch_seconds": pyg_epoch}
+        for allocator in ("glibc", "auto"):
+            report["runs"][f"pyg {allocator}"] = pyg_epoch_seconds(root, args.epochs, args.threads, args.hidden,
+                                                                   allocator)
+        pyg_epoch = report["runs"]["pyg auto"]["epoch_seconds"]  # the allocator our ranks get
         dense = dense_floor(graph, args.hidden, 3, args.repeats)
-        aggregation = aggregation_floor(graph, args.hidden, 3, args.repeats)
+        aggregation = aggregation_floor(root, graph, args.hidden, 3, args.threads)
         report["floor_seconds"] = {"dense": dense, "aggregation_kernels": aggregation}
         common = ["--epochs", args.epochs, "--hidden", args.hidden]
+        epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, allocator="glibc")
+        report["runs"]["P=1 glibc"] = {"threads_per_rank": args.threads, "phases": mean_phases(epochs),
+                                       "process_seconds": usage}
         epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common)
         phases = mean_phases(epochs)
         report["runs"]["P=1"] = {"threads_per_rank": args.threads, "phases": phases, "process_seconds": usage}
         report["targets"] = {
             "speedup_vs_pyg (>= 5)": pyg_epoch / phases["total"],
+            "speedup_vs_pyg_under_glibc": report["runs"]["pyg glibc"]["epoch_seconds"] / phases["total"],
+            "fp32_bound: pyg_over_dense_floor": pyg_epoch / dense,
             "system_share_of_epoch (<= 0.10)": phases["cpu_system"] / phases["total"],
             "system_share_of_process_wall": usage["system"] / usage["wall"],
             "other_over_dense_floor (<= 1.3)": phases["other"] / dense,
@@ -236,8 +260,13 @@ def main():
     timing.add_argument("--hidden", type=int, default=256)
     timing.add_argument("--repeats", type=int, default=3, help="timed calls of each floor measurement")
     timing.set_defaults(func=epoch_time)
+    baseline = commands.add_parser("pyg-epoch", help="(used by epoch-time) PyG's epoch time on a prepared graph")
+    baseline.add_argument("--graph", type=Path, required=True)
+    baseline.add_argument("--epochs", type=int, default=5)
+    baseline.add_argument("--threads", type=int, default=2)
+    baseline.add_argument("--hidden", type=int, default=256)
+    baseline.set_defaults(func=pyg_epoch)
     args = parser.parse_args()
-    relaunch_with_retaining_allocator()  # PyG gets the allocator our ranks get
     args.func(args)
 
 

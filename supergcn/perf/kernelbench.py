@@ -130,16 +130,29 @@ def bench_kernels(graph_dir, features: int, threads: int, repeats: int = 5, reor
     return result
 
 
+def _interleaved(functions: dict, repeats: int) -> dict[str, float]:
+    """Median seconds of each function, called in turn ``repeats`` times after a warm-up
+    round, so that a drift in memory bandwidth during the run reaches all of them alike."""
+    times = {name: [] for name in functions}
+    for round_ in range(repeats + 1):
+        for name, function in functions.items():
+            started = time.perf_counter()
+            function()
+            if round_:
+                times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def bench_quantization(rows: int, features: int, threads: int, bits: int, rounding: str, repeats: int = 5,
                        destinations: int = 8) -> dict:
     """Throughput of quantize+pack and unpack+dequantize in GB/s of float32 rows, against
-    the same run's memcpy bandwidth.
+    memcpy of the same rows in the same run.
 
-    Both write into output arrays allocated once, as training does
-    (:class:`supergcn.distributed.aggregation.BufferPool`): an output allocated inside the
-    timed call is mapped and zeroed by the kernel on every call under glibc, which is the
-    allocator's cost, not the kernel's (it took the quantize figure from 63 % to 42 % of
-    memcpy on this machine). ``quantize_pack_allocating`` keeps that figure for reference.
+    This machine's memory bandwidth drifts by up to 2x between runs and within one, so the
+    kernels and the copy (of the same array, with the same threads) are timed in turn,
+    round after round, and each figure is a median; the kernels write into outputs
+    allocated once, as training does (:class:`supergcn.distributed.aggregation.BufferPool`).
+    ``quantize_pack_allocating`` is quantize with a fresh output per call, for comparison.
     """
     from supergcn.kernels.quantization import dequantize, quantize
 
@@ -148,17 +161,16 @@ def bench_quantization(rows: int, features: int, threads: int, bits: int, roundi
     counts = np.full(destinations, rows // destinations)
     counts[-1] += rows - counts.sum()
     packed = quantize(x, counts, bits, rounding)
-    _, quantize_seconds = _timed(lambda: quantize(x, counts, bits, rounding, out=packed), repeats)
-    _, allocating_seconds = _timed(lambda: quantize(x, counts, bits, rounding), repeats)
     out = np.empty_like(x)
-    _, dequantize_seconds = _timed(lambda: dequantize(packed, counts, bits, out=out), repeats)
-    bandwidth = memcpy_bandwidth(threads)
-    rates = {name: x.nbytes / seconds / 1e9 for name, seconds in
-             (("quantize_pack", quantize_seconds), ("unpack_dequantize", dequantize_seconds),
-              ("quantize_pack_allocating", allocating_seconds))}
+    copy = np.empty_like(x)
+    flat_x, flat_copy = x.reshape(-1), copy.reshape(-1)
+    seconds = _interleaved({"quantize_pack": lambda: quantize(x, counts, bits, rounding, out=packed),
+                            "unpack_dequantize": lambda: dequantize(packed, counts, bits, out=out),
+                            "quantize_pack_allocating": lambda: quantize(x, counts, bits, rounding),
+                            "memcpy": lambda: _parallel_copy(flat_x, flat_copy, threads)}, repeats)
+    rates = {name: x.nbytes / t / 1e9 for name, t in seconds.items()}
+    bandwidth = rates.pop("memcpy")
     return {"rows": rows, "features": features, "threads": threads, "bits": bits, "rounding": rounding,
-            "seconds": {"quantize_pack": quantize_seconds, "unpack_dequantize": dequantize_seconds,
-                        "quantize_pack_allocating": allocating_seconds},
-            "gb_per_s": rates, "memcpy_gb_per_s": bandwidth,
+            "seconds": seconds, "gb_per_s": rates, "memcpy_gb_per_s": bandwidth,
             "fraction_of_memcpy": {name: rate / bandwidth for name, rate in rates.items()},
             "packed_bytes": int(packed.packed.nbytes), "float32_bytes": int(x.nbytes)}
