@@ -118,25 +118,29 @@ class ExchangeSettings:
 
 
 class BufferPool:
-    """Arrays reused from one exchange (and epoch) to the next, one per (role, shape, dtype).
+    """Memory reused from one exchange (and epoch) to the next: one growing byte buffer per
+    role, handed out as an array of the shape asked for.
 
-    The exchange buffers live from the start of one exchange to its end, and exchanges do
-    not overlap each other, so every role needs one array per shape: a layer's widths
-    repeat every epoch, and the kernel would otherwise map and zero fresh pages each time.
+    An exchange's buffers live from its start to its end and exchanges never overlap, so
+    one buffer per role serves every layer and both directions; it grows to the largest
+    request and is then allocated no more, where fresh arrays would have the kernel map
+    and zero their pages every time.
     """
 
     def __init__(self) -> None:
-        self._arrays: dict[tuple, np.ndarray] = {}
+        self._buffers: dict[str, np.ndarray] = {}
 
     def array(self, role: str, shape: tuple[int, ...], dtype) -> np.ndarray:
-        key = (role, tuple(int(n) for n in shape), np.dtype(dtype).str)
-        if key not in self._arrays:
-            self._arrays[key] = np.empty(key[1], dtype=dtype)
-        return self._arrays[key]
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        buffer = self._buffers.get(role)
+        if buffer is None or buffer.nbytes < nbytes:
+            buffer = self._buffers[role] = np.empty(max(nbytes, 1), dtype=np.uint8)
+        return buffer[:nbytes].view(dtype).reshape(shape)
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self._arrays.values())
+        return sum(b.nbytes for b in self._buffers.values())
 
 
 class Exchange:
@@ -184,7 +188,6 @@ class RankOperators:
         if self._in_flight:
             raise RuntimeError("an exchange is still in flight: finish it before starting another")
         self._in_flight = True
-        direction = "backward" if reverse else "forward"
         send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
                                     else (self.send_counts, self.recv_counts))
         rows = rows.contiguous().numpy()
@@ -195,7 +198,7 @@ class RankOperators:
             with self.timer.phase("communication"):
                 pending = self.communicator.ialltoallv(
                     rows, send_counts, recv_counts,
-                    out=self.buffers.array(f"{direction} received", (num_received, width), rows.dtype))
+                    out=self.buffers.array("received", (num_received, width), rows.dtype))
 
             def finish():
                 with self.timer.phase("communication"):
@@ -208,12 +211,12 @@ class RankOperators:
             self.quantize_calls += 1
             packed_shape = (int(packed_rows(send_counts, bits).sum()), width)
             quantized = quantize(rows, send_counts, bits, self.settings.rounding, seed, self.settings.parameter_dtype,
-                                 out=Quantized(self.buffers.array(f"{direction} packed", packed_shape, np.uint8),
-                                               self.buffers.array(f"{direction} zero points", (len(rows),), np.float32),
-                                               self.buffers.array(f"{direction} scales", (len(rows),), np.float32)))
+                                 out=Quantized(self.buffers.array("packed", packed_shape, np.uint8),
+                                               self.buffers.array("zero points", (len(rows),), np.float32),
+                                               self.buffers.array("scales", (len(rows),), np.float32)))
             wire = parameters_to_wire(quantized, self.settings.parameter_dtype)
         with self.timer.phase("communication"):
-            received_packed = self.buffers.array(f"{direction} packed received",
+            received_packed = self.buffers.array("packed received",
                                                  (int(packed_rows(recv_counts, bits).sum()), width), np.uint8)
             data = self.communicator.ialltoallv(quantized.packed, packed_rows(send_counts, bits),
                                                 packed_rows(recv_counts, bits), out=received_packed)
@@ -224,7 +227,7 @@ class RankOperators:
                 packed, wire_received = data.wait(), parameters.wait()
             with self.timer.phase("quantization"):
                 zero_point, scale = parameters_from_wire(wire_received)
-                out = self.buffers.array(f"{direction} received", (num_received, width), np.float32)
+                out = self.buffers.array("received", (num_received, width), np.float32)
                 received = dequantize(Quantized(packed, zero_point, scale), recv_counts, bits, out=out)
             self._in_flight = False
             return torch.from_numpy(received)
@@ -250,7 +253,7 @@ class RankOperators:
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
-            send = self.send.matmul(x, out=self._buffer("forward send", self.send.shape[0], x))
+            send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
         exchange = self.start_exchange(send)
         out, received = self._overlapped(exchange, self.local, x, self._wire_bytes(len(send), x.shape[1]))
         with self.timer.phase("aggregation"):
@@ -262,7 +265,7 @@ class RankOperators:
                 grad = grad.contiguous()
             else:
                 grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
-            grad_received = self.remote.t_matmul(grad, out=self._buffer("backward send", self.remote.shape[1], grad))
+            grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
         exchange = self.start_exchange(grad_received, reverse=True)
         grad_x, grad_send = self._overlapped(exchange, self.local, grad, self._wire_bytes(0, grad.shape[1]),
                                              transpose=True)
