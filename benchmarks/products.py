@@ -78,7 +78,8 @@ def memory_model(args) -> dict:
     plan = max(plans, key=lambda p: p.num_owned + int(p.recv_counts.sum()))
     n, f_in, classes = plan.num_owned, graph.features.shape[1], graph.num_classes
     sent, received = int(plan.send_counts.sum()), int(plan.recv_counts.sum())
-    widest = max(f_in, args.hidden)
+    # A layer narrowing its width transforms first, so no exchange is wider than this.
+    widest = max(min(a, b) for a, b in zip([f_in, args.hidden, args.hidden], [args.hidden, args.hidden, classes]))
     nnz = {name: m.nnz for name, m in plan.matrices().items()}
     tensors = {
         "input features (n x F_in)": n * f_in * 4,

@@ -90,9 +90,18 @@ def build_parser(words: list[str] | tuple[str, ...] = ()) -> argparse.ArgumentPa
 RENAMED = {"model": "perf"}
 
 
-def main(argv=None) -> int:
-    """Run one ``supergcn`` command; return its exit status."""
-    from_command_line = argv is None  # only a whole process may re-execute itself
+def entry() -> int:
+    """The ``supergcn`` program (console script and ``python -m supergcn.cli``): :func:`main`
+    on the process's own arguments, allowed to re-execute the process."""
+    return main(relaunch=True)
+
+
+def main(argv=None, *, relaunch: bool = False) -> int:
+    """Run one ``supergcn`` command; return its exit status.
+
+    ``relaunch`` lets a command that wants a retaining allocator re-execute the whole
+    process first; only the process's entry point (:func:`entry`) may ask for it.
+    """
     argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
     if argv and argv[0] in RENAMED:
         print(f"supergcn: error: `supergcn {argv[0]}` is now `supergcn {RENAMED[argv[0]]}`: run "
@@ -100,7 +109,7 @@ def main(argv=None) -> int:
         return 2
     args = build_parser(argv[:2]).parse_args(argv)
     try:
-        if from_command_line and getattr(args.module, "RETAINING_ALLOCATOR", False):
+        if relaunch and getattr(args.module, "RETAINING_ALLOCATOR", False):
             relaunch_with_retaining_allocator()
         return args.module.run(args) or 0
     except SuperGCNError as exc:

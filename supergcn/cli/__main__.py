@@ -2,6 +2,6 @@
 
 import sys
 
-from supergcn.cli import main
+from supergcn.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

@@ -121,10 +121,11 @@ class BufferPool:
     """Memory reused from one exchange (and epoch) to the next: one growing byte buffer per
     role, handed out as an array of the shape asked for.
 
-    An exchange's buffers live from its start to its end and exchanges never overlap, so
-    one buffer per role serves every layer and both directions; it grows to the largest
-    request and is then allocated no more, where fresh arrays would have the kernel map
-    and zero their pages every time.
+    Contract: an array handed out for a role is valid until the same role is asked for
+    again, which :class:`RankOperators` does only in its next exchange (or, for the scaled
+    gradient, its next backward); exchanges never overlap. So one buffer per role serves
+    every layer and both directions; it grows to the largest request and is then allocated
+    no more, where fresh arrays would have the kernel map and zero their pages every time.
     """
 
     def __init__(self) -> None:
@@ -155,6 +156,7 @@ class Exchange:
             request.test()
 
     def finish(self) -> torch.Tensor:
+        """Wait; the rows received, valid until the next exchange starts (a pooled buffer)."""
         return self._finish()
 
 
@@ -187,7 +189,6 @@ class RankOperators:
         before starting another."""
         if self._in_flight:
             raise RuntimeError("an exchange is still in flight: finish it before starting another")
-        self._in_flight = True
         send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
                                     else (self.send_counts, self.recv_counts))
         rows = rows.contiguous().numpy()
@@ -201,10 +202,10 @@ class RankOperators:
                     out=self.buffers.array("received", (num_received, width), rows.dtype))
 
             def finish():
-                with self.timer.phase("communication"):
-                    received = pending.wait()
                 self._in_flight = False
-                return torch.from_numpy(received)
+                with self.timer.phase("communication"):
+                    return torch.from_numpy(pending.wait())
+            self._in_flight = True
             return Exchange([pending], finish)
         with self.timer.phase("quantization"):
             seed = (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls
@@ -223,14 +224,14 @@ class RankOperators:
             parameters = self.communicator.ialltoallv(wire, send_counts, recv_counts, kind="params")
 
         def finish():
+            self._in_flight = False
             with self.timer.phase("communication"):
                 packed, wire_received = data.wait(), parameters.wait()
             with self.timer.phase("quantization"):
                 zero_point, scale = parameters_from_wire(wire_received)
                 out = self.buffers.array("received", (num_received, width), np.float32)
-                received = dequantize(Quantized(packed, zero_point, scale), recv_counts, bits, out=out)
-            self._in_flight = False
-            return torch.from_numpy(received)
+                return torch.from_numpy(dequantize(Quantized(packed, zero_point, scale), recv_counts, bits, out=out))
+        self._in_flight = True
         return Exchange([data, parameters], finish)
 
     def _overlapped(self, exchange: Exchange, operator: "SparseOperator", x: torch.Tensor, wire_bytes: int,
@@ -247,15 +248,16 @@ class RankOperators:
             out = operator.matmul(x, pieces=pieces, between=exchange.poll, **product)
         return out, exchange.finish()
 
-    def _wire_bytes(self, send_rows: int, width: int) -> int:
+    def _wire_bytes(self, width: int) -> int:
+        """Bytes the larger direction of an exchange at ``width`` moves (either way round)."""
         bits = self.settings.bits if self.training else 32
-        return max(send_rows, int(max(self.send_counts.sum(), self.recv_counts.sum()))) * width * bits // 8
+        return int(max(self.send_counts.sum(), self.recv_counts.sum())) * width * bits // 8
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
             send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
         exchange = self.start_exchange(send)
-        out, received = self._overlapped(exchange, self.local, x, self._wire_bytes(len(send), x.shape[1]))
+        out, received = self._overlapped(exchange, self.local, x, self._wire_bytes(x.shape[1]))
         with self.timer.phase("aggregation"):
             return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
 
@@ -267,7 +269,7 @@ class RankOperators:
                 grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
             grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
         exchange = self.start_exchange(grad_received, reverse=True)
-        grad_x, grad_send = self._overlapped(exchange, self.local, grad, self._wire_bytes(0, grad.shape[1]),
+        grad_x, grad_send = self._overlapped(exchange, self.local, grad, self._wire_bytes(grad.shape[1]),
                                              transpose=True)
         with self.timer.phase("aggregation"):
             return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)

@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch.autograd.function import once_differentiable
 
-from supergcn.kernels.jit import njit, numba, prange
+from supergcn.kernels.jit import njit, prange
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _HALF_SHIFT = np.uint64(32)
-#: Reductions over rows (the LayerNorm parameter gradients) are summed per chunk.
-CHUNKS_PER_THREAD = 4
+#: The LayerNorm parameter gradients are summed over chunks of this many rows (float64), then
+#: over chunks: fixed chunks make the sums independent of the thread count.
+ROWS_PER_CHUNK = 1024
 #: Fast-math without "no NaN / no Inf": a NaN must reach the loss, where training stops on it
 #: (ReLU passes NaN through, as torch's does).
 _FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
@@ -62,7 +64,7 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
         for f in range(width):
             value = row[f] * scale
             if drop and not _kept(seed, base + f, threshold):
-                value = 0.0
+                value = row[f] * np.float32(0.0)  # 0, but NaN stays NaN (as torch's x * mask)
             y[f] = value
             total += value
         if normalize:
@@ -71,11 +73,13 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
             for f in range(width):
                 d = y[f] - mu
                 squares += d * d
-            rho = 1.0 / np.sqrt(squares / width + eps)
+            # Backward recomputes x̂ from the float32 statistics: use exactly those here.
             mean[r] = mu
-            rstd[r] = rho
+            rstd[r] = 1.0 / np.sqrt(squares / width + eps)
+            mu32 = mean[r]
+            rho32 = rstd[r]
             for f in range(width):
-                v = (y[f] - mu) * rho * gamma[f] + beta[f]
+                v = (y[f] - mu32) * rho32 * gamma[f] + beta[f]
                 y[f] = 0.0 if v < 0.0 else v
         else:
             for f in range(width):
@@ -83,7 +87,7 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
 
 
 @njit(parallel=True, fastmath=_FASTMATH, cache=True, nogil=True)
-def _backward(x, gamma, beta, grad, mean, rstd, seed, threshold, scale, drop, normalize, chunks, grad_x,
+def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, normalize, chunks, grad_x,
               grad_gamma_parts, grad_beta_parts):
     width = x.shape[1]
     for c in prange(len(chunks) - 1):
@@ -91,13 +95,14 @@ def _backward(x, gamma, beta, grad, mean, rstd, seed, threshold, scale, drop, no
         grad_beta = grad_beta_parts[c]
         for r in range(chunks[c], chunks[c + 1]):
             row = x[r]
+            y = out[r]
             g = grad[r]
             gx = grad_x[r]
             base = r * width
             if not normalize:
                 for f in range(width):
                     kept = not drop or _kept(seed, base + f, threshold)
-                    gx[f] = g[f] * scale if kept and row[f] * scale > 0.0 else 0.0
+                    gx[f] = g[f] * scale if kept and y[f] > 0.0 else 0.0
                 continue
             mu = mean[r]
             rho = rstd[r]
@@ -106,9 +111,9 @@ def _backward(x, gamma, beta, grad, mean, rstd, seed, threshold, scale, drop, no
             for f in range(width):
                 z = row[f] * scale
                 if drop and not _kept(seed, base + f, threshold):
-                    z = 0.0
+                    z = row[f] * np.float32(0.0)
                 x_hat = (z - mu) * rho
-                g_relu = g[f] if x_hat * gamma[f] + beta[f] > 0.0 else 0.0
+                g_relu = g[f] if y[f] > 0.0 else np.float32(0.0)  # ReLU's gate: the output, as torch
                 grad_gamma[f] += g_relu * x_hat
                 grad_beta[f] += g_relu
                 g_hat = g_relu * gamma[f]
@@ -119,7 +124,7 @@ def _backward(x, gamma, beta, grad, mean, rstd, seed, threshold, scale, drop, no
             mean_gx /= width
             for f in range(width):
                 kept = not drop or _kept(seed, base + f, threshold)
-                z = row[f] * scale if kept else 0.0
+                z = row[f] * scale if kept else row[f] * np.float32(0.0)
                 x_hat = (z - mu) * rho
                 gx[f] = rho * (gx[f] - mean_g - x_hat * mean_gx) * scale if kept else 0.0
 
@@ -146,24 +151,25 @@ class _DropoutNormReLU(torch.autograd.Function):
         rstd = np.empty_like(mean)
         _forward(x.detach().numpy(), gamma, beta, out.numpy(), mean, rstd, np.uint64(seed), threshold,
                  np.float32(scale), drop, normalize, np.float32(eps))
-        ctx.save_for_backward(x)
-        ctx.state = (gamma, beta, mean, rstd, np.uint64(seed), threshold, np.float32(scale), drop, normalize)
+        # The output is saved too (the next layer keeps it anyway): ReLU's gate in backward.
+        ctx.save_for_backward(x, out)
+        ctx.state = (gamma, mean, rstd, np.uint64(seed), threshold, np.float32(scale), drop, normalize)
         return out
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
-        x = ctx.saved_tensors[0].detach()
-        gamma, beta, mean, rstd, seed, threshold, scale, drop, normalize = ctx.state
+        x, out = (t.detach() for t in ctx.saved_tensors)
+        gamma, mean, rstd, seed, threshold, scale, drop, normalize = ctx.state
         num_rows, width = x.shape
-        num_chunks = max(1, min(num_rows, numba.get_num_threads() * CHUNKS_PER_THREAD))
-        chunks = np.linspace(0, num_rows, num_chunks + 1).astype(np.int64)
+        chunks = np.append(np.arange(0, num_rows, ROWS_PER_CHUNK, dtype=np.int64), num_rows)
         grad_x = torch.empty_like(x)
-        parts = np.zeros((2, num_chunks, width if normalize else 0), np.float32)
-        _backward(x.numpy(), gamma, beta, grad.contiguous().numpy(), mean, rstd, seed, threshold, scale, drop,
-                  normalize, chunks, grad_x.numpy(), parts[0], parts[1])
+        parts = np.zeros((2, len(chunks) - 1, width if normalize else 0), np.float64)
+        _backward(x.numpy(), out.numpy(), gamma, grad.contiguous().numpy(), mean, rstd, seed, threshold, scale,
+                  drop, normalize, chunks, grad_x.numpy(), parts[0], parts[1])
         if not normalize:
             return grad_x, None, None, None, None, None, None
-        grad_gamma, grad_beta = (torch.from_numpy(part.sum(axis=0)) for part in parts)
+        grad_gamma, grad_beta = (torch.from_numpy(part.sum(axis=0).astype(np.float32)) for part in parts)
         return grad_x, grad_gamma, grad_beta, None, None, None, None
 
 
@@ -187,9 +193,9 @@ def dropout_norm_relu(x: torch.Tensor, norm: torch.nn.LayerNorm | None, p: float
 
 def dropout_mask(seed: int, shape: tuple[int, int], p: float) -> np.ndarray:
     """The keep mask :func:`dropout_norm_relu` applies with this seed (for tests and checks)."""
-    drop, threshold, _ = _mask_parameters(p, True)
+    drop, threshold, scale = _mask_parameters(p, True)
     ones = np.ones(shape, np.float32)
     kept = np.empty_like(ones)
     _forward(ones, np.empty(0, np.float32), np.empty(0, np.float32), kept, np.empty(0, np.float32),
-             np.empty(0, np.float32), np.uint64(seed), threshold, np.float32(1.0), drop, False, np.float32(0))
+             np.empty(0, np.float32), np.uint64(seed), threshold, np.float32(scale), drop, False, np.float32(0))
     return kept > 0

@@ -92,7 +92,7 @@ class GatherCsr:
         self.weights = np.empty(0, np.float32) if weights is None else np.ascontiguousarray(weights)
         self.shape = (len(self.indptr) - 1, int(num_cols))
         self.chunks_per_thread = chunks_per_thread
-        self._chunks: dict[int, np.ndarray] = {}
+        self._chunks: dict[tuple[int, int], np.ndarray] = {}  # (threads, pieces) -> boundaries
 
     def chunks(self, pieces: int = 1) -> np.ndarray:
         """Row boundaries of ``chunks_per_thread`` chunks per thread and piece."""

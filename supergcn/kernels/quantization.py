@@ -214,7 +214,8 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
     if out is None:
         out = Quantized(np.empty((len(first), x.shape[1]), dtype=np.uint8), np.empty(x.shape[0], dtype=np.float32),
                         np.empty(x.shape[0], dtype=np.float32))
-    elif out.packed.shape != (len(first), x.shape[1]) or out.zero_point.shape != (x.shape[0],):
+    elif (out.packed.shape != (len(first), x.shape[1]) or out.packed.dtype != np.uint8
+          or any(a.shape != (x.shape[0],) or a.dtype != np.float32 for a in (out.zero_point, out.scale))):
         raise ValueError(f"output arrays {out.packed.shape}, {out.zero_point.shape} do not fit {x.shape[0]} rows "
                          f"of {x.shape[1]} at {bits} bits")
     packed, zero_point, scale = out.packed, out.zero_point, out.scale

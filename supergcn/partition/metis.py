@@ -22,9 +22,8 @@ adjacency entry per level. On graphs whose edges rarely merge when vertices pair
 entries: METIS's own report on products-shaped 1/8 scale (15.5 M entries, P = 8) shows
 7 levels of 15.5 M .. 10.2 M entries, so METIS needs about 7 x 16 = 110 bytes per entry,
 some 13 GiB at full products scale. ``edge_fraction`` < 1 hands METIS a seeded uniform
-sample of the edges instead (the cut and balance are still measured on the whole graph);
-there, half the edges gave a cut no worse than the whole graph's (3.62 M against 3.65 M
-of 7.73 M) in 60 % of the memory, and a 0.35 sample a cut 3.6 % larger.
+sample of the edges instead (the cut and balance are still measured on the whole graph;
+what the sample costs in cut, measured at 1/8 products scale: README, "Partitioning").
 
 Renumbering: part ``r`` owns the new ids ``offsets[r] .. offsets[r+1]-1``; within a part
 the original order is kept (a stable sort by part).
@@ -163,17 +162,16 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
         SuperGCNError: ``num_parts`` is out of range or a constraint is unknown.
     """
     import pymetis
-    from pymetis._internal import _idx_type_width
 
+    if not 0 < edge_fraction <= 1:
+        raise SuperGCNError(f"the edge fraction METIS sees must be in (0, 1], got {edge_fraction}")
     if num_parts < 1:
         raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}")
     if num_parts > graph.num_nodes:
         raise SuperGCNError(f"cannot split {graph.num_nodes} nodes into {num_parts} parts: use P <= number of nodes")
     if num_parts == 1:
         return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
-    idx_t = np.int64 if _idx_type_width() == 64 else np.int32
-    if not 0 < edge_fraction <= 1:
-        raise SuperGCNError(f"the edge fraction METIS sees must be in (0, 1], got {edge_fraction}")
+    idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
     xadj, adjncy = (metis_adjacency(graph, idx_t) if edge_fraction == 1
                     else sampled_adjacency(graph, idx_t, edge_fraction, seed))
     vweights = combined_weight(constraint_weights(graph, constraints)).astype(idx_t) if constraints else None

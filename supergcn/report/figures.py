@@ -78,8 +78,12 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
         rows = breakdown[(breakdown["dataset"] == dataset) & (breakdown["variant"] == variant)].sort_values("P")
         bottom = np.zeros(len(rows))
         # The paper's "other" drawn as its parts (dense, elementwise, ...): what a user can act on.
+        # Runs from before those parts existed have NaN there: their whole "other" is the remainder.
+        parts = rows[[f"{phase}_seconds" for phase in DETAIL]].copy()
+        unsplit = parts["remainder_seconds"].isna()
+        parts.loc[unsplit, "remainder_seconds"] = rows.loc[unsplit, "other_seconds"]
         for phase in DETAIL:
-            values = np.nan_to_num(rows[f"{phase}_seconds"].to_numpy())
+            values = np.nan_to_num(parts[f"{phase}_seconds"].to_numpy())
             ax.bar([str(p) for p in rows["P"]], values, bottom=bottom, label=phase)
             bottom += values
         ax.set_title(f"{dataset}\n{variant}", fontsize="small")

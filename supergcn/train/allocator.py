@@ -4,7 +4,7 @@ glibc's ``malloc`` serves every allocation above its mmap threshold (at most 32 
 fresh ``mmap`` and returns it with ``munmap`` on free, so each large tensor torch or numpy
 allocates in an epoch is mapped, faulted in page by page and zeroed by the kernel, again
 and again. On the arxiv-shaped graph that was half the wall time of a training run as
-system time (measured figures: README, "Performance"). jemalloc with page purging
+system time (measured figures: README, "Where the epoch goes, and how fast it is"). jemalloc with page purging
 switched off (``MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1``) keeps freed pages
 and hands them out again, so an epoch after the first allocates almost nothing from the
 kernel.
@@ -25,7 +25,6 @@ imports more than the standard library: it runs before torch and MPI are loaded.
 
 from __future__ import annotations
 
-import ctypes.util
 import os
 import sys
 from pathlib import Path
@@ -38,8 +37,8 @@ RETAINING_MALLOC_CONF = "dirty_decay_ms:-1,muzzy_decay_ms:-1"
 _RELAUNCHED_ENV = "SUPERGCN_ALLOCATOR_RELAUNCHED"
 _LIBRARY_NAMES = ("libjemalloc.so.2", "libjemalloc.so")
 #: Where distributions and common cluster installs put the library (Debian/Ubuntu, RHEL,
-#: /usr/local); ``LD_LIBRARY_PATH`` (environment modules, Spack) and the linker cache are
-#: searched as well.
+#: /usr/local); ``LD_LIBRARY_PATH`` (environment modules, Spack) and ``$CONDA_PREFIX/lib``
+#: are searched first.
 _SYSTEM_DIRECTORIES = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
                        "/usr/local/lib", "/usr/local/lib64")
 
@@ -55,11 +54,6 @@ def find_jemalloc() -> Path | None:
             candidate = Path(directory) / name
             if candidate.is_file():
                 return candidate
-    found = ctypes.util.find_library("jemalloc")
-    if found:
-        for directory in _SYSTEM_DIRECTORIES:
-            if (Path(directory) / found).is_file():
-                return Path(directory) / found
     return None
 
 
@@ -93,14 +87,24 @@ def allocator_in_use() -> dict:
     return {"name": "glibc", "library": None, "malloc_conf": None}
 
 
+def _preloads_an_allocator() -> bool:
+    """Whether ``LD_PRELOAD`` already brings a malloc (tcmalloc, mimalloc, ...): the user's choice wins."""
+    return any("malloc" in Path(entry).name for entry in os.environ.get("LD_PRELOAD", "").replace(" ", ":").split(":")
+               if entry)
+
+
 def relaunch_with_retaining_allocator() -> None:
     """Re-execute this process with jemalloc preloaded, when one is requested and not loaded.
 
-    Returns only when no relaunch is needed (or possible); otherwise the process image is
-    replaced and the same command line starts again. Call it before MPI is initialised.
+    Returns only when no relaunch is needed (or possible: another allocator preloaded, or
+    this is the relaunched process); otherwise the process image is replaced and the same
+    command line starts again. Call it before MPI is initialised, and only from a
+    process's entry point: it re-executes the whole process (``sys.orig_argv``).
     """
+    if os.environ.pop(_RELAUNCHED_ENV, None):  # this is the relaunched process; its children start afresh
+        return
     library = requested_library()
-    if library is None or os.environ.get(_RELAUNCHED_ENV) or allocator_in_use()["name"] == "jemalloc":
+    if library is None or allocator_in_use()["name"] == "jemalloc" or _preloads_an_allocator():
         return
     environment = dict(os.environ)
     environment[_RELAUNCHED_ENV] = "1"  # never loop, even if the preload fails to load

@@ -65,8 +65,31 @@ def test_nan_reaches_the_output():
     x[1, 2] = float("nan")
     assert torch.isnan(dropout_norm_relu(x, layer_norm(8), 0.0, training=True)[1]).all()
     assert torch.isnan(dropout_norm_relu(x, None, 0.0, training=True)[1, 2])
+    # A dropped NaN still reaches the output, as torch's x * mask / (1 - p) does.
+    dropped = next(seed for seed in range(100) if not dropout_mask(seed, (4, 8), 0.5)[1, 2])
+    assert torch.isnan(dropout_norm_relu(x, layer_norm(8), 0.5, training=True, seed=dropped)[1]).all()
 
 
 def test_rejects_other_dtypes():
     with pytest.raises(ValueError, match="float32"):
         dropout_norm_relu(torch.randn(3, 4, dtype=torch.float64), None, 0.0, training=True)
+
+
+def test_parameter_gradients_do_not_depend_on_the_thread_count():
+    torch.manual_seed(1)
+    x = torch.randn(5000, 16, requires_grad=True)
+    norm = layer_norm(16)
+    upstream = torch.randn(5000, 16)
+    before = numba.get_num_threads()
+    gradients = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        numba.set_num_threads(threads)
+        out = dropout_norm_relu(x, norm, 0.5, training=True, seed=5)
+        gradients.append(torch.autograd.grad(out, [x, norm.weight, norm.bias], upstream))
+    numba.set_num_threads(before)
+    for first, second in zip(*gradients):
+        assert torch.equal(first, second)
+
+
+def test_rate_one_drops_everything_in_the_mask_too():
+    assert not dropout_mask(3, (4, 5), 1.0).any()

@@ -11,7 +11,8 @@ from supergcn.errors import SuperGCNError
 from supergcn.train.allocator import ALLOCATOR_ENV, RETAINING_MALLOC_CONF, find_jemalloc, requested_library
 
 PROBE = ("from supergcn.train.allocator import allocator_in_use, relaunch_with_retaining_allocator; "
-         "relaunch_with_retaining_allocator(); import json; print(json.dumps(allocator_in_use()))")
+         "relaunch_with_retaining_allocator(); import json, os; "
+         "print(json.dumps({**allocator_in_use(), 'guard': os.environ.get('SUPERGCN_ALLOCATOR_RELAUNCHED')}))")
 
 
 def probe(**environment):
@@ -28,12 +29,15 @@ def test_auto_relaunches_with_jemalloc_where_it_is_installed():
     if library is None:
         pytest.skip("no jemalloc on this machine (Debian: apt-get install libjemalloc2): glibc is the fallback")
     used = probe()
-    assert used == {"name": "jemalloc", "library": str(library.resolve()), "malloc_conf": RETAINING_MALLOC_CONF}
+    # The relaunched process drops its guard, so that its own children choose afresh.
+    assert used == {"name": "jemalloc", "library": str(library.resolve()), "malloc_conf": RETAINING_MALLOC_CONF,
+                    "guard": None}
 
 
-def test_auto_without_jemalloc_and_glibc_on_request_keep_glibc():
+def test_glibc_on_request_and_another_preloaded_allocator_are_kept():
     assert probe(**{ALLOCATOR_ENV: "glibc"})["name"] == "glibc"
-    assert probe(LD_LIBRARY_PATH="", **{ALLOCATOR_ENV: "glibc"})["library"] is None
+    # A user's own malloc in LD_PRELOAD wins (here one that does not load: glibc stays).
+    assert probe(LD_PRELOAD="/nonexistent/libtcmalloc.so")["name"] == "glibc"
 
 
 def test_a_users_malloc_conf_is_kept():
