@@ -36,7 +36,8 @@ def run(args) -> None:
     tables.write_table(tables.breakdown_table(runs), out / "breakdown",
                        "Seconds per epoch by phase, of the slowest rank (mean over epochs after the first).")
     tables.write_table(tables.accuracy_table(runs), out / "accuracy",
-                       "Test accuracy (%) at the best-validation epoch, mean ± std over seeds.")
+                       "Test accuracy (%) at the best-validation-accuracy epoch (OGB protocol) and at the "
+                       "lowest-validation-loss epoch (upstream SuperGCN's model selection), mean ± std over seeds.")
     if plans:
         tables.write_table(tables.volume_table(plans, args.hidden), out / "volume",
                            f"Bytes exchanged by one layer at width {args.hidden}: pre / post / hybrid (FP32) and "

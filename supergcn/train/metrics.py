@@ -11,7 +11,8 @@ Lines, in order:
   time), each rank's CPU seconds in user and system mode (``cpu_user``, ``cpu_system``:
   all its threads), and bytes sent and received;
 * ``summary`` — epochs, mean epoch time (first epoch excluded), best validation accuracy
-  and the test accuracy at it, final accuracies, every rank's parameter hash and every
+  and the test accuracy at it, the lowest validation loss and the test accuracy at it
+  (upstream's model selection), final accuracies, every rank's parameter hash and every
   rank's peak resident memory (bytes, the process's high-water mark).
 
 The file is written as ``<out>.partial`` and renamed to ``<out>`` only when the summary
@@ -90,7 +91,9 @@ def summary_record(records: list[dict], best: dict, final_accuracy: dict, parame
     return {"type": "summary", "epochs": len(records),
             "mean_epoch_seconds": float(np.mean(epoch_seconds[1:] or epoch_seconds)),
             "best_val_acc": best["val_acc"], "best_epoch": best["epoch"],
-            "test_acc_at_best_val": best["test_acc"], "final": final_accuracy,
+            "test_acc_at_best_val": best["test_acc"], "min_val_loss": best.get("val_loss"),
+            "min_val_loss_epoch": best.get("val_loss_epoch"),
+            "test_acc_at_min_val_loss": best.get("test_acc_at_val_loss"), "final": final_accuracy,
             "parameter_hash_per_rank": parameter_hashes, "identical_parameters": len(set(parameter_hashes)) == 1,
             "peak_memory_bytes_per_rank": peak_memory}
 

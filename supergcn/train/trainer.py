@@ -9,7 +9,8 @@ Every rank holds the rows of its partition and identical model parameters. An ep
 The summed gradient equals the gradient of the single-process loss, so the model is the
 one full-batch training would produce. Accuracy is evaluated with globally summed
 correct/total counts; the OGB protocol value is the test accuracy at the epoch of best
-validation accuracy.
+validation accuracy; upstream SuperGCN keeps the model of lowest validation loss, and the
+test accuracy at that epoch is reported too.
 
 The pieces around the loop are their own modules: :mod:`~supergcn.train.data` (the
 rank's rows), :mod:`~supergcn.train.labels` (label propagation's split),
@@ -41,6 +42,11 @@ from supergcn.train.data import load_rank_data
 from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
 from supergcn.train.metrics import MetricsWriter, epoch_record, peak_memory_bytes, run_header, summary_record
+
+#: The best epochs before any: by validation accuracy (the OGB protocol) and by validation
+#: loss (upstream SuperGCN's checkpoint rule).
+NO_BEST = {"val_acc": -1.0, "epoch": 0, "test_acc": 0.0,
+           "val_loss": None, "val_loss_epoch": 0, "test_acc_at_val_loss": None}
 
 
 class Trainer:
@@ -79,7 +85,7 @@ class Trainer:
         self.parameters = list(self.model.parameters())
         self.allreduce_bytes = allreduce_bytes(self.parameters)  # per rank and epoch
         self.records: list[dict] = []
-        self.best = {"val_acc": -1.0, "epoch": 0, "test_acc": 0.0}
+        self.best = dict(NO_BEST)
         self.start_epoch = 1
 
     def load_weights(self, path) -> None:
@@ -123,19 +129,32 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, torch.Tensor]:
-        """Global train / val / test accuracy (None where a split is empty) and this rank's logits."""
+        """Global train / val / test accuracy and validation loss (None where a split is
+        empty) and this rank's logits."""
         self.model.eval()
         self.ops.operators.training = False
         # At evaluation every training label is an input (label propagation only).
         train_nodes = self.labels.train_nodes
         logits = self.model(self.data.x, self.ops, train_nodes, self.data.y[train_nodes])
         correct = logits.argmax(-1) == self.data.y
-        counts = np.array([int((correct & m).sum()) for m in (self.data.train_mask, self.data.val_mask,
-                                                              self.data.test_mask)], dtype=np.int64)
-        self.communicator.allreduce_sum(counts)
+        val = self.data.val_mask
+        val_nll = F.nll_loss(logits[val], self.data.y[val], reduction="sum").item() if bool(val.any()) else 0.0
+        sums = np.array([int((correct & m).sum()) for m in (self.data.train_mask, val, self.data.test_mask)]
+                        + [val_nll], dtype=np.float64)
+        self.communicator.allreduce_sum(sums)
         accuracy = {f"{name}_acc": float(c / t) if t else None
-                    for name, c, t in zip(("train", "val", "test"), counts, self.global_counts)}
+                    for name, c, t in zip(("train", "val", "test"), sums, self.global_counts)}
+        accuracy["val_loss"] = float(sums[3] / self.global_counts[1]) if self.global_counts[1] else None
         return accuracy, logits
+
+    def track_best(self, epoch: int, accuracy: dict) -> None:
+        """Remember the epochs of best validation accuracy and of lowest validation loss."""
+        if accuracy["val_acc"] is not None and accuracy["val_acc"] > self.best["val_acc"]:
+            self.best.update(val_acc=accuracy["val_acc"], epoch=epoch, test_acc=accuracy["test_acc"])
+        if accuracy["val_loss"] is not None and (self.best["val_loss"] is None
+                                                 or accuracy["val_loss"] < self.best["val_loss"]):
+            self.best.update(val_loss=accuracy["val_loss"], val_loss_epoch=epoch,
+                             test_acc_at_val_loss=accuracy["test_acc"])
 
     def resume(self) -> None:
         """Continue from the checkpoint when asked to and a compatible one exists."""
@@ -146,7 +165,7 @@ class Trainer:
             return
         rng_state, self.ops.operators.quantize_calls = restored.rank_state
         torch.set_rng_state(rng_state)
-        self.records, self.best = restored.records, restored.best
+        self.records, self.best = restored.records, {**NO_BEST, **restored.best}
         self.start_epoch = restored.epoch + 1
 
     def run(self) -> None:
@@ -164,8 +183,7 @@ class Trainer:
                 raise CollectiveError(f"the training loss became {loss} at epoch {epoch}: lower the learning rate "
                                       "(--lr) or check the input features for NaN/Inf")
             accuracy, _ = self.evaluate()
-            if accuracy["val_acc"] is not None and accuracy["val_acc"] > self.best["val_acc"]:
-                self.best = {"val_acc": accuracy["val_acc"], "epoch": epoch, "test_acc": accuracy["test_acc"]}
+            self.track_best(epoch, accuracy)
             record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes)
             if self.rank == 0:
                 self.records.append(record)

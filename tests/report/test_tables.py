@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 
 from supergcn.distributed.timing import DETAIL, PhaseTimer
-from supergcn.report.tables import breakdown_table, runs_table, scaling_table
+from supergcn.report.tables import accuracy_table, breakdown_table, runs_table, scaling_table
 from supergcn.train.metrics import MetricsWriter, summary_record
 
 
-def write_run(path, num_ranks, epoch_phases, peaks):
+def write_run(path, num_ranks, epoch_phases, peaks, best=None):
     """A metrics file whose every epoch has the slowest rank's phases ``epoch_phases``."""
     timer = PhaseTimer()
     timer.seconds.update(epoch_phases)
@@ -19,8 +19,8 @@ def write_run(path, num_ranks, epoch_phases, peaks):
               "threads_per_rank": 1, "config": {"bits": 32, "label_rate": 0.0, "seed": 0}}
     writer = MetricsWriter(path)
     writer.start(header, records)
-    writer.finish(summary_record(records, {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}, {"test_acc": 0.4},
-                                 ["h"] * num_ranks, peaks))
+    best = best or {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}
+    writer.finish(summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks, peaks))
     return path
 
 
@@ -37,3 +37,15 @@ def test_breakdown_splits_other_and_scaling_reports_peak_memory(tmp_path):
     scaling = scaling_table(runs).set_index("P")
     assert scaling.loc[1, "peak_memory_gib"] == 3.0 and scaling.loc[2, "peak_memory_gib"] == 2.0
     assert scaling.loc[2, "speedup"] == pytest.approx(4.375 / 2.4375)
+
+
+def test_accuracy_reports_both_model_selections(tmp_path):
+    phases = {"dense": 1.0}
+    runs = runs_table([
+        write_run(tmp_path / f"s{seed}.jsonl", 2, phases, [1], best={
+            "val_acc": 0.5, "epoch": 2, "test_acc": acc, "val_loss": 0.9, "val_loss_epoch": 3,
+            "test_acc_at_val_loss": at_loss}) for seed, (acc, at_loss) in enumerate([(0.4, 0.5), (0.6, 0.7)])]
+        + [write_run(tmp_path / "old.jsonl", 4, phases, [1])])  # a run without a validation loss
+    table = accuracy_table(runs).set_index("P")
+    assert table.loc[2, "test_acc"] == "50.00 ± 14.14" and table.loc[2, "val_loss_test_acc"] == "60.00 ± 14.14"
+    assert table.loc[2, "seeds"] == 2 and np.isnan(table.loc[4, "val_loss_test_acc_mean"])

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from supergcn.data.graph import load_graph, save_graph
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
@@ -67,6 +68,11 @@ def test_distributed_training_matches_pyg(workspace, reference, parts, strategy,
     np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
     assert summary["identical_parameters"] and len(set(summary["parameter_hash_per_rank"])) == 1
     assert header["num_ranks"] == parts and header["strategy"] == strategy
+    # The validation loss is summed over ranks: PyG's final log-probabilities give the same.
+    val = torch.from_numpy(np.asarray(workspace[1].val_mask))
+    pyg_val_loss = F.nll_loss(torch.from_numpy(expected["logits"])[val],
+                              torch.from_numpy(np.asarray(workspace[1].labels))[val]).item()
+    assert summary["final"]["val_loss"] == pytest.approx(pyg_val_loss, rel=1e-4)
 
 
 def test_reference_torch_kernels_match_pyg_too(workspace, reference, tmp_path):
@@ -108,6 +114,9 @@ def test_metrics_record_breakdown_bytes_and_provenance(workspace, tmp_path):
         rows = plan["total_rows_sent"]
         assert epoch["bytes"]["sent_total"] == rows * 4 * ((32 + HIDDEN + 5) + (HIDDEN + 5))
     assert summary["epochs"] == 3 and 0 <= summary["test_acc_at_best_val"] <= 1
+    lowest = min(epochs, key=lambda e: e["val_loss"])
+    assert summary["min_val_loss"] == lowest["val_loss"] and summary["min_val_loss_epoch"] == lowest["epoch"]
+    assert summary["test_acc_at_min_val_loss"] == lowest["test_acc"]
 
 
 def test_failing_rank_aborts_the_job_with_its_message(workspace, tmp_path):
