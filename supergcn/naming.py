@@ -48,6 +48,17 @@ def variant_name(strategy: str, bits: int, label_propagation: bool) -> str:
     return f"{strategy}-{precision_name(bits)}-{LABEL_PROPAGATION[bool(label_propagation)]}"
 
 
+#: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without
+#: and with the communication optimisations.
+PAPER_NAMES = {"post-fp32-nolp": "SuperGCN w/o comm optimizations",
+               "hybrid-int2-lp": "SuperGCN w/ comm optimizations"}
+
+
+def display_name(variant: str) -> str:
+    """The paper's name of a variant where it has one, else the variant's own label."""
+    return PAPER_NAMES.get(variant, variant)
+
+
 def renamed_key_errors(config: dict) -> list[str]:
     """One message per renamed key still present in ``config``."""
     return [f"config key `{old}:` is now `{new}:` (the performance model study); rename it in your config file"

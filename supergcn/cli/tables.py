@@ -15,6 +15,7 @@ def configure(parser) -> None:
     parser.add_argument("--plans", nargs="*", default=[], help="DATASET=PLAN_DIR for the volume table")
     parser.add_argument("--hidden", type=positive_int, default=256, help="feature width of the volume table")
     parser.add_argument("--out-dir", type=Path, required=True)
+    parser.add_argument("--baseline", help="variant to show every variant's speed-up over (e.g. post-fp32-nolp)")
 
 
 def run(args) -> None:
@@ -30,9 +31,10 @@ def run(args) -> None:
     runs = tables.runs_table(args.runs)
     out = args.out_dir
     tables.write_table(runs, out / "runs", "All training runs.")
-    tables.write_table(tables.scaling_table(runs), out / "scaling",
+    baseline = "" if args.baseline is None else f", and speed-up over {args.baseline} at the same P"
+    tables.write_table(tables.scaling_table(runs, args.baseline), out / "scaling",
                        "Epoch time (s, max over ranks, mean over epochs after the first and over seeds), speed-up "
-                       "and parallel efficiency relative to the smallest P.")
+                       f"and parallel efficiency relative to the smallest P{baseline}.")
     tables.write_table(tables.breakdown_table(runs), out / "breakdown",
                        "Seconds per epoch by phase, of the slowest rank (mean over epochs after the first).")
     tables.write_table(tables.accuracy_table(runs), out / "accuracy",

@@ -4,7 +4,9 @@ Tables (each as CSV, Markdown and LaTeX, :func:`write_table`):
 
 * ``scaling`` — mean epoch time (max over ranks, first epoch excluded) per dataset,
   variant and P, with speed-up and parallel efficiency relative to the smallest P
-  (the data of the paper's Figs. 9/10), and the largest peak memory of a rank;
+  (the data of the paper's Figs. 9/10), the largest peak memory of a rank, and
+  optionally each variant's speed-up over a baseline variant (Fig. 9's lines); variants
+  the paper names appear under its names (:data:`supergcn.naming.PAPER_NAMES`);
 * ``breakdown`` — aggregation / communication / quantization / synchronization / other
   of the slowest rank, per P and variant (Fig. 12), and ``other`` split into dense,
   elementwise, optimizer and remainder (:mod:`supergcn.distributed.timing`);
@@ -25,8 +27,9 @@ import pandas as pd
 
 from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
+from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
-from supergcn.naming import variant_name
+from supergcn.naming import display_name, variant_name
 from supergcn.partition.plan import read_plan_manifest, strategy_rows
 from supergcn.train.metrics import read_metrics
 
@@ -64,14 +67,26 @@ def runs_table(metrics_files) -> pd.DataFrame:
     return pd.DataFrame.from_records([run_record(p) for p in metrics_files])
 
 
-def scaling_table(runs: pd.DataFrame) -> pd.DataFrame:
+def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
+    """Epoch time per dataset, variant and P, speed-up and efficiency against the smallest
+    P; with ``baseline`` (a variant), also each variant's speed-up over it at the same
+    dataset and P, like the lines of the paper's Fig. 9."""
     table = (runs.groupby(["dataset", "variant", "P"], as_index=False)
              .agg(epoch_seconds=("epoch_seconds", "mean"), peak_memory_gib=("peak_memory_gib", "max"))
              .sort_values(["dataset", "variant", "P"]))
+    table.insert(2, "name", table["variant"].map(display_name))
     base = table.groupby(["dataset", "variant"])["P"].transform("min")
     base_time = table.groupby(["dataset", "variant"])["epoch_seconds"].transform("first")
     table["speedup"] = base_time / table["epoch_seconds"]
     table["efficiency"] = table["speedup"] / (table["P"] / base)
+    if baseline is not None:
+        if baseline not in set(table["variant"]):
+            raise SuperGCNError(f"the speed-up baseline {baseline!r} is not a variant of this study: choose one of "
+                                f"{', '.join(sorted(set(table['variant'])))}")
+        reference = (table[table["variant"] == baseline].set_index(["dataset", "P"])["epoch_seconds"]
+                     .rename("baseline_seconds"))
+        table = table.join(reference, on=["dataset", "P"])
+        table[f"speedup_vs_{baseline}"] = table.pop("baseline_seconds") / table["epoch_seconds"]
     return table.reset_index(drop=True)
 
 
@@ -97,7 +112,9 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     for stem in ("test_acc", "val_loss_test_acc"):
         table[f"{stem}_std"] = table[f"{stem}_std"].fillna(0.0)
         table[stem] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(table[f"{stem}_mean"], table[f"{stem}_std"])]
-    return table[[*keys, "test_acc_mean", "test_acc_std", "seeds", "test_acc", "val_loss_test_acc_mean",
+    table.insert(2, "name", table["variant"].map(display_name))
+    return table[[*keys[:2], "name", keys[2], "test_acc_mean", "test_acc_std", "seeds", "test_acc",
+                  "val_loss_test_acc_mean",
                   "val_loss_test_acc_std", "val_loss_test_acc"]]
 
 

@@ -1,9 +1,12 @@
 """Result tables from metrics files written the way a training run writes them."""
 
+import json
+
 import numpy as np
 import pytest
 
 from supergcn.distributed.timing import DETAIL, PhaseTimer
+from supergcn.errors import SuperGCNError
 from supergcn.report.tables import accuracy_table, breakdown_table, runs_table, scaling_table
 from supergcn.train.metrics import MetricsWriter, summary_record
 
@@ -49,3 +52,24 @@ def test_accuracy_reports_both_model_selections(tmp_path):
     table = accuracy_table(runs).set_index("P")
     assert table.loc[2, "test_acc"] == "50.00 ± 14.14" and table.loc[2, "val_loss_test_acc"] == "60.00 ± 14.14"
     assert table.loc[2, "seeds"] == 2 and np.isnan(table.loc[4, "val_loss_test_acc_mean"])
+
+
+def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp_path):
+    def run(name, parts, dense):
+        path = write_run(tmp_path / f"{name}{parts}.jsonl", parts, {"dense": dense}, [1])
+        strategy, bits, lp = {"slow": ("post", 32, 0.0), "fast": ("hybrid", 2, 0.62)}[name]
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        header["strategy"], header["config"]["bits"], header["config"]["label_rate"] = strategy, bits, lp
+        path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+        return path
+
+    runs = runs_table([run("slow", 2, 3.5), run("fast", 2, 1.5), run("slow", 4, 1.5)])
+    table = scaling_table(runs, baseline="post-fp32-nolp").set_index(["variant", "P"])
+    assert table.loc[("hybrid-int2-lp", 2), "name"] == "SuperGCN w/ comm optimizations"
+    assert table.loc[("post-fp32-nolp", 2), "name"] == "SuperGCN w/o comm optimizations"
+    # Epochs are the phases plus 0.5 s of remainder: (3.5 + 0.5) / (1.5 + 0.5).
+    assert table.loc[("hybrid-int2-lp", 2), "speedup_vs_post-fp32-nolp"] == pytest.approx(2.0)
+    assert table.loc[("post-fp32-nolp", 4), "speedup_vs_post-fp32-nolp"] == pytest.approx(1.0)
+    with pytest.raises(SuperGCNError, match="not a variant of this study: choose one of hybrid-int2-lp, post"):
+        scaling_table(runs, baseline="pre-fp32-nolp")

@@ -64,6 +64,18 @@ def volume_plans():
     ]
 
 
+def speedup_baseline_flag():
+    baseline = config.get("speedup_baseline")
+    if baseline is None:
+        return ""
+    if baseline not in variant_names():
+        raise ValueError(
+            f"speedup_baseline {baseline!r} is not a variant of this study ({', '.join(variant_names())}): "
+            "name one of them or remove the key"
+        )
+    return f"--baseline {shlex.quote(baseline)}"
+
+
 def machine_profiles():
     unknown = [name for name in PERF["machines"] if name not in config["machines"]]
     if unknown:

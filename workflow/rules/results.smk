@@ -26,6 +26,7 @@ rule tables:
     params:
         plans=" ".join(shlex.quote(f"{dataset}={plan}") for dataset, plan in volume_plans()),
         hidden=TRAINING["hidden"],
+        baseline=speedup_baseline_flag(),
         code=code("tables"),
         out_dir=lambda wildcards, output: os.path.dirname(output.csv[0]),
     conda:
@@ -34,7 +35,7 @@ rule tables:
         "logs/results/tables.log",
     shell:
         "python -m supergcn.cli tables --runs {input.runs:q} --plans {params.plans} --hidden {params.hidden} "
-        "--out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "{params.baseline} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule figures:
