@@ -175,6 +175,7 @@ class RankOperators:
         self.remote = SparseOperator(matrices["remote"], kernel)
         self.send_counts = plan.send_counts
         self.recv_counts = plan.recv_counts
+        self._exchange_rows = int(max(self.send_counts.sum(), self.recv_counts.sum()))
         self.buffers = BufferPool()
         self.training = False       # quantize only while training
         self.quantize_calls = 0     # position in the stochastic-rounding stream (checkpointed)
@@ -234,30 +235,26 @@ class RankOperators:
         self._in_flight = True
         return Exchange([data, parameters], finish)
 
-    def _overlapped(self, exchange: Exchange, operator: "SparseOperator", x: torch.Tensor, wire_bytes: int,
-                    **product) -> tuple[torch.Tensor, torch.Tensor]:
-        """(``operator`` applied to ``x``, the exchange's rows): the product runs while the
+    def _local_overlapped(self, exchange: Exchange, x: torch.Tensor, **product) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the local product of ``x``, the exchange's rows): the product runs while the
         exchange is in flight and polls it between pieces (see :mod:`supergcn.distributed.comm`);
         without overlap the exchange completes first."""
         if not self.settings.overlap:
             received = exchange.finish()
             with self.timer.phase("aggregation"):
-                return operator.matmul(x, **product), received
+                return self.local.matmul(x, **product), received
+        bits = self.settings.bits if self.training else 32
+        wire_bytes = self._exchange_rows * x.shape[1] * bits // 8  # the larger direction, either way round
         pieces = max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
         with self.timer.phase("aggregation"):
-            out = operator.matmul(x, pieces=pieces, between=exchange.poll, **product)
+            out = self.local.matmul(x, pieces=pieces, between=exchange.poll, **product)
         return out, exchange.finish()
-
-    def _wire_bytes(self, width: int) -> int:
-        """Bytes the larger direction of an exchange at ``width`` moves (either way round)."""
-        bits = self.settings.bits if self.training else 32
-        return int(max(self.send_counts.sum(), self.recv_counts.sum())) * width * bits // 8
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         with self.timer.phase("aggregation"):
             send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
         exchange = self.start_exchange(send)
-        out, received = self._overlapped(exchange, self.local, x, self._wire_bytes(x.shape[1]))
+        out, received = self._local_overlapped(exchange, x)
         with self.timer.phase("aggregation"):
             return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
 
@@ -269,8 +266,7 @@ class RankOperators:
                 grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
             grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
         exchange = self.start_exchange(grad_received, reverse=True)
-        grad_x, grad_send = self._overlapped(exchange, self.local, grad, self._wire_bytes(grad.shape[1]),
-                                             transpose=True)
+        grad_x, grad_send = self._local_overlapped(exchange, grad, transpose=True)
         with self.timer.phase("aggregation"):
             return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
 

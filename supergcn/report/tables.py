@@ -100,7 +100,7 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Test accuracy (%) at the best-validation-accuracy epoch (OGB) and at the lowest
     validation loss (upstream's model selection), mean ± std over seeds."""
     keys = ["dataset", "variant", "P"]
-    runs = runs.assign(at_val_loss=pd.to_numeric(runs.get("test_acc_at_min_val_loss"), errors="coerce"))
+    runs = runs.assign(at_val_loss=pd.to_numeric(runs["test_acc_at_min_val_loss"]))  # None -> NaN
     table = (runs.groupby(keys).agg(test_acc_mean=("test_acc_at_best_val", "mean"),
                                     test_acc_std=("test_acc_at_best_val", "std"),
                                     seeds=("test_acc_at_best_val", "count"),
