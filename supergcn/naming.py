@@ -7,12 +7,24 @@ enums are held equal to these by ``tests/test_naming.py``.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 #: How cut edges are served (:mod:`supergcn.partition.plan`).
 STRATEGIES = ("pre", "post", "hybrid")
 #: Bits per exchanged value and the name of that precision in paths and tables.
 PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
 #: Quantized widths (every precision but float32).
 QUANTIZED_BITS = tuple(bits for bits in PRECISIONS if bits != 32)
+#: ``bits`` of the variants whose bit widths AdaQP's solver assigns per message group.
+ADAPTIVE = "adaptive"
+#: Everything ``bits`` may be.
+BIT_CHOICES = (*PRECISIONS, ADAPTIVE)
+#: Exchange schedules while training: every epoch, DistGNN's delayed remote partial
+#: aggregates ``cd-<r>`` (:mod:`supergcn.distributed.delayed`; cd-0 is synchronous), or never.
+SYNCHRONOUS = "sync"
+NO_COMMUNICATION = "0c"
+SCHEDULE_PATTERN = rf"{SYNCHRONOUS}|{NO_COMMUNICATION}|cd-[0-9]+"
 #: Rounding of quantized rows: nearest (upstream SuperGCN) or stochastic (AdaQP, unbiased).
 ROUNDINGS = ("nearest", "stochastic")
 #: Wire types of the per-row quantization parameters (zero point, scale) and their bytes.
@@ -29,33 +41,80 @@ KERNELS = ("numba", "torch")
 PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 #: Masked label propagation on / off, as it appears in variant names.
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
+#: A variant's label: strategy-precision-lp[-schedule] (:class:`Variant`).
+VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
+                   f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({NO_COMMUNICATION}|cd-[0-9]+))?")
 #: Config keys that were renamed: old -> new.
 RENAMED_CONFIG_KEYS = {"model": "perf"}
 
 
-def precision_name(bits: int) -> str:
-    """``fp32``, ``int8``, ``int4`` or ``int2`` for 32, 8, 4 or 2 bits."""
-    return PRECISIONS[bits]
+def precision_name(bits: int | str) -> str:
+    """``fp32``, ``int8``, ``int4``, ``int2`` or ``adaptive`` for 32, 8, 4, 2 or ``adaptive`` bits."""
+    return ADAPTIVE if bits == ADAPTIVE else PRECISIONS[bits]
 
 
-def precision_bits(name: str) -> int:
+def precision_bits(name: str) -> int | str:
     """The inverse of :func:`precision_name`."""
-    return {value: bits for bits, value in PRECISIONS.items()}[name]
+    return ADAPTIVE if name == ADAPTIVE else {value: bits for bits, value in PRECISIONS.items()}[name]
 
 
-def variant_name(strategy: str, bits: int, label_propagation: bool) -> str:
+def schedule_delay(schedule: str) -> int | None:
+    """DistGNN's delay r of a ``cd-<r>`` schedule, 0 for ``sync``, None for ``0c`` (never)."""
+    if not re.fullmatch(SCHEDULE_PATTERN, schedule):
+        raise ValueError(f"unknown exchange schedule {schedule!r}: use sync, 0c or cd-<r> with r >= 0, e.g. cd-5")
+    if schedule == NO_COMMUNICATION:
+        return None
+    return 0 if schedule == SYNCHRONOUS else int(schedule[len("cd-"):])
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A training variant of the study: how cut edges are served (``strategy``), the bits of
+    exchanged rows (or ``adaptive``), label propagation, and the exchange ``schedule``."""
+
+    strategy: str
+    bits: int | str
+    label_propagation: bool
+    schedule: str = SYNCHRONOUS
+
+    @property
+    def name(self) -> str:
+        """The label in paths, tables and figures, e.g. ``hybrid-int2-lp`` or ``pre-fp32-nolp-cd-5``."""
+        suffix = "" if self.schedule == SYNCHRONOUS else f"-{self.schedule}"
+        return f"{self.strategy}-{precision_name(self.bits)}-{LABEL_PROPAGATION[bool(self.label_propagation)]}{suffix}"
+
+    @classmethod
+    def from_config(cls, entry: dict) -> "Variant":
+        """The variant of one entry of the config's ``variants`` list."""
+        return cls(entry["strategy"], entry["bits"], entry["label_propagation"], entry.get("schedule", SYNCHRONOUS))
+
+    @classmethod
+    def parse(cls, name: str) -> "Variant":
+        """The inverse of :attr:`name`."""
+        match = re.fullmatch(VARIANT_PATTERN, name)
+        if match is None:
+            raise ValueError(f"{name!r} is not a variant name such as hybrid-int2-lp or pre-fp32-nolp-cd-5")
+        strategy, precision, lp, schedule = match.groups()
+        return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS)
+
+
+def variant_name(strategy: str, bits: int | str, label_propagation: bool, schedule: str = SYNCHRONOUS) -> str:
     """The label of a training variant in paths, tables and figures, e.g. ``hybrid-int2-lp``."""
-    return f"{strategy}-{precision_name(bits)}-{LABEL_PROPAGATION[bool(label_propagation)]}"
+    return Variant(strategy, bits, label_propagation, schedule).name
 
 
 #: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without
-#: and with the communication optimisations.
+#: and with the communication optimisations. DistGNN's are named by :func:`display_name`.
 PAPER_NAMES = {"post-fp32-nolp": "SuperGCN w/o comm optimizations",
                "hybrid-int2-lp": "SuperGCN w/ comm optimizations"}
 
 
 def display_name(variant: str) -> str:
-    """The paper's name of a variant where it has one, else the variant's own label."""
+    """The paper's name of a variant where it has one (DistGNN's partial aggregates in float32
+    on any schedule but ``sync`` are "DistGNN (cd-5)", "DistGNN (0c)", ...), else its label."""
+    parsed = Variant.parse(variant)
+    if (parsed.strategy, parsed.bits, parsed.label_propagation) == ("pre", 32, False) and parsed.schedule != SYNCHRONOUS:
+        return f"DistGNN ({parsed.schedule})"
     return PAPER_NAMES.get(variant, variant)
 
 

@@ -25,7 +25,7 @@ def schema_at(*path):
 @pytest.mark.parametrize("path, python", [
     (("partition", "constraints", "[]"), naming.PARTITION_CONSTRAINTS),
     (("variants", "[]", "strategy"), naming.STRATEGIES),
-    (("variants", "[]", "bits"), tuple(naming.PRECISIONS)),
+    (("variants", "[]", "bits"), naming.BIT_CHOICES),
     (("training", "model"), naming.GNN_MODELS),
     (("training", "rounding"), naming.ROUNDINGS),
     (("training", "parameter_dtype"), tuple(naming.PARAMETER_DTYPES)),
@@ -75,6 +75,25 @@ def test_variant_names_round_trip_their_precision():
         assert naming.precision_bits(naming.precision_name(bits)) == bits
         assert naming.variant_name("hybrid", bits, True) == f"hybrid-{name}-lp"
     assert naming.variant_name("pre", 32, False) == "pre-fp32-nolp"
+
+
+def test_the_schedule_pattern_of_the_schema_is_the_python_one():
+    assert schema_at("variants", "[]", "schedule")["pattern"] == f"^({naming.SCHEDULE_PATTERN})$"
+
+
+@pytest.mark.parametrize("variant", [naming.Variant("pre", 32, False, "cd-5"), naming.Variant("hybrid", "adaptive", True),
+                                     naming.Variant("post", 4, False, "0c"), naming.Variant("pre", 2, True, "cd-0")])
+def test_variants_round_trip_their_names(variant):
+    assert naming.Variant.parse(variant.name) == variant
+
+
+def test_distgnn_and_the_paper_configurations_have_the_paper_names():
+    assert naming.display_name("pre-fp32-nolp-cd-5") == "DistGNN (cd-5)"
+    assert naming.display_name("pre-fp32-nolp-0c") == "DistGNN (0c)"
+    assert naming.display_name("hybrid-int2-lp") == "SuperGCN w/ comm optimizations"
+    assert naming.display_name("hybrid-int2-lp-cd-5") == "hybrid-int2-lp-cd-5"
+    with pytest.raises(ValueError, match="cd-<r>"):
+        naming.schedule_delay("cd5")
 
 
 def test_renamed_keys_are_named_with_their_new_name():

@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from supergcn.cli._args import label_rate, non_negative_float, positive_int
+from supergcn.cli._args import label_rate, non_negative_float, positive_int, schedule
+from supergcn.errors import SuperGCNError
 from supergcn.naming import DENSE_DTYPES, GNN_MODELS, KERNELS, PARAMETER_DTYPES, PRECISIONS, ROUNDINGS
 from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
 
@@ -54,6 +55,9 @@ def configure(parser) -> None:
                           help="quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)")
     exchange.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=default("parameter_dtype"),
                           help="wire type of the per-row zero point and scale")
+    exchange.add_argument("--schedule", type=schedule, default=default("schedule"),
+                          help="sync (every epoch), or DistGNN's delayed partial aggregates: cd-<r> (a bucket of "
+                               "them per epoch, added r epochs later; cd-0 = sync) or 0c (never)")
     exchange.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=default("overlap"),
                           help="overlap the exchange with the local aggregation")
     run_group.add_argument("--checkpoint", type=Path, help="checkpoint file (written atomically)")
@@ -77,11 +81,14 @@ def run(args) -> int:
     """Train on ``MPI.COMM_WORLD`` (:func:`supergcn.train.trainer.train`); every rank runs this."""
     from supergcn.distributed.comm import configure_mpi
 
+    config = config_of(args)
+    conflicts = config.conflicts()
+    if conflicts:
+        raise SuperGCNError("; ".join(conflicts))
     configure_mpi()
     from mpi4py import MPI
 
     from supergcn.distributed.ranks import run_ranked
     from supergcn.train.trainer import train
 
-    config = config_of(args)
     return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train")

@@ -29,6 +29,7 @@ import scipy.sparse as sp
 import torch
 
 from supergcn.distributed.comm import Communicator, polls_to_finish
+from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.gather import GatherCsr
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
@@ -288,10 +289,14 @@ class GraphOps:
     * ``mean(x)[v] = (1/deg(v)) * sum_{u in N(v)} x[u]`` (0 for isolated v), deg global;
     * ``gcn(x)[v] = d(v)^{-1/2} * sum_{u in N(v) ∪ {v}} d(u)^{-1/2} x[u]``, d = |N(v) ∪ {v}|
       (PyG's ``gcn_norm`` with ``add_remaining_self_loops``).
+
+    Under a DistGNN schedule (``delayed``, :mod:`supergcn.distributed.delayed`) the mean
+    aggregation of training passes is the delayed one; evaluation stays exact.
     """
 
-    def __init__(self, operators: RankOperators) -> None:
+    def __init__(self, operators: RankOperators, delayed: DelayedAggregation | None = None) -> None:
         self.operators = operators
+        self.delayed = delayed
         plan = operators.plan
         degree = torch.from_numpy(plan.in_degree.astype(np.float32))
         self.inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
@@ -301,6 +306,13 @@ class GraphOps:
         self.missing_loop = torch.from_numpy((~has_loop).astype(np.float32))[:, None]
         self.inv_sqrt_gcn_degree = (degree + self.missing_loop[:, 0]).rsqrt()
 
+    def begin_pass(self, training: bool) -> None:
+        """Start a forward pass over all layers: a training pass (quantized, delayed
+        exchanges where configured) or an evaluation pass (exact float32 exchanges)."""
+        self.operators.training = training
+        if training and self.delayed is not None:
+            self.delayed.begin_pass()
+
     def timed(self, phase: str, function, *inputs):
         """``function(*inputs)`` booked to ``phase`` of the rank's timer (forward and backward)."""
         return self.operators.timer.timed(phase, function, *inputs)
@@ -309,6 +321,8 @@ class GraphOps:
         return _DistributedAggregation.apply(x, self.operators, row_scale)
 
     def mean(self, x: torch.Tensor) -> torch.Tensor:
+        if self.delayed is not None and self.operators.training:
+            return DelayedMean.apply(x, self.delayed)
         return self.sum(x, self.inv_degree)
 
     def gcn(self, x: torch.Tensor) -> torch.Tensor:

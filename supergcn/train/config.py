@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from supergcn.naming import DEFAULT_PARAMETER_DTYPE
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, SYNCHRONOUS, schedule_delay
 
 #: The share of training labels fed as inputs in the paper's label-propagation runs.
 UPSTREAM_LABEL_RATE = 0.62
@@ -38,9 +38,10 @@ class TrainConfig:
     seed: int = 0
     threads: int = 1
     kernel: str = "numba"
-    bits: int = 32
+    bits: int | str = 32
     rounding: str = "nearest"
     overlap: bool = True
+    schedule: str = SYNCHRONOUS
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     label_rate: float = 0.0
     input_norm: bool = False
@@ -57,9 +58,21 @@ class TrainConfig:
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
         keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
-                "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype")
+                "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype", "schedule")
         payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
+
+    def conflicts(self) -> list[str]:
+        """One message (with its fix) per combination of options that cannot run together."""
+        problems = []
+        if schedule_delay(self.schedule) != 0:
+            if self.model != "sage":
+                problems.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only: "
+                                "use --model sage or --schedule sync")
+            if self.bits != 32:
+                problems.append(f"schedule {self.schedule} (DistGNN) sends float32 partial aggregates: "
+                                "use --bits 32 or --schedule sync")
+        return problems
 
     def as_json(self) -> dict:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}

@@ -31,10 +31,12 @@ import torch.nn.functional as F
 from supergcn.distributed.aggregation import ExchangeSettings, GraphOps, RankOperators
 from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradients, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
+from supergcn.distributed.delayed import DelayedAggregation
 from supergcn.distributed.ranks import CollectiveError, agree
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError
+from supergcn.naming import schedule_delay
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer
 from supergcn.train.config import TrainConfig
@@ -62,7 +64,10 @@ class Trainer:
         self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
         settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
                                     parameter_dtype=config.parameter_dtype, seed=config.seed)
-        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings))
+        delayed = (None if schedule_delay(config.schedule) == 0 else
+                   DelayedAggregation(self.data.plan, self.communicator, self.timer, config.schedule, config.kernel))
+        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings),
+                            delayed)
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
@@ -102,7 +107,7 @@ class Trainer:
         usage_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.perf_counter()
         self.model.train()
-        self.ops.operators.training = True
+        self.ops.begin_pass(training=True)
         label_nodes, loss_nodes = self.labels.split()
         logits = self.model(self.data.x, self.ops, label_nodes, self.data.y[label_nodes])
         loss = self.timer.timed("elementwise", self.loss, logits, loss_nodes)
@@ -132,7 +137,7 @@ class Trainer:
         """Global train / val / test accuracy and validation loss (None where a split is
         empty) and this rank's logits."""
         self.model.eval()
-        self.ops.operators.training = False
+        self.ops.begin_pass(training=False)
         # At evaluation every training label is an input (label propagation only).
         train_nodes = self.labels.train_nodes
         logits = self.model(self.data.x, self.ops, train_nodes, self.data.y[train_nodes])
@@ -163,10 +168,22 @@ class Trainer:
         restored = self.checkpointer.restore(self.model, self.optimizer, self.config.epochs)
         if restored is None:
             return
-        rng_state, self.ops.operators.quantize_calls = restored.rank_state
-        torch.set_rng_state(rng_state)
+        self.restore_rank_state(restored.rank_state)
         self.records, self.best = restored.records, {**NO_BEST, **restored.best}
         self.start_epoch = restored.epoch + 1
+
+    def rank_state(self) -> dict:
+        """What this rank needs besides the model to continue exactly: its random streams
+        and the exchange state that lives across epochs."""
+        delayed = self.ops.delayed
+        return {"rng": torch.get_rng_state(), "quantize_calls": self.ops.operators.quantize_calls,
+                "delayed": None if delayed is None else delayed.state()}
+
+    def restore_rank_state(self, state: dict) -> None:
+        torch.set_rng_state(state["rng"])
+        self.ops.operators.quantize_calls = state["quantize_calls"]
+        if self.ops.delayed is not None:
+            self.ops.delayed.restore(state["delayed"])
 
     def run(self) -> None:
         """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs."""
@@ -189,9 +206,8 @@ class Trainer:
                 self.records.append(record)
                 self.metrics.epoch(record)
             if self.checkpointer.due(epoch):
-                self.checkpointer.save(epoch, self.model, self.optimizer,
-                                       (torch.get_rng_state(), self.ops.operators.quantize_calls),
-                                       self.records, self.best)
+                self.checkpointer.save(epoch, self.model, self.optimizer, self.rank_state(), self.records,
+                                       self.best)
         self.finish()
 
     def finish(self) -> None:
@@ -219,5 +235,7 @@ def train(config: TrainConfig, comm) -> None:
     trainer = Trainer(config, comm)
     try:
         trainer.run()
+        if trainer.ops.delayed is not None:
+            trainer.ops.delayed.drain()
     finally:
         trainer.communicator.close()

@@ -6,8 +6,9 @@ import math
 import os
 import shlex
 
-from supergcn.naming import LABEL_PROPAGATION, PRECISIONS, STRATEGIES, precision_bits, variant_name
+from supergcn.naming import ADAPTIVE, PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
 from supergcn.sources import command_hash
+from supergcn.train.config import TrainConfig
 
 DATA = config["data_root"]
 RESULTS = config["results_root"]
@@ -24,7 +25,7 @@ wildcard_constraints:
     P=r"\d+",
     strategy="|".join(STRATEGIES),
     precision="|".join(PRECISIONS.values()),
-    lp="|".join(LABEL_PROPAGATION.values()),
+    variant=VARIANT_PATTERN,
     seed=r"\d+",
     machine=r"[A-Za-z0-9_\-]+",
 
@@ -38,8 +39,19 @@ def code(command):
     return command_hash(command)
 
 
+def variants():
+    """The study's variants; one that cannot run with the training options is an error now."""
+    chosen = [Variant.from_config(entry) for entry in config["variants"]]
+    for variant in chosen:
+        options = TrainConfig(graph="", partition="", plan="", out="", model=TRAINING["model"], bits=variant.bits,
+                              schedule=variant.schedule)
+        for problem in options.conflicts():
+            raise ValueError(f"variant {variant.name}: {problem} (in the config's variants list)")
+    return chosen
+
+
 def variant_names():
-    return [variant_name(v["strategy"], v["bits"], v["label_propagation"]) for v in config["variants"]]
+    return [variant.name for variant in variants()]
 
 
 def run_files(dataset):
@@ -113,10 +125,18 @@ def perf_validation():
     ]
 
 
+def variant_of(wildcards):
+    return Variant.parse(wildcards.variant)
+
+
+def plan_of_variant(wildcards):
+    return f"{DATA}/plans/{wildcards.dataset}/P{wildcards.P}/{variant_of(wildcards).strategy}"
+
+
 def train_flags(wildcards):
-    bits = precision_bits(wildcards.precision)
-    flags = [f"--bits {bits}"] if bits != 32 else []
-    if wildcards.lp == LABEL_PROPAGATION[True]:
+    variant = variant_of(wildcards)
+    flags = [f"--bits {variant.bits}", f"--schedule {variant.schedule}"]
+    if variant.label_propagation:
         flags.append(f"--label-rate {TRAINING['label_rate']}")
     return " ".join(flags)
 

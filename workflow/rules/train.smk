@@ -5,13 +5,13 @@ rule train:
     input:
         graph=f"{DATA}/graphs/{{dataset}}",
         partition=f"{DATA}/partitions/{{dataset}}/P{{P}}",
-        plan=f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}",
+        plan=plan_of_variant,
     output:
-        f"{RESULTS}/runs/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}.jsonl",
+        f"{RESULTS}/runs/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}.jsonl",
     params:
         # The code hash in the name keeps an interrupted run's checkpoint from being
         # resumed by changed training code.
-        checkpoint=f"{CHECKPOINTS}/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}-{{lp}}/seed{{seed}}-"
+        checkpoint=f"{CHECKPOINTS}/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}-"
         + code("train")
         + ".pt",
         variant_flags=train_flags,
@@ -41,7 +41,7 @@ rule train:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/train/{dataset}/P{P}/{strategy}-{precision}-{lp}/seed{seed}.log",
+        "logs/train/{dataset}/P{P}/{variant}/seed{seed}.log",
     shell:
         # Launchers that write each rank's output to files of its own (Fujitsu MPI) are
         # given execution.rank_output; those files are appended to the log afterwards.
