@@ -113,7 +113,8 @@ def display_name(variant: str) -> str:
     """The paper's name of a variant where it has one (DistGNN's partial aggregates in float32
     on any schedule but ``sync`` are "DistGNN (cd-5)", "DistGNN (0c)", ...), else its label."""
     parsed = Variant.parse(variant)
-    if (parsed.strategy, parsed.bits, parsed.label_propagation) == ("pre", 32, False) and parsed.schedule != SYNCHRONOUS:
+    distgnn = (parsed.strategy, parsed.bits, parsed.label_propagation) == ("pre", 32, False)
+    if distgnn and parsed.schedule != SYNCHRONOUS:
         return f"DistGNN ({parsed.schedule})"
     return PAPER_NAMES.get(variant, variant)
 

@@ -27,6 +27,13 @@ def label_rate(text: str) -> float:
     return value
 
 
+def bits(text: str) -> int | str:
+    """Bits of exchanged values: a number, or ``adaptive``."""
+    from supergcn.naming import ADAPTIVE
+
+    return text if text == ADAPTIVE else int(text)
+
+
 def schedule(text: str) -> str:
     """An exchange schedule: sync, 0c or cd-<r> (:func:`supergcn.naming.schedule_delay`)."""
     from supergcn.naming import schedule_delay

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from supergcn.cli._args import label_rate, non_negative_float, positive_int, schedule
+from supergcn.cli._args import bits, label_rate, non_negative_float, positive_int, schedule
 from supergcn.errors import SuperGCNError
-from supergcn.naming import DENSE_DTYPES, GNN_MODELS, KERNELS, PARAMETER_DTYPES, PRECISIONS, ROUNDINGS
+from supergcn.naming import BIT_CHOICES, DENSE_DTYPES, GNN_MODELS, KERNELS, PARAMETER_DTYPES, ROUNDINGS
 from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
 
 HELP = "distributed full-batch training (run under mpiexec -n P)"
@@ -49,8 +49,16 @@ def configure(parser) -> None:
     run_group.add_argument("--kernel", choices=KERNELS, default=default("kernel"),
                            help="sparse kernels: numba (optimised, default) or torch (torch.sparse.mm reference)")
     exchange = parser.add_argument_group("boundary exchange while training (evaluation is always float32)")
-    exchange.add_argument("--bits", type=int, choices=tuple(PRECISIONS), default=default("bits"),
-                          help="32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients")
+    exchange.add_argument("--bits", type=bits, choices=BIT_CHOICES, default=default("bits"),
+                          help="32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients; adaptive = "
+                               "2, 4 or 8 per message group, assigned by AdaQP's solver")
+    exchange.add_argument("--adaptive-weight", type=non_negative_float, default=default("adaptive_weight"),
+                          help="adaptive bits: lambda, the weight of quantization variance against exchange time "
+                               "(1 = all 8 bits, 0 = all 2 bits; AdaQP uses 0.5)")
+    exchange.add_argument("--adaptive-group-size", type=positive_int, default=default("adaptive_group_size"),
+                          help="adaptive bits: rows per message group sharing a width")
+    exchange.add_argument("--adaptive-period", type=positive_int, default=default("adaptive_period"),
+                          help="adaptive bits: epochs between re-assignments (traced in epoch 1, 1 + period, ...)")
     exchange.add_argument("--rounding", choices=ROUNDINGS, default=default("rounding"),
                           help="quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)")
     exchange.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=default("parameter_dtype"),

@@ -28,13 +28,14 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from supergcn.distributed.adaptive import AdaptiveBits, AdaptiveSettings, MixedLayout
 from supergcn.distributed.comm import Communicator, polls_to_finish
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.gather import GatherCsr
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
 from supergcn.kernels.wire import parameters_from_wire, parameters_to_wire
-from supergcn.naming import DEFAULT_PARAMETER_DTYPE, KERNELS
+from supergcn.naming import ADAPTIVE, DEFAULT_PARAMETER_DTYPE, KERNELS
 from supergcn.partition.plan import RankPlan
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
@@ -107,7 +108,8 @@ class ExchangeSettings:
     """How boundary rows travel while training (evaluation always exchanges float32).
 
     ``bits`` < 32 quantizes every exchanged row, embeddings forward and gradients
-    backward (:mod:`supergcn.kernels.quantization`); ``overlap`` starts the exchange before the
+    backward (:mod:`supergcn.kernels.quantization`); ``adaptive`` bits are assigned per
+    message group by AdaQP's solver (:mod:`supergcn.distributed.adaptive`); ``overlap`` starts the exchange before the
     local aggregation and waits for it afterwards.
     """
 
@@ -116,6 +118,7 @@ class ExchangeSettings:
     overlap: bool = True
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     seed: int = 0
+    adaptive: AdaptiveSettings = AdaptiveSettings()
 
 
 class BufferPool:
@@ -181,39 +184,66 @@ class RankOperators:
         self.training = False       # quantize only while training
         self.quantize_calls = 0     # position in the stochastic-rounding stream (checkpointed)
         self._in_flight = False
+        self._layers_begun = 0
+        self._send_sources = np.diff(matrices["send"].indptr).astype(np.float32)[:, None]
+        self.adaptive = (AdaptiveBits(communicator, settings.adaptive, self.send_counts, self.recv_counts)
+                         if settings.bits == ADAPTIVE else None)
 
     def _buffer(self, role: str, rows: int, like: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(self.buffers.array(role, (rows, like.shape[1]), np.float32))
 
-    def start_exchange(self, rows: torch.Tensor, reverse: bool = False) -> Exchange:
+    def begin_pass(self, training: bool) -> None:
+        """Start a forward pass over all layers (training: quantized where configured)."""
+        self.training = training
+        self._layers_begun = 0
+
+    def start_exchange(self, rows: torch.Tensor, reverse: bool = False, slot: str | None = None,
+                       row_scale: torch.Tensor | None = None) -> Exchange:
         """Start sending ``rows``; the exchange's :meth:`~Exchange.finish` waits and returns
         the rows received. Its buffers are reused by the next exchange, so finish one
-        before starting another."""
+        before starting another. ``slot`` (``forward<l>``/``backward<l>``) and the
+        destinations' ``row_scale`` identify the exchange to adaptive bit widths."""
         if self._in_flight:
             raise RuntimeError("an exchange is still in flight: finish it before starting another")
         send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
                                     else (self.send_counts, self.recv_counts))
         rows = rows.contiguous().numpy()
-        width = rows.shape[1]
         bits = self.settings.bits
-        num_received = int(recv_counts.sum())
+        self._in_flight = True
         if not self.training or bits == 32:
-            with self.timer.phase("communication"):
-                pending = self.communicator.ialltoallv(
-                    rows, send_counts, recv_counts,
-                    out=self.buffers.array("received", (num_received, width), rows.dtype))
+            return self._exchange_float32(rows, send_counts, recv_counts)
+        if bits != ADAPTIVE:
+            return self._exchange_quantized(rows, send_counts, recv_counts, bits)
+        self.adaptive.trace(slot, rows, reverse, row_scale)
+        layout = self.adaptive.layouts.get(slot)
+        if layout is None:  # before the first assignment: AdaQP's uniform 8 bits
+            return self._exchange_quantized(rows, send_counts, recv_counts, 8)
+        return self._exchange_mixed(rows, layout)
 
-            def finish():
-                self._in_flight = False
-                with self.timer.phase("communication"):
-                    return torch.from_numpy(pending.wait())
-            self._in_flight = True
-            return Exchange([pending], finish)
+    def _next_seed(self) -> int:
+        """The seed of this rank's next quantization (its stochastic-rounding stream)."""
+        self.quantize_calls += 1
+        return (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls - 1
+
+    def _exchange_float32(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> Exchange:
+        with self.timer.phase("communication"):
+            pending = self.communicator.ialltoallv(
+                rows, send_counts, recv_counts,
+                out=self.buffers.array("received", (int(recv_counts.sum()), rows.shape[1]), rows.dtype))
+
+        def finish():
+            self._in_flight = False
+            with self.timer.phase("communication"):
+                return torch.from_numpy(pending.wait())
+        return Exchange([pending], finish)
+
+    def _exchange_quantized(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
+                            bits: int) -> Exchange:
+        width = rows.shape[1]
         with self.timer.phase("quantization"):
-            seed = (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls
-            self.quantize_calls += 1
             packed_shape = (int(packed_rows(send_counts, bits).sum()), width)
-            quantized = quantize(rows, send_counts, bits, self.settings.rounding, seed, self.settings.parameter_dtype,
+            quantized = quantize(rows, send_counts, bits, self.settings.rounding, self._next_seed(),
+                                 self.settings.parameter_dtype,
                                  out=Quantized(self.buffers.array("packed", packed_shape, np.uint8),
                                                self.buffers.array("zero points", (len(rows),), np.float32),
                                                self.buffers.array("scales", (len(rows),), np.float32)))
@@ -231,10 +261,38 @@ class RankOperators:
                 packed, wire_received = data.wait(), parameters.wait()
             with self.timer.phase("quantization"):
                 zero_point, scale = parameters_from_wire(wire_received)
-                out = self.buffers.array("received", (num_received, width), np.float32)
+                out = self.buffers.array("received", (int(recv_counts.sum()), width), np.float32)
                 return torch.from_numpy(dequantize(Quantized(packed, zero_point, scale), recv_counts, bits, out=out))
-        self._in_flight = True
         return Exchange([data, parameters], finish)
+
+    def _exchange_mixed(self, rows: np.ndarray, layout: MixedLayout) -> Exchange:
+        with self.timer.phase("quantization"):
+            packed, packed_counts, wire = layout.pack(rows, self.settings.rounding, self._next_seed(),
+                                                      self.settings.parameter_dtype)
+        with self.timer.phase("communication"):
+            data = self.communicator.ialltoallv(packed, packed_counts, layout.received_packed_counts())
+            parameters = self.communicator.ialltoallv(wire, layout.send_counts, layout.recv_counts, kind="params")
+
+        def finish():
+            self._in_flight = False
+            with self.timer.phase("communication"):
+                packed_received, wire_received = data.wait(), parameters.wait()
+            with self.timer.phase("quantization"):
+                out = self.buffers.array("received", (int(layout.recv_counts.sum()), rows.shape[1]), np.float32)
+                return torch.from_numpy(layout.unpack(packed_received, wire_received, out))
+        return Exchange([data, parameters], finish)
+
+    def coefficients(self, reverse: bool, row_scale: torch.Tensor | None) -> np.ndarray:
+        """Sum of squared aggregation coefficients of every row this rank sends forward
+        (``reverse`` False: the destinations' squared scales, summed by their receiver) or
+        backward (the forward row's number of sources, told by its sender). Collective."""
+        if not reverse:
+            scale = torch.ones(self.plan.num_owned) if row_scale is None else row_scale
+            at_receiver = self.remote.t_matmul((scale.float() ** 2)[:, None].contiguous()).numpy()
+            told = self.communicator.ialltoallv(at_receiver, self.recv_counts, self.send_counts)
+        else:
+            told = self.communicator.ialltoallv(self._send_sources, self.send_counts, self.recv_counts)
+        return told.wait()[:, 0].astype(np.float64)
 
     def _local_overlapped(self, exchange: Exchange, x: torch.Tensor, **product) -> tuple[torch.Tensor, torch.Tensor]:
         """(the local product of ``x``, the exchange's rows): the product runs while the
@@ -244,29 +302,31 @@ class RankOperators:
             received = exchange.finish()
             with self.timer.phase("aggregation"):
                 return self.local.matmul(x, **product), received
-        bits = self.settings.bits if self.training else 32
+        bits = 32 if not self.training else 8 if self.settings.bits == ADAPTIVE else self.settings.bits
         wire_bytes = self._exchange_rows * x.shape[1] * bits // 8  # the larger direction, either way round
         pieces = max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
         with self.timer.phase("aggregation"):
             out = self.local.matmul(x, pieces=pieces, between=exchange.poll, **product)
         return out, exchange.finish()
 
-    def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> tuple[torch.Tensor, int]:
+        """(the aggregation, the layer it is: its position in the pass)."""
+        layer, self._layers_begun = self._layers_begun, self._layers_begun + 1
         with self.timer.phase("aggregation"):
             send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
-        exchange = self.start_exchange(send)
+        exchange = self.start_exchange(send, slot=f"forward{layer}", row_scale=row_scale)
         out, received = self._local_overlapped(exchange, x)
         with self.timer.phase("aggregation"):
-            return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
+            return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale), layer
 
-    def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
+    def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
         with self.timer.phase("aggregation"):
             if row_scale is None:
                 grad = grad.contiguous()
             else:
                 grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
             grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
-        exchange = self.start_exchange(grad_received, reverse=True)
+        exchange = self.start_exchange(grad_received, reverse=True, slot=f"backward{layer}")
         grad_x, grad_send = self._local_overlapped(exchange, grad, transpose=True)
         with self.timer.phase("aggregation"):
             return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
@@ -276,11 +336,12 @@ class _DistributedAggregation(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, operators: RankOperators, row_scale):
         ctx.operators, ctx.row_scale = operators, row_scale
-        return operators.forward(x.detach(), row_scale)
+        out, ctx.layer = operators.forward(x.detach(), row_scale)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        return ctx.operators.backward(grad, ctx.row_scale), None, None
+        return ctx.operators.backward(grad, ctx.row_scale, ctx.layer), None, None
 
 
 class GraphOps:
@@ -309,7 +370,7 @@ class GraphOps:
     def begin_pass(self, training: bool) -> None:
         """Start a forward pass over all layers: a training pass (quantized, delayed
         exchanges where configured) or an evaluation pass (exact float32 exchanges)."""
-        self.operators.training = training
+        self.operators.begin_pass(training)
         if training and self.delayed is not None:
             self.delayed.begin_pass()
 

@@ -42,6 +42,9 @@ class TrainConfig:
     rounding: str = "nearest"
     overlap: bool = True
     schedule: str = SYNCHRONOUS
+    adaptive_weight: float = 0.5
+    adaptive_group_size: int = 100
+    adaptive_period: int = 50
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     label_rate: float = 0.0
     input_norm: bool = False
@@ -58,13 +61,17 @@ class TrainConfig:
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
         keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
-                "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype", "schedule")
+                "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype", "schedule",
+                "adaptive_weight", "adaptive_group_size", "adaptive_period")
         payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
     def conflicts(self) -> list[str]:
         """One message (with its fix) per combination of options that cannot run together."""
         problems = []
+        if not 0 <= self.adaptive_weight <= 1:
+            problems.append(f"--adaptive-weight is lambda of AdaQP's Problem 12 and must lie in [0, 1], "
+                            f"got {self.adaptive_weight}")
         if schedule_delay(self.schedule) != 0:
             if self.model != "sage":
                 problems.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only: "

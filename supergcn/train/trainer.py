@@ -28,6 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from supergcn.distributed.adaptive import AdaptiveSettings
 from supergcn.distributed.aggregation import ExchangeSettings, GraphOps, RankOperators
 from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradients, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
@@ -63,7 +64,9 @@ class Trainer:
         set_threads(config.threads)
         self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
         settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
-                                    parameter_dtype=config.parameter_dtype, seed=config.seed)
+                                    parameter_dtype=config.parameter_dtype, seed=config.seed,
+                                    adaptive=AdaptiveSettings(config.adaptive_weight, config.adaptive_group_size,
+                                                              config.adaptive_period))
         delayed = (None if schedule_delay(config.schedule) == 0 else
                    DelayedAggregation(self.data.plan, self.communicator, self.timer, config.schedule, config.kernel))
         self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings),
@@ -172,18 +175,30 @@ class Trainer:
         self.records, self.best = restored.records, {**NO_BEST, **restored.best}
         self.start_epoch = restored.epoch + 1
 
+    def reassign_bits(self) -> dict:
+        """AdaQP's re-assignment after a traced epoch (outside the epoch's time and bytes):
+        per exchange, rows per width, solver objective and seconds; and the wall time."""
+        started = time.perf_counter()
+        operators = self.ops.operators
+        exchanges = operators.adaptive.reassign(operators.coefficients)
+        return {"seconds": time.perf_counter() - started, "exchanges": exchanges}
+
     def rank_state(self) -> dict:
         """What this rank needs besides the model to continue exactly: its random streams
         and the exchange state that lives across epochs."""
         delayed = self.ops.delayed
+        adaptive = self.ops.operators.adaptive
         return {"rng": torch.get_rng_state(), "quantize_calls": self.ops.operators.quantize_calls,
-                "delayed": None if delayed is None else delayed.state()}
+                "delayed": None if delayed is None else delayed.state(),
+                "bit_assignment": None if adaptive is None else adaptive.state()}
 
     def restore_rank_state(self, state: dict) -> None:
         torch.set_rng_state(state["rng"])
         self.ops.operators.quantize_calls = state["quantize_calls"]
         if self.ops.delayed is not None:
             self.ops.delayed.restore(state["delayed"])
+        if self.ops.operators.adaptive is not None:
+            self.ops.operators.adaptive.restore(state["bit_assignment"])
 
     def run(self) -> None:
         """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs."""
@@ -195,6 +210,9 @@ class Trainer:
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")
+            adaptive = self.ops.operators.adaptive
+            if adaptive is not None:
+                adaptive.tracing = adaptive.traced_epoch(epoch)
             loss, seconds, traffic = self.train_step()
             if not np.isfinite(loss):
                 raise CollectiveError(f"the training loss became {loss} at epoch {epoch}: lower the learning rate "
@@ -202,6 +220,10 @@ class Trainer:
             accuracy, _ = self.evaluate()
             self.track_best(epoch, accuracy)
             record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes)
+            if adaptive is not None and adaptive.tracing:
+                assignment = self.reassign_bits()
+                if self.rank == 0:
+                    record["bit_assignment"] = assignment
             if self.rank == 0:
                 self.records.append(record)
                 self.metrics.epoch(record)

@@ -6,7 +6,7 @@ import math
 import os
 import shlex
 
-from supergcn.naming import ADAPTIVE, PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
+from supergcn.naming import PRECISIONS, STRATEGIES, SYNCHRONOUS, VARIANT_PATTERN, Variant, precision_bits
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig
 
@@ -135,7 +135,9 @@ def plan_of_variant(wildcards):
 
 def train_flags(wildcards):
     variant = variant_of(wildcards)
-    flags = [f"--bits {variant.bits}", f"--schedule {variant.schedule}"]
+    flags = [f"--bits {variant.bits}"] if variant.bits != 32 else []
+    if variant.schedule != SYNCHRONOUS:
+        flags.append(f"--schedule {variant.schedule}")
     if variant.label_propagation:
         flags.append(f"--label-rate {TRAINING['label_rate']}")
     return " ".join(flags)

@@ -1,0 +1,48 @@
+"""AdaQP's adaptive bit widths in training: the wire, the limiting assignments, the metrics."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from supergcn.train.metrics import read_metrics
+
+from conftest import mpiexec, run_mpi
+
+
+def test_a_mixed_assignment_sends_its_bytes_and_is_unbiased():
+    job = Path(__file__).with_name("adaptive_job.py")
+    result = subprocess.run([mpiexec(), "-n", "3", sys.executable, str(job)], capture_output=True, text=True,
+                            timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(re.findall(r"rank \d ok", result.stdout)) == ["rank 0 ok", "rank 1 ok", "rank 2 ok"]
+
+
+@pytest.mark.parametrize("weight, uniform_bits", [(1.0, 8), (0.0, 2)])
+def test_lambda_one_and_zero_send_as_uniform_int8_and_int2(tiny_plans, tmp_path, weight, uniform_bits):
+    def train(out, *extra):
+        result = run_mpi(2, "train", "--graph", tiny_plans / "graph", "--partition", tiny_plans / "P2", "--plan",
+                         tiny_plans / "P2-hybrid", "--out", out, "--hidden", 16, "--epochs", 4, *extra)
+        assert result.returncode == 0, result.stderr
+        return read_metrics(out)[1]
+
+    adaptive = train(tmp_path / "a.jsonl", "--bits", "adaptive", "--adaptive-weight", weight, "--adaptive-period", 3)
+    uniform = train(tmp_path / "u.jsonl", "--bits", uniform_bits)
+    assigned = [e["bit_assignment"] for e in adaptive if "bit_assignment" in e]
+    assert [e["epoch"] for e in adaptive if "bit_assignment" in e] == [1, 4]
+    for assignment in assigned:
+        # backward0 too where layer 0 transforms before it aggregates (the input is wider than 16).
+        assert set(assignment["exchanges"]) >= {"forward0", "forward1", "forward2", "backward1", "backward2"}
+        for exchange in assignment["exchanges"].values():
+            rows = exchange["rows_per_bits"]
+            assert exchange["solve_seconds"] > 0 and rows["4"] == 0
+            # Rows whose values are all equal (zero gradients) have no variance at any width.
+            assert rows[str(uniform_bits)] >= sum(rows.values()) - exchange["rows_without_spread"]
+    # Epoch 1 runs at AdaQP's initial 8 bits; from epoch 2 on the assignment's bytes.
+    int8 = train(tmp_path / "8.jsonl", "--bits", 8)
+    assert adaptive[0]["bytes"]["sent_total"] == int8[0]["bytes"]["sent_total"]
+    sent = [[e["bytes"]["sent_total"] for e in run[1:]] for run in (adaptive, uniform)]
+    assert sent[0] == sent[1] if uniform_bits == 2 else all(a <= u for a, u in zip(*sent))
