@@ -44,6 +44,8 @@ LABEL_PROPAGATION = {True: "lp", False: "nolp"}
 #: A variant's label: strategy-precision-lp[-schedule] (:class:`Variant`).
 VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
                    f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({NO_COMMUNICATION}|cd-[0-9]+))?")
+#: What preparation does with self loops: keep them (once) or drop them (upstream SuperGCN).
+SELF_LOOPS = ("keep", "drop")
 #: Config keys that were renamed: old -> new.
 RENAMED_CONFIG_KEYS = {"model": "perf"}
 

@@ -27,6 +27,7 @@ def schema_at(*path):
     (("variants", "[]", "strategy"), naming.STRATEGIES),
     (("variants", "[]", "bits"), naming.BIT_CHOICES),
     (("training", "model"), naming.GNN_MODELS),
+    (("self_loops",), naming.SELF_LOOPS),
     (("training", "rounding"), naming.ROUNDINGS),
     (("training", "parameter_dtype"), tuple(naming.PARAMETER_DTYPES)),
     (("perf", "bits", "[]"), naming.QUANTIZED_BITS),
@@ -46,6 +47,11 @@ def test_schema_dataset_pattern_accepts_exactly_the_registered_datasets():
 
 def test_every_training_key_of_the_schema_is_a_train_config_field():
     assert set(schema_at("training")["properties"]) <= set(TrainConfig.__dataclass_fields__)
+
+
+def test_optional_training_keys_default_to_the_python_defaults():
+    optional = {key: node["default"] for key, node in schema_at("training")["properties"].items() if "default" in node}
+    assert optional and all(value == default(key) for key, value in optional.items()), optional
 
 
 def test_the_default_config_trains_with_the_python_defaults():

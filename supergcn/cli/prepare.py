@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from supergcn.naming import SELF_LOOPS
+
 HELP = "build the canonical graph directory of a dataset"
 
 
@@ -17,15 +19,19 @@ def configure(parser) -> None:
     parser.add_argument("--raw-root", type=Path, default=Path("data/raw"),
                         help="where original dataset files are (or are downloaded to); default data/raw")
     parser.add_argument("--seed", type=int, default=0, help="seed of generators and random splits")
+    parser.add_argument("--self-loops", choices=SELF_LOOPS, default=SELF_LOOPS[0],
+                        help="keep self loops (once) or drop them, as upstream SuperGCN's preprocessing does; "
+                             "recorded in the graph manifest")
 
 
 def run(args) -> None:
     """Prepare ``args.dataset`` and write it to ``args.out`` (:func:`supergcn.data.graph.save_graph`)."""
     from supergcn.data.datasets import prepare_dataset
-    from supergcn.data.graph import save_graph
+    from supergcn.data.graph import save_graph, with_self_loop_policy
 
     started = time.perf_counter()
-    graph = prepare_dataset(args.dataset, raw_root=args.raw_root, seed=args.seed)
+    graph = with_self_loop_policy(prepare_dataset(args.dataset, raw_root=args.raw_root, seed=args.seed),
+                                  args.self_loops)
     meta = save_graph(graph, args.out, seconds=time.perf_counter() - started)
     print(f"prepared {meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges_undirected']:,} undirected edges, "
           f"{meta['feature_dim']} features, {meta['num_classes']} classes, split {meta['split']} -> {args.out}")

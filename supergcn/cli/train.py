@@ -43,6 +43,9 @@ def configure(parser) -> None:
     model.add_argument("--dense-dtype", choices=DENSE_DTYPES, default=default("dense_dtype"),
                        help="type the linear layers' GEMMs run in; bfloat16 is about 3x faster where the CPU has "
                             "bf16 matrix instructions (AVX512_BF16, AMX, SVE BF16), at bf16 precision")
+    model.add_argument("--aggregate-first", action=argparse.BooleanOptionalAction, default=default("aggregate_first"),
+                       help="aggregate before every linear layer, as upstream SuperGCN (exchanges input-width rows); "
+                            "by default a layer narrowing its width transforms first and exchanges fewer bytes")
     run_group = parser.add_argument_group("execution")
     run_group.add_argument("--threads", type=positive_int, default=default("threads"),
                            help="torch and numba threads per rank")

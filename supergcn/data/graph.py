@@ -17,7 +17,7 @@ and (Â X)[v] = 0 for an isolated node.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +25,7 @@ import scipy.sparse as sp
 
 from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, read_json, write_json
 from supergcn.errors import SuperGCNError
+from supergcn.naming import SELF_LOOPS
 
 GRAPH_FORMAT = "supergcn-graph/1"
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
@@ -149,6 +150,19 @@ def random_split(num_nodes: int, fractions: tuple[float, float, float], seed: in
         mask[part] = True
         masks.append(mask)
     return masks[0], masks[1], masks[2]
+
+
+def with_self_loop_policy(graph: Graph, policy: str) -> Graph:
+    """``graph`` with its self loops kept (once, as preparation leaves them) or dropped (as
+    upstream SuperGCN's preprocessing does); its provenance records the policy and how
+    many loops were dropped, so the manifest says which graph this is."""
+    if policy not in SELF_LOOPS:
+        raise ValueError(f"unknown self-loop policy {policy!r}: choose one of {SELF_LOOPS}")
+    rows = np.repeat(np.arange(graph.num_nodes), graph.in_degree)
+    kept = graph.indices != rows if policy == "drop" else np.ones(graph.num_edges, dtype=bool)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[kept], minlength=graph.num_nodes))]).astype(np.int64)
+    provenance = {**graph.provenance, "self_loop_policy": policy, "self_loops_dropped": int((~kept).sum())}
+    return replace(graph, indptr=indptr, indices=graph.indices[kept], provenance=provenance)
 
 
 def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) -> dict:

@@ -49,6 +49,7 @@ class TrainConfig:
     label_rate: float = 0.0
     input_norm: bool = False
     dense_dtype: str = "float32"
+    aggregate_first: bool = False
     checkpoint: Path | None = None
     checkpoint_every: int = 0
     resume: bool = False
@@ -61,8 +62,8 @@ class TrainConfig:
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
         keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
-                "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype", "schedule",
-                "adaptive_weight", "adaptive_group_size", "adaptive_period")
+                "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype", "aggregate_first",
+                "schedule", "adaptive_weight", "adaptive_group_size", "adaptive_period")
         payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 

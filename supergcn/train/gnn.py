@@ -10,7 +10,9 @@ Hidden layers run conv -> dropout -> LayerNorm -> ReLU (the upstream order), fus
 kernel (:mod:`supergcn.kernels.activation`); the last layer's output goes through
 log_softmax. Because aggregation is linear, a layer whose
 output is narrower than its input transforms first and aggregates the narrower rows,
-which exchanges fewer bytes and gives the same result up to float rounding.
+which exchanges fewer bytes and gives the same result up to float rounding;
+``aggregate_first`` always aggregates first, as upstream SuperGCN does (so its exchanges
+carry input-width rows: the paper's Table 5 volumes).
 """
 
 from __future__ import annotations
@@ -34,15 +36,17 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 
 
 class SAGELayer(nn.Module):
-    def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32,
+                 aggregate_first: bool = False) -> None:
         super().__init__()
         self.lin_neigh = nn.Linear(in_dim, out_dim, bias=True)
         self.lin_self = nn.Linear(in_dim, out_dim, bias=False)
         self.dense_dtype = dense_dtype
+        self.transform_first = out_dim < in_dim and not aggregate_first
 
     def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
         weight, bias = self.lin_neigh.weight, self.lin_neigh.bias
-        if self.lin_neigh.out_features < self.lin_neigh.in_features:
+        if self.transform_first:
             neigh = ops.mean(ops.timed("dense", linear, x, weight, None, self.dense_dtype))
             neigh = ops.timed("dense", torch.add, neigh, bias)
         else:
@@ -56,14 +60,16 @@ class SAGELayer(nn.Module):
 
 
 class GCNLayer(nn.Module):
-    def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32) -> None:
+    def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32,
+                 aggregate_first: bool = False) -> None:
         super().__init__()
         self.lin = nn.Linear(in_dim, out_dim, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_dim))
         self.dense_dtype = dense_dtype
+        self.transform_first = out_dim <= in_dim and not aggregate_first
 
     def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
-        if self.lin.out_features <= self.lin.in_features:
+        if self.transform_first:
             aggregated = ops.gcn(ops.timed("dense", linear, x, self.lin.weight, None, self.dense_dtype))
         else:
             aggregated = ops.timed("dense", linear, ops.gcn(x), self.lin.weight, None, self.dense_dtype)
@@ -88,6 +94,8 @@ class GNN(nn.Module):
         dropout: dropout probability after each hidden convolution.
         dense_dtype: ``float32`` or ``bfloat16``, the type the linear layers' GEMMs run in
             (:func:`linear`); aggregation, normalisation and parameters stay float32.
+        aggregate_first: aggregate before the linear layer in every layer (upstream), not
+            only where the output is at least as wide as the input.
 
     ``forward(x, ops, label_nodes, labels)`` returns the n x out_dim log-probabilities of
     the rank's rows; ``ops`` is the rank's :class:`GraphOps`. Every step is booked to a
@@ -97,7 +105,7 @@ class GNN(nn.Module):
 
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
                  dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
-                 input_norm: bool = False, dense_dtype: str = "float32") -> None:
+                 input_norm: bool = False, dense_dtype: str = "float32", aggregate_first: bool = False) -> None:
         super().__init__()
         if model not in GNN_MODELS:
             raise ValueError(f"unknown model {model!r}: choose one of {GNN_MODELS}")
@@ -105,7 +113,8 @@ class GNN(nn.Module):
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         if dense_dtype not in DENSE_DTYPES:
             raise ValueError(f"unknown dense dtype {dense_dtype!r}: choose one of {DENSE_DTYPES}")
-        self.convs = nn.ModuleList(layer(a, b, getattr(torch, dense_dtype)) for a, b in zip(dims[:-1], dims[1:]))
+        self.convs = nn.ModuleList(layer(a, b, getattr(torch, dense_dtype), aggregate_first)
+                                   for a, b in zip(dims[:-1], dims[1:]))
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
                                    for _ in range(num_layers - 1))
         self.label_embedding = nn.Embedding(out_dim, in_dim) if label_propagation else None

@@ -1,10 +1,13 @@
+import json
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from supergcn.data.graph import build_graph, load_graph, random_split, save_graph, symmetric_csr
+from supergcn.data.graph import build_graph, load_graph, random_split, save_graph, symmetric_csr, with_self_loop_policy
 from supergcn.errors import SuperGCNError
 
-from conftest import awkward_edge_list
+from conftest import awkward_edge_list, run_cli
 
 
 def test_symmetric_csr_matches_a_set_of_undirected_edges():
@@ -69,3 +72,25 @@ def test_masks_on_unlabelled_nodes_are_refused():
     with pytest.raises(SuperGCNError, match="unlabelled"):
         build_graph("x", [0], [1], np.zeros((3, 2)), labels, np.array([1, 1, 1], bool), np.zeros(3, bool),
                     np.zeros(3, bool))
+
+
+def test_dropping_self_loops_removes_the_diagonal_and_nothing_else(awkward_graph):
+    dropped = with_self_loop_policy(awkward_graph, "drop")
+    adjacency = awkward_graph.adjacency()
+    expected = adjacency - sp.diags(adjacency.diagonal())
+    expected.eliminate_zeros()
+    assert (dropped.adjacency() != expected).nnz == 0 and dropped.num_self_loops == 0
+    assert dropped.provenance["self_loops_dropped"] == awkward_graph.num_self_loops >= 2
+    kept = with_self_loop_policy(awkward_graph, "keep")
+    assert (kept.adjacency() != adjacency).nnz == 0 and kept.provenance["self_loops_dropped"] == 0
+
+
+def test_the_manifest_says_which_self_loop_policy_made_the_graph(tmp_path):
+    from supergcn.data.datasets import prepare_dataset
+
+    loops = prepare_dataset("synthetic-tiny").num_self_loops
+    for policy, left in (("keep", loops), ("drop", 0)):
+        result = run_cli("prepare", "synthetic-tiny", "--out", tmp_path / policy, "--self-loops", policy)
+        assert result.returncode == 0, result.stderr
+        meta = json.loads((tmp_path / policy / "meta.json").read_text())
+        assert meta["provenance"]["self_loop_policy"] == policy and meta["self_loops"] == left

@@ -87,6 +87,22 @@ def test_reference_torch_kernels_match_pyg_too(workspace, reference, tmp_path):
     np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
 
 
+def test_aggregating_first_matches_pyg_and_exchanges_input_width_rows(workspace, reference, tmp_path):
+    """Upstream's order: the last layer aggregates its HIDDEN inputs, not its 5 outputs."""
+    root, _ = workspace
+    model, init, expected = reference
+    out, logits = tmp_path / "m.jsonl", tmp_path / "logits.npy"
+    result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--model", model, "--dropout", 0, "--epochs", EPOCHS,
+                                    "--lr", LR, "--init-weights", init, "--save-logits", logits, "--aggregate-first"))
+    assert result.returncode == 0, result.stderr
+    header, epochs, _ = read_metrics(out)
+    np.testing.assert_allclose([e["loss"] for e in epochs], expected["losses"], rtol=1e-4)
+    np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
+    rows = json.loads((root / "p2hybrid" / "plan.json").read_text())["total_rows_sent"]
+    assert header["config"]["aggregate_first"]
+    assert all(e["bytes"]["sent_total"] == rows * 4 * ((32 + HIDDEN + HIDDEN) + (HIDDEN + HIDDEN)) for e in epochs)
+
+
 def test_metrics_record_breakdown_bytes_and_provenance(workspace, tmp_path):
     root, _ = workspace
     out = tmp_path / "m.jsonl"

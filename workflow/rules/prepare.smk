@@ -13,10 +13,11 @@ rule prepare:
         code=code("prepare"),
         raw_root=config["raw_root"],
         seed=config["dataset_seed"],
+        self_loops=config["self_loops"],
     conda:
         "../envs/supergcn.yaml"
     log:
         "logs/prepare/{dataset}.log",
     shell:
         "python -m supergcn.cli prepare {wildcards.dataset} --raw-root {params.raw_root:q} --seed {params.seed} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--self-loops {params.self_loops} --out {output:q} > {log:q} 2>&1"

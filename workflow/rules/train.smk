@@ -21,6 +21,7 @@ rule train:
         dropout=TRAINING["dropout"],
         layer_norm="--layer-norm" if TRAINING["layer_norm"] else "--no-layer-norm",
         input_norm="--input-norm" if TRAINING["input_norm"] else "--no-input-norm",
+        aggregate_first="--aggregate-first" if TRAINING["aggregate_first"] else "--no-aggregate-first",
         rounding=TRAINING["rounding"],
         parameter_dtype=TRAINING["parameter_dtype"],
         adaptive=" ".join(
@@ -53,7 +54,7 @@ rule train:
         "python -m supergcn.cli train --graph {input.graph:q} "
         "--partition {input.partition:q} --plan {input.plan:q} --out {output:q} "
         "--model {params.model} --num-layers {params.num_layers} --hidden {params.hidden} "
-        "--dropout {params.dropout} {params.layer_norm} {params.input_norm} --lr {params.lr} "
+        "--dropout {params.dropout} {params.layer_norm} {params.input_norm} {params.aggregate_first} --lr {params.lr} "
         "--weight-decay {params.weight_decay} --epochs {params.epochs} --seed {wildcards.seed} "
         "--threads {resources.cpus_per_task} {params.variant_flags} --rounding {params.rounding} "
         "--parameter-dtype {params.parameter_dtype} {params.adaptive} "
