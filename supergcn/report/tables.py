@@ -4,9 +4,10 @@ Tables (each as CSV, Markdown and LaTeX, :func:`write_table`):
 
 * ``scaling`` — mean epoch time (max over ranks, first epoch excluded) per dataset,
   variant and P, with speed-up and parallel efficiency relative to the smallest P
-  (the data of the paper's Figs. 9/10), the largest peak memory of a rank, and
-  optionally each variant's speed-up over a baseline variant (Fig. 9's lines); variants
-  the paper names appear under its names (:data:`supergcn.naming.PAPER_NAMES`);
+  (the data of the paper's Figs. 9/10), the largest peak memory of a rank, bytes sent
+  per epoch, AdaQP's re-assignment seconds per epoch, and optionally each variant's
+  speed-up over a baseline variant (Fig. 9's lines); variants the paper names, DistGNN's
+  included, appear under its names (:func:`supergcn.naming.display_name`);
 * ``breakdown`` — aggregation / communication / quantization / synchronization / other
   of the slowest rank, per P and variant (Fig. 12), and ``other`` split into dense,
   elementwise, optimizer and remainder (:mod:`supergcn.distributed.timing`);
@@ -53,6 +54,9 @@ def run_record(path: str | Path) -> dict:
            for phase in PHASE_COLUMNS},
         "peak_memory_gib": max(summary.get("peak_memory_bytes_per_rank") or [np.nan]) / 2**30,
         "bytes_sent_per_epoch": float(np.mean([e["bytes"]["sent_total"] for e in timed])),
+        # AdaQP's re-assignments run between epochs: their cost spread over all epochs.
+        "assignment_seconds_per_epoch": sum(e.get("bit_assignment", {}).get("seconds", 0.0) for e in epochs)
+        / max(len(epochs), 1),
         "test_acc_at_best_val": summary["test_acc_at_best_val"], "best_val_acc": summary["best_val_acc"],
         # None where a run had no validation nodes or predates the validation loss.
         "test_acc_at_min_val_loss": summary.get("test_acc_at_min_val_loss"),
@@ -69,11 +73,14 @@ def runs_table(metrics_files) -> pd.DataFrame:
 
 
 def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
-    """Epoch time per dataset, variant and P, speed-up and efficiency against the smallest
-    P; with ``baseline`` (a variant), also each variant's speed-up over it at the same
-    dataset and P, like the lines of the paper's Fig. 9."""
+    """Epoch time, bytes sent per epoch (all ranks) and AdaQP's re-assignment time per
+    epoch (outside the epoch time) per dataset, variant and P, speed-up and efficiency
+    against the smallest P; with ``baseline`` (a variant), also each variant's speed-up
+    over it at the same dataset and P, like the lines of the paper's Fig. 9."""
     table = (runs.groupby(["dataset", "variant", "P"], as_index=False)
-             .agg(epoch_seconds=("epoch_seconds", "mean"), peak_memory_gib=("peak_memory_gib", "max"))
+             .agg(epoch_seconds=("epoch_seconds", "mean"), peak_memory_gib=("peak_memory_gib", "max"),
+                  bytes_sent_per_epoch=("bytes_sent_per_epoch", "mean"),
+                  assignment_seconds_per_epoch=("assignment_seconds_per_epoch", "mean"))
              .sort_values(["dataset", "variant", "P"]))
     table.insert(2, "name", table["variant"].map(display_name))
     base = table.groupby(["dataset", "variant"])["P"].transform("min")

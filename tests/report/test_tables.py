@@ -64,12 +64,23 @@ def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp
         path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
         return path
 
-    runs = runs_table([run("slow", 2, 3.5), run("fast", 2, 1.5), run("slow", 4, 1.5)])
+    def distgnn(parts):
+        path = write_run(tmp_path / f"cd5-{parts}.jsonl", parts, {"dense": 1.0}, [1])
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        header["strategy"], header["config"]["schedule"] = "pre", "cd-5"
+        path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+        return path
+
+    runs = runs_table([run("slow", 2, 3.5), run("fast", 2, 1.5), run("slow", 4, 1.5), distgnn(2)])
     table = scaling_table(runs, baseline="post-fp32-nolp").set_index(["variant", "P"])
+    assert table.loc[("pre-fp32-nolp-cd-5", 2), "name"] == "DistGNN (cd-5)"
+    assert table.loc[("pre-fp32-nolp-cd-5", 2), "bytes_sent_per_epoch"] == 100
     assert table.loc[("hybrid-int2-lp", 2), "name"] == "SuperGCN w/ comm optimizations"
     assert table.loc[("post-fp32-nolp", 2), "name"] == "SuperGCN w/o comm optimizations"
     # Epochs are the phases plus 0.5 s of remainder: (3.5 + 0.5) / (1.5 + 0.5).
     assert table.loc[("hybrid-int2-lp", 2), "speedup_vs_post-fp32-nolp"] == pytest.approx(2.0)
     assert table.loc[("post-fp32-nolp", 4), "speedup_vs_post-fp32-nolp"] == pytest.approx(1.0)
-    with pytest.raises(SuperGCNError, match="not a variant of this study: choose one of hybrid-int2-lp, post"):
+    choices = "hybrid-int2-lp, post-fp32-nolp, pre-fp32-nolp-cd-5"
+    with pytest.raises(SuperGCNError, match=f"not a variant of this study: choose one of {choices}"):
         scaling_table(runs, baseline="pre-fp32-nolp")

@@ -328,6 +328,27 @@ def test_int2_accuracy_study_plans_every_run():
     assert "results/int2-accuracy/tables/accuracy.md" in result.stdout
 
 
+def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn():
+    result = snakemake("-n", "-p", "--configfiles", "config/config.yaml", "config/studies/paper-comparison.yaml")
+    assert result.returncode == 0, result.stderr
+    assert planned_jobs(result.stdout)["train"] == 6 * 2 * 3
+    commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
+    distgnn = [c for c in commands if "pre-fp32-nolp-cd-5/" in c]
+    assert distgnn and all("--schedule cd-5" in c and "/hybrid " not in c and "/pre " in c for c in distgnn)
+    adaptive = [c for c in commands if "hybrid-adaptive-lp/" in c]
+    assert adaptive and all("--bits adaptive" in c and "--adaptive-period 20" in c for c in adaptive)
+    tables = [line for line in result.stdout.splitlines() if "supergcn.cli tables" in line]
+    assert tables and "--baseline pre-fp32-nolp-cd-5" in tables[0]
+
+
+def test_a_variant_that_cannot_run_is_refused_before_any_job(tmp_path):
+    overlay = write_overlay(tmp_path, variants=[{"strategy": "pre", "bits": 2, "label_propagation": False,
+                                                 "schedule": "cd-5"}])
+    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+    assert result.returncode != 0 and "Job stats" not in result.stdout
+    assert "variant pre-int2-nolp-cd-5: schedule cd-5 (DistGNN) sends float32" in result.stderr + result.stdout
+
+
 def test_the_old_model_key_names_its_new_name(tmp_path):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     config["model"] = config.pop("perf")

@@ -1,6 +1,6 @@
 # Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
-# standard-library modules supergcn.naming and supergcn.sources, so parsing the workflow
-# pays for no scientific library.
+# standard-library modules supergcn.naming, supergcn.sources and supergcn.train.config, so
+# parsing the workflow pays for no scientific library.
 import json
 import math
 import os
