@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,6 +79,17 @@ def run_mpi(num_ranks: int, *args, timeout: float = 240) -> subprocess.Completed
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run([mpiexec(), "-n", str(num_ranks), sys.executable, "-m", "supergcn.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_rank_job(script: Path, num_ranks: int, timeout: float = 240) -> str:
+    """Run a test job script under ``mpiexec -n num_ranks``; it must end well on every rank,
+    each printing ``rank R ok``. Returns its output."""
+    result = subprocess.run([mpiexec(), "-n", str(num_ranks), sys.executable, str(script)], capture_output=True,
+                            text=True, timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Ranks share stdout, so their lines may interleave: count the reports, not the lines.
+    assert sorted(re.findall(r"rank \d+ ok", result.stdout)) == sorted(f"rank {r} ok" for r in range(num_ranks))
+    return result.stdout
 
 
 @pytest.fixture(scope="module")

@@ -1,24 +1,16 @@
 """AdaQP's adaptive bit widths in training: the wire, the limiting assignments, the metrics."""
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from supergcn.train.metrics import read_metrics
 
-from conftest import mpiexec, run_mpi
+from conftest import run_mpi, run_rank_job
 
 
 def test_a_mixed_assignment_sends_its_bytes_and_is_unbiased():
-    job = Path(__file__).with_name("adaptive_job.py")
-    result = subprocess.run([mpiexec(), "-n", "3", sys.executable, str(job)], capture_output=True, text=True,
-                            timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert sorted(re.findall(r"rank \d ok", result.stdout)) == ["rank 0 ok", "rank 1 ok", "rank 2 ok"]
+    run_rank_job(Path(__file__).with_name("adaptive_job.py"), 3)
 
 
 @pytest.mark.parametrize("weight, uniform_bits", [(1.0, 8), (0.0, 2)])

@@ -1,25 +1,16 @@
 """The collectives that keep replicas identical, held to single-process training."""
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import torch
 
 from supergcn.distributed.collectives import allreduce_bytes, parameter_hash
 
-from conftest import mpiexec
+from conftest import run_rank_job
 
 
 def test_broadcast_and_gradient_allreduce_give_the_full_batch_gradient():
-    job = Path(__file__).with_name("collectives_job.py")
-    result = subprocess.run([mpiexec(), "-n", "3", sys.executable, str(job)], capture_output=True, text=True,
-                            timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stdout + result.stderr
-    # Ranks share stdout, so their lines may interleave: count the reports, not the lines.
-    assert sorted(re.findall(r"rank \d ok", result.stdout)) == ["rank 0 ok", "rank 1 ok", "rank 2 ok"]
+    run_rank_job(Path(__file__).with_name("collectives_job.py"), 3)
 
 
 def test_parameter_hash_sees_every_tensor_and_name():

@@ -1,10 +1,6 @@
 """DistGNN's delayed remote partial aggregates (cd-r, 0c) against hand-worked values,
 synchronous ``pre`` and training on the graph without its cut edges."""
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +14,7 @@ from supergcn.partition.metis import Partition, load_partition, run_partition, s
 from supergcn.partition.plan import load_rank_plan, run_plan
 from supergcn.train.metrics import read_metrics
 
-from conftest import mpiexec, run_mpi
+from conftest import run_mpi, run_rank_job
 
 COMMON = ["--hidden", 16, "--num-layers", 3, "--epochs", 6]
 
@@ -65,11 +61,7 @@ def test_buckets_cut_every_peer_block_into_contiguous_chunks():
 
 
 def test_the_value_added_at_pass_t_is_the_partial_sum_of_pass_t_minus_r():
-    job = Path(__file__).with_name("delayed_job.py")
-    result = subprocess.run([mpiexec(), "-n", "2", sys.executable, str(job)], capture_output=True, text=True,
-                            timeout=240, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert sorted(re.findall(r"rank \d ok", result.stdout)) == ["rank 0 ok", "rank 1 ok"]
+    run_rank_job(Path(__file__).with_name("delayed_job.py"), 2)
 
 
 def test_cd0_is_the_synchronous_pre_exchange_exactly(workspace, tmp_path):
