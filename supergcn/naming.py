@@ -18,13 +18,19 @@ PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
 QUANTIZED_BITS = tuple(bits for bits in PRECISIONS if bits != 32)
 #: ``bits`` of the variants whose bit widths AdaQP's solver assigns per message group.
 ADAPTIVE = "adaptive"
+#: AdaQP's defaults for them: lambda (variance against time; AdaQP's configs use 0.5),
+#: rows per message group (AdaQP: 100 to 2,000 by dataset), epochs between assignments
+#: (the best of AdaQP's sensitivity study).
+ADAPTIVE_WEIGHT, ADAPTIVE_GROUP_SIZE, ADAPTIVE_PERIOD = 0.5, 100, 50
 #: Everything ``bits`` may be.
 BIT_CHOICES = (*PRECISIONS, ADAPTIVE)
 #: Exchange schedules while training: every epoch, DistGNN's delayed remote partial
 #: aggregates ``cd-<r>`` (:mod:`supergcn.distributed.delayed`; cd-0 is synchronous), or never.
 SYNCHRONOUS = "sync"
 NO_COMMUNICATION = "0c"
-SCHEDULE_PATTERN = rf"{SYNCHRONOUS}|{NO_COMMUNICATION}|cd-[0-9]+"
+#: A DistGNN schedule (one spelling per delay: no leading zeros) and any schedule.
+DELAYED_PATTERN = rf"{NO_COMMUNICATION}|cd-(?:0|[1-9][0-9]*)"
+SCHEDULE_PATTERN = rf"{SYNCHRONOUS}|{DELAYED_PATTERN}"
 #: Rounding of quantized rows: nearest (upstream SuperGCN) or stochastic (AdaQP, unbiased).
 ROUNDINGS = ("nearest", "stochastic")
 #: Wire types of the per-row quantization parameters (zero point, scale) and their bytes.
@@ -43,9 +49,11 @@ PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
 #: A variant's label: strategy-precision-lp[-schedule] (:class:`Variant`).
 VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
-                   f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({NO_COMMUNICATION}|cd-[0-9]+))?")
-#: What preparation does with self loops: keep them (once) or drop them (upstream SuperGCN).
-SELF_LOOPS = ("keep", "drop")
+                   f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}))?")
+#: What preparation does with self loops: keep them (once, the default) or drop them
+#: (upstream SuperGCN's preprocessing).
+KEEP_SELF_LOOPS, DROP_SELF_LOOPS = "keep", "drop"
+SELF_LOOPS = (KEEP_SELF_LOOPS, DROP_SELF_LOOPS)
 #: Config keys that were renamed: old -> new.
 RENAMED_CONFIG_KEYS = {"model": "perf"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from supergcn.naming import SELF_LOOPS
+from supergcn.naming import KEEP_SELF_LOOPS, SELF_LOOPS
 
 HELP = "build the canonical graph directory of a dataset"
 
@@ -19,7 +19,7 @@ def configure(parser) -> None:
     parser.add_argument("--raw-root", type=Path, default=Path("data/raw"),
                         help="where original dataset files are (or are downloaded to); default data/raw")
     parser.add_argument("--seed", type=int, default=0, help="seed of generators and random splits")
-    parser.add_argument("--self-loops", choices=SELF_LOOPS, default=SELF_LOOPS[0],
+    parser.add_argument("--self-loops", choices=SELF_LOOPS, default=KEEP_SELF_LOOPS,
                         help="keep self loops (once) or drop them, as upstream SuperGCN's preprocessing does; "
                              "recorded in the graph manifest")
 

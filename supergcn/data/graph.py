@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, read_json, write_json
 from supergcn.errors import SuperGCNError
-from supergcn.naming import SELF_LOOPS
+from supergcn.naming import DROP_SELF_LOOPS, SELF_LOOPS
 
 GRAPH_FORMAT = "supergcn-graph/1"
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
@@ -159,7 +159,7 @@ def with_self_loop_policy(graph: Graph, policy: str) -> Graph:
     if policy not in SELF_LOOPS:
         raise ValueError(f"unknown self-loop policy {policy!r}: choose one of {SELF_LOOPS}")
     rows = np.repeat(np.arange(graph.num_nodes), graph.in_degree)
-    kept = graph.indices != rows if policy == "drop" else np.ones(graph.num_edges, dtype=bool)
+    kept = graph.indices != rows if policy == DROP_SELF_LOOPS else np.ones(graph.num_edges, dtype=bool)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[kept], minlength=graph.num_nodes))]).astype(np.int64)
     provenance = {**graph.provenance, "self_loop_policy": policy, "self_loops_dropped": int((~kept).sum())}
     return replace(graph, indptr=indptr, indices=graph.indices[kept], provenance=provenance)

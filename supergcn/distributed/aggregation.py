@@ -28,7 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from supergcn.distributed.adaptive import AdaptiveBits, AdaptiveSettings, MixedLayout
+from supergcn.distributed.adaptive import UNASSIGNED_BITS, AdaptiveBits, AdaptiveSettings, MixedLayout
+from supergcn.distributed.bit_assignment import WIDTHS
 from supergcn.distributed.comm import Communicator, polls_to_finish
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.timing import PhaseTimer
@@ -113,7 +114,7 @@ class ExchangeSettings:
     local aggregation and waits for it afterwards.
     """
 
-    bits: int = 32
+    bits: int | str = 32
     rounding: str = "nearest"
     overlap: bool = True
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
@@ -186,8 +187,8 @@ class RankOperators:
         self._in_flight = False
         self._layers_begun = 0
         self._send_sources = np.diff(matrices["send"].indptr).astype(np.float32)[:, None]
-        self.adaptive = (AdaptiveBits(communicator, settings.adaptive, self.send_counts, self.recv_counts)
-                         if settings.bits == ADAPTIVE else None)
+        self.adaptive = (AdaptiveBits(communicator, settings.adaptive, self.send_counts, self.recv_counts,
+                                      self.coefficients) if settings.bits == ADAPTIVE else None)
 
     def _buffer(self, role: str, rows: int, like: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(self.buffers.array(role, (rows, like.shape[1]), np.float32))
@@ -197,12 +198,17 @@ class RankOperators:
         self.training = training
         self._layers_begun = 0
 
-    def start_exchange(self, rows: torch.Tensor, reverse: bool = False, slot: str | None = None,
+    def next_layer(self) -> int:
+        """The position in the pass of the aggregation about to run (its layer)."""
+        layer, self._layers_begun = self._layers_begun, self._layers_begun + 1
+        return layer
+
+    def start_exchange(self, rows: torch.Tensor, reverse: bool = False, layer: int = 0,
                        row_scale: torch.Tensor | None = None) -> Exchange:
         """Start sending ``rows``; the exchange's :meth:`~Exchange.finish` waits and returns
         the rows received. Its buffers are reused by the next exchange, so finish one
-        before starting another. ``slot`` (``forward<l>``/``backward<l>``) and the
-        destinations' ``row_scale`` identify the exchange to adaptive bit widths."""
+        before starting another. The ``layer`` and the destinations' ``row_scale`` are
+        what adaptive bit widths need to know of the exchange."""
         if self._in_flight:
             raise RuntimeError("an exchange is still in flight: finish it before starting another")
         send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
@@ -214,10 +220,10 @@ class RankOperators:
             return self._exchange_float32(rows, send_counts, recv_counts)
         if bits != ADAPTIVE:
             return self._exchange_quantized(rows, send_counts, recv_counts, bits)
-        self.adaptive.trace(slot, rows, reverse, row_scale)
-        layout = self.adaptive.layouts.get(slot)
-        if layout is None:  # before the first assignment: AdaQP's uniform 8 bits
-            return self._exchange_quantized(rows, send_counts, recv_counts, 8)
+        self.adaptive.trace((reverse, layer), rows, row_scale)
+        layout = self.adaptive.layouts.get((reverse, layer))
+        if layout is None:
+            return self._exchange_quantized(rows, send_counts, recv_counts, UNASSIGNED_BITS)
         return self._exchange_mixed(rows, layout)
 
     def _next_seed(self) -> int:
@@ -267,18 +273,17 @@ class RankOperators:
 
     def _exchange_mixed(self, rows: np.ndarray, layout: MixedLayout) -> Exchange:
         with self.timer.phase("quantization"):
-            packed, packed_counts, wire = layout.pack(rows, self.settings.rounding, self._next_seed(),
-                                                      self.settings.parameter_dtype)
+            packed, wire = layout.pack(rows, self.settings.rounding, self._next_seed(), self.settings.parameter_dtype)
         with self.timer.phase("communication"):
-            data = self.communicator.ialltoallv(packed, packed_counts, layout.received_packed_counts())
-            parameters = self.communicator.ialltoallv(wire, layout.send_counts, layout.recv_counts, kind="params")
+            data = self.communicator.ialltoallv(packed, layout.send.packed_counts, layout.receive.packed_counts)
+            parameters = self.communicator.ialltoallv(wire, layout.send.counts, layout.receive.counts, kind="params")
 
         def finish():
             self._in_flight = False
             with self.timer.phase("communication"):
                 packed_received, wire_received = data.wait(), parameters.wait()
             with self.timer.phase("quantization"):
-                out = self.buffers.array("received", (int(layout.recv_counts.sum()), rows.shape[1]), np.float32)
+                out = self.buffers.array("received", (int(layout.receive.counts.sum()), rows.shape[1]), np.float32)
                 return torch.from_numpy(layout.unpack(packed_received, wire_received, out))
         return Exchange([data, parameters], finish)
 
@@ -302,7 +307,9 @@ class RankOperators:
             received = exchange.finish()
             with self.timer.phase("aggregation"):
                 return self.local.matmul(x, **product), received
-        bits = 32 if not self.training else 8 if self.settings.bits == ADAPTIVE else self.settings.bits
+        bits = self.settings.bits if self.training else 32
+        if bits == ADAPTIVE:
+            bits = max(UNASSIGNED_BITS, *WIDTHS)  # the widest an adaptive row can be
         wire_bytes = self._exchange_rows * x.shape[1] * bits // 8  # the larger direction, either way round
         pieces = max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
         with self.timer.phase("aggregation"):
@@ -311,10 +318,10 @@ class RankOperators:
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> tuple[torch.Tensor, int]:
         """(the aggregation, the layer it is: its position in the pass)."""
-        layer, self._layers_begun = self._layers_begun, self._layers_begun + 1
+        layer = self.next_layer()
         with self.timer.phase("aggregation"):
             send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
-        exchange = self.start_exchange(send, slot=f"forward{layer}", row_scale=row_scale)
+        exchange = self.start_exchange(send, layer=layer, row_scale=row_scale)
         out, received = self._local_overlapped(exchange, x)
         with self.timer.phase("aggregation"):
             return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale), layer
@@ -326,7 +333,7 @@ class RankOperators:
             else:
                 grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
             grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
-        exchange = self.start_exchange(grad_received, reverse=True, slot=f"backward{layer}")
+        exchange = self.start_exchange(grad_received, reverse=True, layer=layer)
         grad_x, grad_send = self._local_overlapped(exchange, grad, transpose=True)
         with self.timer.phase("aggregation"):
             return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
@@ -373,6 +380,37 @@ class GraphOps:
         self.operators.begin_pass(training)
         if training and self.delayed is not None:
             self.delayed.begin_pass()
+
+    def begin_epoch(self, epoch: int, last_epoch: int) -> bool:
+        """Prepare training epoch ``epoch`` (1-based); True when adaptive bit widths trace it
+        and :meth:`reassign_bits` must follow it."""
+        adaptive = self.operators.adaptive
+        return adaptive is not None and adaptive.begin_epoch(epoch, last_epoch)
+
+    def reassign_bits(self) -> dict:
+        """AdaQP's re-assignment after a traced epoch (collective): per exchange, on rank 0,
+        rows per width, solver objective and seconds (:meth:`AdaptiveBits.reassign`)."""
+        return self.operators.adaptive.reassign()
+
+    def state(self) -> dict:
+        """The exchange state that lives across epochs, for a checkpoint: the position in
+        the stochastic-rounding stream, DistGNN's rows in flight, AdaQP's assignments."""
+        adaptive = self.operators.adaptive
+        return {"quantize_calls": self.operators.quantize_calls,
+                "delayed": None if self.delayed is None else self.delayed.state(),
+                "bit_assignment": None if adaptive is None else adaptive.state()}
+
+    def restore(self, state: dict) -> None:
+        self.operators.quantize_calls = state["quantize_calls"]
+        if self.delayed is not None:
+            self.delayed.restore(state["delayed"])
+        if self.operators.adaptive is not None:
+            self.operators.adaptive.restore(state["bit_assignment"])
+
+    def close(self) -> None:
+        """Wait for exchanges still in flight (DistGNN's), before MPI is shut down."""
+        if self.delayed is not None:
+            self.delayed.drain()
 
     def timed(self, phase: str, function, *inputs):
         """``function(*inputs)`` booked to ``phase`` of the rank's timer (forward and backward)."""

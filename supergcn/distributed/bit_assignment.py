@@ -9,11 +9,16 @@ multiplied by its coefficients alpha, so group g contributes
 
     V_g(b) = beta_g / (2^b - 1)^2,     beta_g = sum_{rows k in g} sum_v alpha_{v,k}^2 D (max_k - min_k)^2 / 6.
 
-The exchange's time is that of its slowest sender, each sender paying the per-peer cost
-of our performance model (:mod:`supergcn.perf.model`): a latency per peer plus its bytes
-over its bandwidth,
+The exchange's time is that of its slowest sender, each sender paying the cost of our
+performance model (:mod:`supergcn.perf.model`, Eq. 2): the latencies of its messages plus
+its bytes over its bandwidth,
 
-    T = max_i ( latency_i + sum_{g sent by i} n_g D b_g / 8 / bandwidth_i ).
+    T = max_i ( L + sum_{g sent by i} n_g D b_g / 8 / bandwidth_i ).
+
+L is the same for every assignment. Training passes one bandwidth for all ranks and no
+latency, as our model has one bandwidth per rank; then the normalised T is the slowest
+sender's bytes whatever the machine, and only per-rank bandwidths (nodes with unequal
+links) would make the machine matter.
 
 Problem 12 minimises lambda V + (1 - lambda) T. As in AdaQP's code, both terms are first
 normalised between their best and worst values over the uniform assignments (utopia: V
@@ -24,8 +29,7 @@ is solved by HiGHS through :func:`scipy.optimize.milp`.
 Ties. Only the slowest sender's bytes enter T, so with lambda = 0 the others could send
 at any width, and a group of rows with no spread (beta = 0) costs no variance at any
 width. Among the optimal assignments a second solve picks the one sending the fewest
-bytes. With one bandwidth for all ranks the normalised T does not depend on the
-bandwidth or the latency, only on bytes.
+bytes.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ from supergcn.errors import SuperGCNError
 
 #: The widths AdaQP chooses from.
 WIDTHS = (2, 4, 8)
-#: How far above the optimum (of normalised terms in [0, 1]) the second, bytes-minimising
-#: solve may go: the solver's own tolerance, not a trade-off.
+#: How far above the first solve's optimum (normalised terms in [0, 1]) the second,
+#: bytes-minimising solve may go: a rounding allowance, far below any trade-off.
 OPTIMALITY_SLACK = 1e-7
+#: Both solves run to proven optimality (HiGHS's default relative gap is 1e-4).
+SOLVER_OPTIONS = {"mip_rel_gap": 0.0}
 
 
 @dataclass(frozen=True)
@@ -113,11 +119,12 @@ def solve(groups: Groups, weight: float, num_ranks: int, latency_s: float = 0.0,
                                 np.concatenate([np.ones(num_x), [np.inf]])),
                "constraints": [LinearConstraint(one_width, 1, 1),
                                LinearConstraint(slowest, -np.inf, np.full(num_ranks, (t_best - latency_s) / t_span))]}
-    best = _solved(milp(objective, **problem))
+    best = _solved(milp(objective, **problem, options=SOLVER_OPTIONS))
     # Among the optimal assignments, the one sending the fewest bytes.
     fewest_bytes = np.concatenate([groups.data_bytes().ravel() / uniform[8][2], [0]])
     problem["constraints"].append(LinearConstraint(objective[None, :], -np.inf, best.fun + OPTIMALITY_SLACK))
-    choice = _solved(milp(fewest_bytes, **problem)).x[:num_x].reshape(num_groups, num_widths).argmax(axis=1)
+    fewest = _solved(milp(fewest_bytes, **problem, options=SOLVER_OPTIONS))
+    choice = fewest.x[:num_x].reshape(num_groups, num_widths).argmax(axis=1)
     variance, slowest_time, _ = objective_terms(groups, choice, num_ranks, latency_s, bandwidth)
     normalised = weight * (variance - v_best) / v_span + (1 - weight) * (slowest_time - t_best) / t_span
     return Assignment(np.array(WIDTHS)[choice], normalised, time.perf_counter() - started)

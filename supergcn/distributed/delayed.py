@@ -47,25 +47,17 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from supergcn.distributed.comm import Communicator
-from supergcn.distributed.timing import PhaseTimer
+from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.naming import schedule_delay
-from supergcn.partition.plan import RankPlan
-
-
-def bucket_bounds(counts: np.ndarray, delay: int, bucket: int) -> tuple[np.ndarray, np.ndarray]:
-    """(first row, row count) of ``bucket`` within each peer's block of ``counts`` rows."""
-    counts = np.asarray(counts, dtype=np.int64)
-    start = counts * bucket // delay
-    return start, counts * (bucket + 1) // delay - start
 
 
 def bucket_rows(counts: np.ndarray, delay: int, bucket: int) -> tuple[np.ndarray, np.ndarray]:
-    """(buffer rows of ``bucket``, its rows per peer) in a buffer of peer blocks of ``counts`` rows."""
-    first, sizes = bucket_bounds(counts, delay, bucket)
-    block_start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    rows = np.concatenate([np.arange(s, s + n) for s, n in zip(block_start + first, sizes)] or [np.empty(0, np.int64)])
-    return rows.astype(np.int64), sizes
+    """(buffer rows of ``bucket``, its rows per peer) in a buffer of peer blocks of
+    ``counts`` rows: rows floor(q n / r) .. floor((q + 1) n / r) - 1 of each n-row block."""
+    counts = np.asarray(counts, dtype=np.int64)
+    first = counts * bucket // delay
+    sizes = counts * (bucket + 1) // delay - first
+    return concatenated_ranges(block_starts(counts) + first, sizes), sizes
 
 
 class _Arrived:
@@ -79,10 +71,11 @@ class _Arrived:
 
 
 class _Bucket:
-    """One bucket's send operator, counts, and received rows' operator and degree share."""
+    """One bucket's send operator and counts, and its received rows' operator and share
+    of the degree (the sources they sum)."""
 
-    def __init__(self, send: sp.csr_matrix, remote: sp.csr_matrix, delay: int, bucket: int,
-                 send_counts: np.ndarray, recv_counts: np.ndarray, received_sources: np.ndarray, kernel: str) -> None:
+    def __init__(self, send: sp.csr_matrix, remote: sp.csr_matrix, delay: int, bucket: int, send_counts: np.ndarray,
+                 recv_counts: np.ndarray, received_sources: np.ndarray, kernel: str) -> None:
         from supergcn.distributed.aggregation import SparseOperator
 
         send_rows, self.send_counts = bucket_rows(send_counts, delay, bucket)
@@ -94,84 +87,76 @@ class _Bucket:
 
 
 class DelayedAggregation:
-    """The mean aggregation of one rank under a cd-r (r >= 1) or 0c schedule (module docstring)."""
+    """The mean aggregation of one rank under a cd-r (r >= 1) or 0c schedule (module
+    docstring), on the rank's :class:`~supergcn.distributed.aggregation.RankOperators`."""
 
-    def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer, schedule: str,
-                 kernel: str = "numba") -> None:
-        from supergcn.distributed.aggregation import SparseOperator
-
+    def __init__(self, operators, schedule: str) -> None:
         delay = schedule_delay(schedule)
         if delay == 0:
             raise ValueError("cd-0 is the synchronous exchange: run it with RankOperators")
         self.delay = delay  # None: 0c
-        self.communicator = communicator
-        self.timer = timer
-        matrices = plan.matrices()
-        self.local = SparseOperator(matrices["local"], kernel)
-        self.local_degree = torch.from_numpy(np.diff(plan.local_indptr).astype(np.float32))
+        self.operators = operators
+        self.local_degree = torch.from_numpy(np.diff(operators.plan.local_indptr).astype(np.float32))
         self.passes = 0        # training passes begun (one per epoch)
-        self._slot = 0         # aggregations so far in this pass
-        self._queues: dict[int, deque] = {}
+        self._in_flight: dict[int, deque] = {}  # per layer, oldest first
         self.buckets: list[_Bucket] = []
         if delay is not None:
-            # Each received row's source count c_k, told once by its sender.
-            sources = np.diff(matrices["send"].indptr).astype(np.float32)[:, None]
-            received_sources = communicator.ialltoallv(np.ascontiguousarray(sources), plan.send_counts,
-                                                       plan.recv_counts).wait()[:, 0]
-            self.buckets = [_Bucket(matrices["send"], matrices["remote"], delay, q, plan.send_counts,
-                                    plan.recv_counts, received_sources, kernel) for q in range(delay)]
+            matrices = operators.plan.matrices()
+            received_sources = operators.coefficients(True, None)  # c_k: a gradient row's sources
+            self.buckets = [_Bucket(matrices["send"], matrices["remote"], delay, q, operators.send_counts,
+                                    operators.recv_counts, received_sources, operators.local.kernel)
+                            for q in range(delay)]
 
     def begin_pass(self) -> None:
-        """Start a training pass (an epoch's forward): the layers' aggregations follow in order."""
+        """Start a training pass (an epoch's forward)."""
         self.passes += 1
-        self._slot = 0
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(y, 1 / degree) of this pass's next aggregation (one per layer, in layer order)."""
-        slot, self._slot = self._slot, self._slot + 1
-        t = self.passes - 1
-        with self.timer.phase("aggregation"):
-            out = self.local.matmul(x)
+        operators, timer = self.operators, self.operators.timer
+        layer = operators.next_layer()
+        with timer.phase("aggregation"):
+            out = operators.local.matmul(x)
         degree = self.local_degree
         if self.delay is not None:
-            queue = self._queues.setdefault(slot, deque())
-            bucket = self.buckets[t % self.delay]
-            with self.timer.phase("aggregation"):
+            in_flight = self._in_flight.setdefault(layer, deque())
+            bucket = self.buckets[(self.passes - 1) % self.delay]
+            with timer.phase("aggregation"):
                 rows = bucket.send.matmul(x).numpy()
-            with self.timer.phase("communication"):
-                queue.append(self.communicator.ialltoallv(rows, bucket.send_counts, bucket.recv_counts))
-            if len(queue) > self.delay:  # sent at pass t - r: the same bucket
-                with self.timer.phase("communication"):
-                    arrived = torch.from_numpy(queue.popleft().wait())
-                with self.timer.phase("aggregation"):
+            with timer.phase("communication"):
+                in_flight.append(operators.communicator.ialltoallv(rows, bucket.send_counts, bucket.recv_counts))
+            if len(in_flight) > self.delay:  # sent r passes ago: the same bucket
+                with timer.phase("communication"):
+                    arrived = torch.from_numpy(in_flight.popleft().wait())
+                with timer.phase("aggregation"):
                     bucket.remote.matmul(arrived, out=out, accumulate=True)
                 degree = degree + bucket.degree
         inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
-        with self.timer.phase("aggregation"):
+        with timer.phase("aggregation"):
             return out.mul_(inv_degree[:, None]), inv_degree
 
     def backward(self, grad: torch.Tensor, inv_degree: torch.Tensor) -> torch.Tensor:
-        with self.timer.phase("aggregation"):
-            return self.local.matmul(grad * inv_degree[:, None], transpose=True)
+        with self.operators.timer.phase("aggregation"):
+            return self.operators.local.matmul(grad * inv_degree[:, None], transpose=True)
 
     def state(self) -> dict:
         """What a checkpoint needs to continue exactly: the passes and the rows in flight
         (awaited here; every rank has started them, so waiting ends)."""
-        queues = {slot: [entry.wait().copy() for entry in queue] for slot, queue in self._queues.items()}
-        self._queues = {slot: deque(_Arrived(rows) for rows in rows_list) for slot, rows_list in queues.items()}
-        return {"passes": self.passes, "in_flight": queues}
+        in_flight = {layer: [entry.wait().copy() for entry in queue] for layer, queue in self._in_flight.items()}
+        self.restore({"passes": self.passes, "in_flight": in_flight})
+        return {"passes": self.passes, "in_flight": in_flight}
 
     def restore(self, state: dict) -> None:
         self.passes = state["passes"]
-        self._queues = {slot: deque(_Arrived(rows) for rows in rows_list)
-                        for slot, rows_list in state["in_flight"].items()}
+        self._in_flight = {layer: deque(_Arrived(rows) for rows in rows_list)
+                           for layer, rows_list in state["in_flight"].items()}
 
     def drain(self) -> None:
         """Wait for every exchange still in flight (before the communicator is closed)."""
-        for queue in self._queues.values():
+        for queue in self._in_flight.values():
             for entry in queue:
                 entry.wait()
-        self._queues.clear()
+        self._in_flight.clear()
 
 
 class DelayedMean(torch.autograd.Function):

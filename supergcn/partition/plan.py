@@ -43,6 +43,7 @@ import scipy.sparse as sp
 
 from supergcn.data.graph import Graph
 from supergcn.data.keys import group_sorted
+from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.data.storage import atomic_output_dir, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
@@ -79,9 +80,9 @@ class RankPlan:
 
     def send_positions(self) -> tuple[np.ndarray, np.ndarray]:
         """Rows of the send buffer that receive the PRE partial rows and the POST rows."""
-        chunk_start = _exclusive_cumsum(self.send_counts)
-        pre_pos = _positions(self.send_pre_counts, chunk_start)
-        post_pos = _positions(self.send_post_counts, chunk_start + self.send_pre_counts)
+        chunk_start = block_starts(self.send_counts)
+        pre_pos = concatenated_ranges(chunk_start, self.send_pre_counts)
+        post_pos = concatenated_ranges(chunk_start + self.send_pre_counts, self.send_post_counts)
         return pre_pos, post_pos
 
     def matrices(self) -> dict[str, sp.csr_matrix]:
@@ -102,17 +103,6 @@ class RankPlan:
                              shape=(int(self.send_counts.sum()), self.num_owned))
         return {"local": csr(self.local_indptr, self.local_indices, self.num_owned), "send": send,
                 "remote": csr(self.remote_indptr, self.remote_indices, int(self.recv_counts.sum()))}
-
-
-def _exclusive_cumsum(counts: np.ndarray) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-
-
-def _positions(counts: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Concatenate ranges starts[k] .. starts[k]+counts[k]-1 (vectorised)."""
-    total = int(counts.sum())
-    within = np.arange(total) - np.repeat(_exclusive_cumsum(counts), counts)
-    return np.repeat(starts, counts) + within
 
 
 def _renumbered_edges(graph: Graph, partition: Partition) -> tuple[np.ndarray, np.ndarray]:
@@ -229,8 +219,8 @@ def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list
     post_counts = np.bincount(post_row_pair, minlength=num_pairs).reshape(num_ranks, num_ranks)
     comm = pre_counts + post_counts  # comm[j, i]: rows j sends to i
     recv_start = (np.cumsum(comm, axis=0) - comm).reshape(-1)  # start of j's chunk in i's buffer
-    first_pre_row = _exclusive_cumsum(pre_counts.reshape(-1))
-    first_post_row = _exclusive_cumsum(post_counts.reshape(-1))
+    first_pre_row = block_starts(pre_counts.reshape(-1))
+    first_post_row = block_starts(post_counts.reshape(-1))
     pre_row_pos = recv_start[pre_row_pair] + np.arange(len(pre_keys)) - first_pre_row[pre_row_pair]
     post_row_pos = (recv_start[post_row_pair] + pre_counts.reshape(-1)[post_row_pair]
                     + np.arange(len(post_keys)) - first_post_row[post_row_pair])

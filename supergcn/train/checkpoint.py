@@ -1,8 +1,9 @@
 """Checkpoints of a distributed training run, written and read collectively.
 
-A checkpoint holds the model, the optimizer, every rank's own state (its RNG state and
-its position in the stochastic-rounding stream), the metrics records so far and the
-best epoch, and the *trajectory fingerprint* (:meth:`TrainConfig.trajectory_fingerprint`):
+A checkpoint holds the model, the optimizer, every rank's own state (its RNG state, its
+position in the stochastic-rounding stream, DistGNN's rows in flight and AdaQP's bit
+assignments: :meth:`supergcn.distributed.aggregation.GraphOps.state`), the metrics
+records so far and the best epoch, and the *trajectory fingerprint* (:meth:`TrainConfig.trajectory_fingerprint`):
 resuming continues the run to bit-identical weights, and a checkpoint of any other
 configuration is ignored. Rank 0 alone reads and writes the file.
 """
@@ -48,7 +49,7 @@ class Checkpointer:
             with atomic_file(self.path) as tmp:
                 torch.save({"epoch": epoch, "fingerprint": self.fingerprint, "num_ranks": self.size,
                             "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                            "rng": rank_states, "records": records, "best": best}, tmp)
+                            "rank_states": rank_states, "records": records, "best": best}, tmp)
         # Nobody moves on (and possibly fails) before the checkpoint is on disk.
         self.comm.Barrier()
 
@@ -75,7 +76,7 @@ class Checkpointer:
             print(f"resuming from checkpoint {self.path} after epoch {state['epoch']}", flush=True)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        return Restored(epoch=state["epoch"], rank_state=state["rng"][self.rank], records=state["records"],
+        return Restored(epoch=state["epoch"], rank_state=state["rank_states"][self.rank], records=state["records"],
                         best=state["best"])
 
     def incompatibility(self, state: dict, model: torch.nn.Module, epochs: int) -> str | None:

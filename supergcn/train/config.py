@@ -12,7 +12,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from supergcn.naming import DEFAULT_PARAMETER_DTYPE, SYNCHRONOUS, schedule_delay
+from supergcn.naming import (
+    ADAPTIVE,
+    ADAPTIVE_GROUP_SIZE,
+    ADAPTIVE_PERIOD,
+    ADAPTIVE_WEIGHT,
+    DEFAULT_PARAMETER_DTYPE,
+    SYNCHRONOUS,
+    schedule_delay,
+)
 
 #: The share of training labels fed as inputs in the paper's label-propagation runs.
 UPSTREAM_LABEL_RATE = 0.62
@@ -42,9 +50,9 @@ class TrainConfig:
     rounding: str = "nearest"
     overlap: bool = True
     schedule: str = SYNCHRONOUS
-    adaptive_weight: float = 0.5
-    adaptive_group_size: int = 100
-    adaptive_period: int = 50
+    adaptive_weight: float = ADAPTIVE_WEIGHT
+    adaptive_group_size: int = ADAPTIVE_GROUP_SIZE
+    adaptive_period: int = ADAPTIVE_PERIOD
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     label_rate: float = 0.0
     input_norm: bool = False
@@ -61,9 +69,11 @@ class TrainConfig:
 
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
-        keys = ("model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
+        keys = ["model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
                 "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype", "aggregate_first",
-                "schedule", "adaptive_weight", "adaptive_group_size", "adaptive_period")
+                "schedule"]
+        if self.bits == ADAPTIVE:  # the other variants do not read them
+            keys += adaptive_fields()
         payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
@@ -84,6 +94,11 @@ class TrainConfig:
 
     def as_json(self) -> dict:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+
+
+def adaptive_fields() -> list[str]:
+    """The options of adaptive bit widths (``adaptive_*``), which only ``bits=adaptive`` reads."""
+    return [name for name in TrainConfig.__dataclass_fields__ if name.startswith("adaptive_")]
 
 
 def default(name: str):

@@ -9,7 +9,9 @@ Lines, in order:
 * one ``epoch`` line per epoch — loss, accuracies, seconds per phase per rank, each
   phase's max over ranks, the phases of the slowest rank (which add up to the epoch
   time), each rank's CPU seconds in user and system mode (``cpu_user``, ``cpu_system``:
-  all its threads), and bytes sent and received;
+  all its threads), and bytes sent and received; after an epoch traced for adaptive bit
+  widths, ``bit_assignment``: the re-assignment's wall time and, per exchange, the rows
+  at each width, the rows without spread, the solver's objective and seconds;
 * ``summary`` — epochs, mean epoch time (first epoch excluded), best validation accuracy
   and the test accuracy at it, the lowest validation loss and the test accuracy at it
   (upstream's model selection), final accuracies, every rank's parameter hash and every

@@ -56,6 +56,9 @@ class Trainer:
     """The training loop of one rank (every rank of ``comm`` builds one)."""
 
     def __init__(self, config: TrainConfig, comm) -> None:
+        conflicts = config.conflicts()
+        if conflicts:
+            raise SuperGCNError("; ".join(conflicts))
         self.config = config
         self.comm = comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
@@ -67,10 +70,9 @@ class Trainer:
                                     parameter_dtype=config.parameter_dtype, seed=config.seed,
                                     adaptive=AdaptiveSettings(config.adaptive_weight, config.adaptive_group_size,
                                                               config.adaptive_period))
-        delayed = (None if schedule_delay(config.schedule) == 0 else
-                   DelayedAggregation(self.data.plan, self.communicator, self.timer, config.schedule, config.kernel))
-        self.ops = GraphOps(RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings),
-                            delayed)
+        operators = RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings)
+        delayed = None if schedule_delay(config.schedule) == 0 else DelayedAggregation(operators, config.schedule)
+        self.ops = GraphOps(operators, delayed)
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
@@ -179,26 +181,17 @@ class Trainer:
         """AdaQP's re-assignment after a traced epoch (outside the epoch's time and bytes):
         per exchange, rows per width, solver objective and seconds; and the wall time."""
         started = time.perf_counter()
-        operators = self.ops.operators
-        exchanges = operators.adaptive.reassign(operators.coefficients)
+        exchanges = self.ops.reassign_bits()
         return {"seconds": time.perf_counter() - started, "exchanges": exchanges}
 
     def rank_state(self) -> dict:
         """What this rank needs besides the model to continue exactly: its random streams
         and the exchange state that lives across epochs."""
-        delayed = self.ops.delayed
-        adaptive = self.ops.operators.adaptive
-        return {"rng": torch.get_rng_state(), "quantize_calls": self.ops.operators.quantize_calls,
-                "delayed": None if delayed is None else delayed.state(),
-                "bit_assignment": None if adaptive is None else adaptive.state()}
+        return {"rng": torch.get_rng_state(), "exchanges": self.ops.state()}
 
     def restore_rank_state(self, state: dict) -> None:
         torch.set_rng_state(state["rng"])
-        self.ops.operators.quantize_calls = state["quantize_calls"]
-        if self.ops.delayed is not None:
-            self.ops.delayed.restore(state["delayed"])
-        if self.ops.operators.adaptive is not None:
-            self.ops.operators.adaptive.restore(state["bit_assignment"])
+        self.ops.restore(state["exchanges"])
 
     def run(self) -> None:
         """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs."""
@@ -210,9 +203,7 @@ class Trainer:
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")
-            adaptive = self.ops.operators.adaptive
-            if adaptive is not None:
-                adaptive.tracing = adaptive.traced_epoch(epoch)
+            reassign = self.ops.begin_epoch(epoch, self.config.epochs)
             loss, seconds, traffic = self.train_step()
             if not np.isfinite(loss):
                 raise CollectiveError(f"the training loss became {loss} at epoch {epoch}: lower the learning rate "
@@ -220,7 +211,7 @@ class Trainer:
             accuracy, _ = self.evaluate()
             self.track_best(epoch, accuracy)
             record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes)
-            if adaptive is not None and adaptive.tracing:
+            if reassign:
                 assignment = self.reassign_bits()
                 if self.rank == 0:
                     record["bit_assignment"] = assignment
@@ -257,7 +248,6 @@ def train(config: TrainConfig, comm) -> None:
     trainer = Trainer(config, comm)
     try:
         trainer.run()
-        if trainer.ops.delayed is not None:
-            trainer.ops.delayed.drain()
+        trainer.ops.close()
     finally:
         trainer.communicator.close()

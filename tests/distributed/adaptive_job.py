@@ -30,7 +30,7 @@ def operators_with(rounding):
     send_bits = rng.choice(np.array([2, 4, 8], dtype=np.uint8), int(plan.send_counts.sum()))
     recv_bits = operators.communicator.ialltoallv(send_bits[:, None].copy(), plan.send_counts,
                                                   plan.recv_counts).wait()[:, 0]
-    operators.adaptive.layouts["forward0"] = MixedLayout(send_bits, plan.send_counts, recv_bits, plan.recv_counts)
+    operators.adaptive.layouts[(False, 0)] = MixedLayout(send_bits, plan.send_counts, recv_bits, plan.recv_counts)
     return operators, send_bits
 
 
@@ -51,10 +51,10 @@ assert operators.communicator.bytes_sent["data"].sum() - before["data"] == expec
 assert operators.communicator.bytes_sent["params"].sum() - before["params"] == len(send_bits) * 2 * 2
 
 # Nearest rounding: every received row within half a step of its own width.
-exchange = operators.start_exchange(rows, slot="forward0")
+exchange = operators.start_exchange(rows, layer=0)
 received = exchange.finish().clone()
 truth = operators.communicator.ialltoallv(rows.numpy(), plan.send_counts, plan.recv_counts).wait()
-recv_bits = operators.adaptive.layouts["forward0"].recv_bits
+recv_bits = operators.adaptive.layouts[(False, 0)].receive.bits
 span = truth.max(axis=1) - truth.min(axis=1)
 bound = span / (2.0 ** recv_bits - 1) / 2 * 1.02 + 1e-6  # bf16 parameters widen the step by under 1%
 assert (np.abs(received.numpy() - truth).max(axis=1) <= bound).all(), rank

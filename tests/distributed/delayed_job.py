@@ -1,13 +1,15 @@
 """Run by tests/distributed/test_delayed.py under ``mpiexec -n 2``: DistGNN's cd-2 on a
-hand-made graph, every aggregation checked against values worked out by hand."""
+hand-made graph, every aggregation and its gradient checked against values worked out by
+hand."""
 
 import numpy as np
 import torch
 from mpi4py import MPI
 
 from supergcn.data.graph import build_graph
+from supergcn.distributed.aggregation import RankOperators
 from supergcn.distributed.comm import Communicator
-from supergcn.distributed.delayed import DelayedAggregation
+from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.metis import Partition
 from supergcn.partition.plan import build_plans
@@ -29,7 +31,8 @@ plans, _ = build_plans(graph, Partition(np.array([0, 0, 0, 1, 1, 1]), 2), "pre")
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
 owned = [0, 1, 2] if rank == 0 else [3, 4, 5]
-delayed = DelayedAggregation(plans[rank], Communicator(comm), PhaseTimer(), f"cd-{DELAY}")
+operators = RankOperators(plans[rank], Communicator(comm), PhaseTimer())
+delayed = DelayedAggregation(operators, f"cd-{DELAY}")
 
 
 def features(t):
@@ -38,15 +41,24 @@ def features(t):
 
 
 for t in range(7):
+    operators.begin_pass(training=True)
     delayed.begin_pass()
     x = features(t)
-    y, _ = delayed.forward(torch.tensor([[x[v]] for v in owned], dtype=torch.float32))
+    inputs = torch.tensor([[x[v]] for v in owned], dtype=torch.float32, requires_grad=True)
+    y = DelayedMean.apply(inputs, delayed)
+    degree = {}
     for row, v in enumerate(owned):
-        total, count = sum(x[u] for u in local[v]), len(local[v])
+        total, degree[v] = sum(x[u] for u in local[v]), len(local[v])
         if t >= DELAY and bucket_of[v] == t % DELAY:  # the partial sum of pass t - 2 arrives
             total += sum(features(t - DELAY)[u] for u in remote[v])
-            count += len(remote[v])
-        expected = total / count if count else 0.0
+            degree[v] += len(remote[v])
+        expected = total / degree[v] if degree[v] else 0.0
         assert abs(y[row, 0].item() - expected) < 1e-4, (rank, t, v, y[row, 0].item(), expected)
+    # d/dx_u of sum_v w_v y_v: local destinations only, each over its degree of this pass.
+    weights = torch.arange(1.0, len(owned) + 1)[:, None]
+    (y * weights).sum().backward()
+    for row, u in enumerate(owned):
+        expected = sum(weights[owned.index(v), 0].item() / degree[v] for v in local[u])
+        assert abs(inputs.grad[row, 0].item() - expected) < 1e-5, (rank, t, u, inputs.grad[row, 0].item(), expected)
 delayed.drain()
 print(f"rank {rank} ok", flush=True)

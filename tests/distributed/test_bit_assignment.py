@@ -73,8 +73,8 @@ def test_lambda_outside_the_unit_interval_is_refused():
 
 def test_groups_hold_each_peers_largest_betas_first():
     beta = np.array([1.0, 5.0, 3.0, 2.0, 9.0, 4.0, 8.0])
-    group_of_row, group_beta, group_rows, group_peer = make_groups(beta, np.array([5, 2]), 2)
+    group_of_row, group_beta, group_rows = make_groups(beta, np.array([5, 2]), 2)
     # Peer 0 rows by beta: 9 (row 4), 5 (row 1) | 3 (row 2), 2 (row 3) | 1 (row 0); peer 1: 8, 4.
     assert group_of_row.tolist() == [2, 0, 1, 1, 0, 3, 3]
     assert group_beta.tolist() == [14.0, 5.0, 1.0, 12.0]
-    assert group_rows.tolist() == [2, 2, 1, 2] and group_peer.tolist() == [0, 0, 0, 1]
+    assert group_rows.tolist() == [2, 2, 1, 2]

@@ -64,7 +64,9 @@ def test_the_value_added_at_pass_t_is_the_partial_sum_of_pass_t_minus_r():
     run_rank_job(Path(__file__).with_name("delayed_job.py"), 2)
 
 
-def test_cd0_is_the_synchronous_pre_exchange_exactly(workspace, tmp_path):
+def test_cd0_runs_the_synchronous_pre_exchange(workspace, tmp_path):
+    """cd-0 is DistGNN's name for the exact exchange: the same run as ``pre``, gradients
+    included (DRPA's own cd-0 drops the remote gradient; see supergcn.distributed.delayed)."""
     logits = {}
     for name, schedule in (("sync", "sync"), ("cd0", "cd-0")):
         logits[name] = tmp_path / f"{name}.npy"

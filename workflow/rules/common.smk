@@ -6,9 +6,9 @@ import math
 import os
 import shlex
 
-from supergcn.naming import PRECISIONS, STRATEGIES, SYNCHRONOUS, VARIANT_PATTERN, Variant, precision_bits
+from supergcn.naming import ADAPTIVE, PRECISIONS, STRATEGIES, SYNCHRONOUS, VARIANT_PATTERN, Variant, precision_bits
 from supergcn.sources import command_hash
-from supergcn.train.config import TrainConfig
+from supergcn.train.config import TrainConfig, adaptive_fields
 
 DATA = config["data_root"]
 RESULTS = config["results_root"]
@@ -42,11 +42,16 @@ def code(command):
 def variants():
     """The study's variants; one that cannot run with the training options is an error now."""
     chosen = [Variant.from_config(entry) for entry in config["variants"]]
-    for variant in chosen:
-        options = TrainConfig(graph="", partition="", plan="", out="", model=TRAINING["model"], bits=variant.bits,
-                              schedule=variant.schedule)
-        for problem in options.conflicts():
-            raise ValueError(f"variant {variant.name}: {problem} (in the config's variants list)")
+    problems = [
+        f"variant {variant.name}: {problem}"
+        for variant in chosen
+        for problem in TrainConfig(
+            graph="", partition="", plan="", out="", model=TRAINING["model"], bits=variant.bits,
+            schedule=variant.schedule
+        ).conflicts()
+    ]
+    if problems:
+        raise ValueError("; ".join(problems) + " (in the config's variants list)")
     return chosen
 
 
@@ -138,6 +143,8 @@ def train_flags(wildcards):
     flags = [f"--bits {variant.bits}"] if variant.bits != 32 else []
     if variant.schedule != SYNCHRONOUS:
         flags.append(f"--schedule {variant.schedule}")
+    if variant.bits == ADAPTIVE:  # the options of adaptive runs only, so others keep their params
+        flags += [f"--{name.replace('_', '-')} {TRAINING[name]}" for name in adaptive_fields()]
     if variant.label_propagation:
         flags.append(f"--label-rate {TRAINING['label_rate']}")
     return " ".join(flags)

@@ -24,10 +24,6 @@ rule train:
         aggregate_first="--aggregate-first" if TRAINING["aggregate_first"] else "--no-aggregate-first",
         rounding=TRAINING["rounding"],
         parameter_dtype=TRAINING["parameter_dtype"],
-        adaptive=" ".join(
-            f"--adaptive-{key.replace('_', '-')} {TRAINING[f'adaptive_{key}']}"
-            for key in ("weight", "group_size", "period")
-        ),
         lr=TRAINING["lr"],
         weight_decay=TRAINING["weight_decay"],
         epochs=TRAINING["epochs"],
@@ -57,7 +53,7 @@ rule train:
         "--dropout {params.dropout} {params.layer_norm} {params.input_norm} {params.aggregate_first} --lr {params.lr} "
         "--weight-decay {params.weight_decay} --epochs {params.epochs} --seed {wildcards.seed} "
         "--threads {resources.cpus_per_task} {params.variant_flags} --rounding {params.rounding} "
-        "--parameter-dtype {params.parameter_dtype} {params.adaptive} "
+        "--parameter-dtype {params.parameter_dtype} "
         "--checkpoint {params.checkpoint:q} --checkpoint-every {params.checkpoint_every} --resume "
         "> {log:q} 2>&1 || status=$?; "
         "for rank_file in \"$rank_files\".*; do if [ -e \"$rank_file\" ]; then "

@@ -1,0 +1,24 @@
+"""Index arithmetic over buffers made of consecutive blocks (one block per peer, per part).
+
+A buffer of blocks of ``counts[k]`` rows starts block k at ``block_starts(counts)[k]``;
+rows ``starts[k] .. starts[k] + sizes[k] - 1`` of every block, gathered in block order,
+are ``concatenated_ranges(starts, sizes)``. Both are vectorised: no Python loop over blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def block_starts(counts) -> np.ndarray:
+    """The first row of each block: the exclusive prefix sum of ``counts`` (int64)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+
+def concatenated_ranges(starts, sizes) -> np.ndarray:
+    """``concatenate([arange(s, s + n) for s, n in zip(starts, sizes)])``, vectorised."""
+    starts = np.asarray(starts, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(block_starts(sizes), sizes)
+    return np.repeat(starts, sizes) + within
