@@ -174,7 +174,8 @@ class AdaptiveBits:
     def reassign(self) -> dict:
         """Solve every traced exchange's assignment (collective); returns, on rank 0, per
         exchange the rows assigned each width, the rows whose values were all equal (no
-        variance at any width: they go at 2 bits), the solver's objective and seconds."""
+        variance at any width: they go at 2 bits), the solver's objective, relative gap
+        and seconds."""
         comm = self.communicator.comm
         report = {}
         for key in sorted(self._traces):
@@ -196,7 +197,8 @@ class AdaptiveBits:
                 report[exchange_name(*key)] = {
                     "rows_per_bits": {str(b): int(groups.rows[assignment.bits == b].sum()) for b in WIDTHS},
                     "rows_without_spread": sum(g[2] for g in gathered), "groups": len(groups.beta),
-                    "objective": assignment.objective, "solve_seconds": assignment.seconds}
+                    "objective": assignment.objective, "solver_gap": assignment.gap,
+                    "solve_seconds": assignment.seconds}
             send_bits = comm.scatter(widths_per_rank, root=0)[group_of_row].astype(np.uint8)
             recv_bits = self.communicator.ialltoallv(send_bits[:, None].copy(), send_counts,
                                                      recv_counts).wait()[:, 0]
