@@ -108,11 +108,6 @@ class Variant:
         return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS)
 
 
-def variant_name(strategy: str, bits: int | str, label_propagation: bool, schedule: str = SYNCHRONOUS) -> str:
-    """The label of a training variant in paths, tables and figures, e.g. ``hybrid-int2-lp``."""
-    return Variant(strategy, bits, label_propagation, schedule).name
-
-
 #: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without
 #: and with the communication optimisations. DistGNN's are named by :func:`display_name`.
 PAPER_NAMES = {"post-fp32-nolp": "SuperGCN w/o comm optimizations",

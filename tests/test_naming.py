@@ -79,8 +79,8 @@ def test_the_train_command_takes_its_defaults_from_train_config():
 def test_variant_names_round_trip_their_precision():
     for bits, name in naming.PRECISIONS.items():
         assert naming.precision_bits(naming.precision_name(bits)) == bits
-        assert naming.variant_name("hybrid", bits, True) == f"hybrid-{name}-lp"
-    assert naming.variant_name("pre", 32, False) == "pre-fp32-nolp"
+        assert naming.Variant("hybrid", bits, True).name == f"hybrid-{name}-lp"
+    assert naming.Variant("pre", 32, False).name == "pre-fp32-nolp"
 
 
 def test_the_schedule_pattern_of_the_schema_is_the_python_one():

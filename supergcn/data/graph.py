@@ -158,10 +158,13 @@ def with_self_loop_policy(graph: Graph, policy: str) -> Graph:
     many loops were dropped, so the manifest says which graph this is."""
     if policy not in SELF_LOOPS:
         raise ValueError(f"unknown self-loop policy {policy!r}: choose one of {SELF_LOOPS}")
+    provenance = {**graph.provenance, "self_loop_policy": policy, "self_loops_dropped": 0}
+    if policy != DROP_SELF_LOOPS:
+        return replace(graph, provenance=provenance)
     rows = np.repeat(np.arange(graph.num_nodes), graph.in_degree)
-    kept = graph.indices != rows if policy == DROP_SELF_LOOPS else np.ones(graph.num_edges, dtype=bool)
+    kept = graph.indices != rows
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[kept], minlength=graph.num_nodes))]).astype(np.int64)
-    provenance = {**graph.provenance, "self_loop_policy": policy, "self_loops_dropped": int((~kept).sum())}
+    provenance["self_loops_dropped"] = int((~kept).sum())
     return replace(graph, indptr=indptr, indices=graph.indices[kept], provenance=provenance)
 
 

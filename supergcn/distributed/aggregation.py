@@ -309,7 +309,7 @@ class RankOperators:
                 return self.local.matmul(x, **product), received
         bits = self.settings.bits if self.training else 32
         if bits == ADAPTIVE:
-            bits = max(UNASSIGNED_BITS, *WIDTHS)  # the widest an adaptive row can be
+            bits = max(WIDTHS)  # the widest an adaptive row can be
         wire_bytes = self._exchange_rows * x.shape[1] * bits // 8  # the larger direction, either way round
         pieces = max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
         with self.timer.phase("aggregation"):

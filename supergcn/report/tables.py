@@ -30,7 +30,7 @@ from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
-from supergcn.naming import SYNCHRONOUS, display_name, variant_name
+from supergcn.naming import SYNCHRONOUS, Variant, display_name
 from supergcn.partition.plan import read_plan_manifest, strategy_rows
 from supergcn.train.metrics import read_metrics
 
@@ -62,8 +62,8 @@ def run_record(path: str | Path) -> dict:
         "test_acc_at_min_val_loss": summary.get("test_acc_at_min_val_loss"),
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
     }
-    record["variant"] = variant_name(record["strategy"], record["bits"], record["label_propagation"],
-                                     config.get("schedule", SYNCHRONOUS))
+    record["variant"] = Variant(record["strategy"], record["bits"], record["label_propagation"],
+                                config.get("schedule", SYNCHRONOUS)).name
     return record
 
 
