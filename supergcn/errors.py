@@ -1,9 +1,70 @@
-"""The one exception type that the command line reports as a clean, single-line error."""
+"""The one exception type that the command line reports as a clean, single-line error,
+and how such errors are reported.
+
+Every failure a user can cause (bad arguments; missing, truncated or foreign files;
+unwritable outputs; inconsistent inputs; numeric overflow) is a :class:`SuperGCNError`,
+printed as one line
+
+    supergcn <command>: error: <what went wrong> — <how to fix it>
+
+with exit status 2 and no traceback. Any other exception is a bug and keeps its
+traceback. ``--debug`` (or ``SUPERGCN_DEBUG=1``) shows the traceback of a
+:class:`SuperGCNError` too.
+
+Under an MPI launcher every rank parses the same arguments and reads the same files, so
+an error found before MPI starts is printed by the first rank only
+(:func:`launched_rank`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+#: Set to 1 to see the traceback behind a user error.
+DEBUG_ENV = "SUPERGCN_DEBUG"
+#: Environment variables in which MPI launchers tell a process its rank: MPICH's Hydra and
+#: Intel MPI, Open MPI and Fujitsu MPI, PMIx launchers, Slurm's srun.
+RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
+#: Exit status of a user error (argparse's too).
+USER_ERROR = 2
 
 
 class SuperGCNError(Exception):
     """A problem with the user's input or environment, with the fix in its message.
 
-    The CLI prints ``supergcn <command>: error: <message>`` and exits with status 2 for these;
-    any other exception is a bug and keeps its traceback.
+    ``SuperGCNError(what, fix)`` reads ``<what> — <fix>``; a single argument is used as is.
     """
+
+    def __init__(self, what: str, fix: str | None = None) -> None:
+        super().__init__(what if fix is None else f"{what} — {fix}")
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (libraries' messages can run to pages)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def launched_rank() -> int:
+    """This process's rank as its MPI launcher announced it (0 when not launched by one);
+    readable before MPI is initialised."""
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def debugging(requested: bool = False) -> bool:
+    """Whether user errors show their traceback: ``--debug`` or ``SUPERGCN_DEBUG=1``."""
+    return requested or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def report(command: str, message: str, exc: BaseException | None = None, debug: bool = False) -> None:
+    """Print ``supergcn <command>: error: <message>`` on stderr (after ``exc``'s
+    traceback when debugging)."""
+    if exc is not None and debugging(debug):
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"supergcn {command}: error: {message}", file=sys.stderr, flush=True)

@@ -16,9 +16,10 @@ so a Snakemake rule that runs one command hashes exactly the sources it can exec
 (:func:`supergcn.sources.command_hash`). Command
 modules import heavy libraries inside ``run``, so that parsing stays fast.
 
-A :class:`~supergcn.errors.SuperGCNError` (a problem with the user's input) is printed
-as one line, ``supergcn <command>: error: <message>``, with exit status 2; any other
-exception is a bug and keeps its traceback.
+A :class:`~supergcn.errors.SuperGCNError` (a problem with the user's input) and a bad
+argument are printed as one line, ``supergcn <command>: error: <message>``, with exit
+status 2, once per MPI job; any other exception is a bug and keeps its traceback. Every
+command takes ``--debug``, which shows the traceback behind a user error too.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pkgutil
 import sys
 
 from supergcn import __version__
-from supergcn.errors import SuperGCNError
+from supergcn.errors import USER_ERROR, SuperGCNError, launched_rank, report
 from supergcn.train.allocator import relaunch_with_retaining_allocator
 
 #: Command groups (first words shared by several commands) and their help.
@@ -57,11 +58,21 @@ def command_names() -> list[str]:
     return sorted(names, key=position)
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, printed by the first MPI rank only."""
+
+    def error(self, message: str):
+        if launched_rank() == 0:
+            fix = "" if " — " in message else f" — see `{self.prog} --help`"
+            print(f"{self.prog}: error: {message}{fix}", file=sys.stderr, flush=True)
+        sys.exit(USER_ERROR)
+
+
 def build_parser(words: list[str] | tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """The parser of the command that the leading command-line ``words`` name, else of
     every command starting with ``words[0]``, else of all; each leaf parser's ``module``
     default is its command module."""
-    parser = argparse.ArgumentParser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training "
+    parser = Parser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training "
                                      "on CPU clusters, and the steps of its scaling pipeline.")
     parser.add_argument("--version", action="version", version=f"supergcn {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -82,6 +93,8 @@ def build_parser(words: list[str] | tuple[str, ...] = ()) -> argparse.ArgumentPa
         else:
             leaf = top.add_parser(first, help=module.HELP, description=module.HELP)
         module.configure(leaf)
+        leaf.add_argument("--debug", action="store_true",
+                          help="show the traceback behind an error (also SUPERGCN_DEBUG=1)")
         leaf.set_defaults(module=module, words=(first, *rest))
     return parser
 
@@ -104,14 +117,16 @@ def main(argv=None, *, relaunch: bool = False) -> int:
     """
     argv = sys.argv[1:] if argv is None else [str(arg) for arg in argv]
     if argv and argv[0] in RENAMED:
-        print(f"supergcn: error: `supergcn {argv[0]}` is now `supergcn {RENAMED[argv[0]]}`: run "
-              f"`supergcn {' '.join([RENAMED[argv[0]], *argv[1:]])}`", file=sys.stderr)
-        return 2
+        if launched_rank() == 0:
+            print(f"supergcn: error: `supergcn {argv[0]}` is now `supergcn {RENAMED[argv[0]]}` — run "
+                  f"`supergcn {' '.join([RENAMED[argv[0]], *argv[1:]])}`", file=sys.stderr)
+        return USER_ERROR
     args = build_parser(argv[:2]).parse_args(argv)
     try:
         if relaunch and getattr(args.module, "RETAINING_ALLOCATOR", False):
             relaunch_with_retaining_allocator()
         return args.module.run(args) or 0
     except SuperGCNError as exc:
-        print(f"supergcn {' '.join(args.words)}: error: {exc}", file=sys.stderr)
-        return 2
+        if launched_rank() == 0:  # every rank of a job meets the same error here
+            report(" ".join(args.words), str(exc), exc, args.debug)
+        return USER_ERROR

@@ -20,11 +20,39 @@ def non_negative_float(text: str) -> float:
     return value
 
 
-def label_rate(text: str) -> float:
+def fraction(text: str) -> float:
+    """A share in [0, 1) (a dropout probability, a label rate)."""
     value = float(text)
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def output_file(text: str) -> Path:
+    """A file to write: checked before any work (:func:`supergcn.data.storage.check_output_path`)."""
+    return _output(text, directory=False)
+
+
+def output_dir(text: str) -> Path:
+    """A directory to write (replaced as a whole): checked before any work."""
+    return _output(text, directory=True)
+
+
+def _output(text: str, directory: bool) -> Path:
+    from supergcn.data.storage import check_output_path
+    from supergcn.errors import SuperGCNError
+
+    try:
+        return check_output_path(Path(text), directory)
+    except SuperGCNError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def bits(text: str) -> int | str:

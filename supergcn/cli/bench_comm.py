@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from supergcn.cli._args import print_json
+from supergcn.cli._args import output_file, print_json
 
 HELP = "MPI ping-pong latency and Alltoallv time vs message size (run under mpiexec -n P)"
 
 
 def configure(parser) -> None:
     parser.description = "Fits the performance model's latency L and bandwidth BW at this P."
-    parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--json", type=output_file, help="also write the result here")
 
 
 def run(args) -> int:
@@ -29,4 +27,4 @@ def run(args) -> int:
         if comm.Get_rank() == 0:
             print_json(result, args.json)
 
-    return run_ranked(work, MPI.COMM_WORLD, "bench comm")
+    return run_ranked(work, MPI.COMM_WORLD, "bench comm", args.debug)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import positive_int, print_json
+from supergcn.cli._args import output_file, positive_int, print_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, PRECISIONS
 
@@ -19,7 +19,7 @@ def configure(parser) -> None:
                         help="wire type of the quantization parameters")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch and numba threads per rank")
     parser.add_argument("--repeats", type=positive_int, default=20)
-    parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--json", type=output_file, help="also write the result here")
 
 
 def check_plan_size(plan_dir: Path, size: int) -> None:
@@ -28,7 +28,7 @@ def check_plan_size(plan_dir: Path, size: int) -> None:
 
     ranks = read_plan_manifest(plan_dir)["num_ranks"]
     if ranks != size:
-        raise SuperGCNError(f"plan {plan_dir} is for {ranks} ranks, not {size}: run with mpiexec -n {ranks}")
+        raise SuperGCNError(f"plan {plan_dir} is for {ranks} ranks, not {size}", f"run with mpiexec -n {ranks}")
 
 
 def run(args) -> int:
@@ -49,4 +49,4 @@ def run(args) -> int:
         if comm.Get_rank() == 0:
             print_json(result, args.json)
 
-    return run_ranked(work, MPI.COMM_WORLD, "bench exchange")
+    return run_ranked(work, MPI.COMM_WORLD, "bench exchange", args.debug)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import positive_int, print_json
+from supergcn.cli._args import output_file, positive_int, print_json
 
 HELP = "our aggregation kernels vs PyG, torch.sparse.mm, scipy, memcpy"
 
@@ -18,7 +18,7 @@ def configure(parser) -> None:
     parser.add_argument("--reorder", choices=("none", "rcm"), default="none",
                         help="renumber nodes first (reverse Cuthill-McKee) to measure locality effects")
     parser.add_argument("--no-pyg", action="store_true", help="skip PyG's scatter path (slow on big graphs)")
-    parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--json", type=output_file, help="also write the result here")
 
 
 def run(args) -> None:

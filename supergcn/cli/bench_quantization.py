@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from supergcn.cli._args import positive_int, print_json
+from supergcn.cli._args import output_file, positive_int, print_json
 from supergcn.naming import QUANTIZED_BITS, ROUNDINGS
 
 HELP = "quantize+pack and unpack+dequantize throughput vs memcpy"
@@ -17,7 +15,7 @@ def configure(parser) -> None:
     parser.add_argument("--bits", type=int, choices=QUANTIZED_BITS, default=2)
     parser.add_argument("--rounding", choices=ROUNDINGS, default="nearest")
     parser.add_argument("--repeats", type=positive_int, default=5)
-    parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--json", type=output_file, help="also write the result here")
 
 
 def run(args) -> None:

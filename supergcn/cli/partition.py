@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import positive_int
+from supergcn.cli._args import output_dir, positive_int
 from supergcn.naming import PARTITION_CONSTRAINTS
 
 HELP = "METIS-partition a prepared graph"
@@ -13,7 +13,7 @@ HELP = "METIS-partition a prepared graph"
 def configure(parser) -> None:
     parser.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
     parser.add_argument("--parts", required=True, type=positive_int, help="number of parts P (MPI ranks)")
-    parser.add_argument("--out", required=True, type=Path, help="output partition directory")
+    parser.add_argument("--out", required=True, type=output_dir, help="output partition directory")
     parser.add_argument("--constraints", nargs="*", choices=PARTITION_CONSTRAINTS, default=list(PARTITION_CONSTRAINTS),
                         help="balanced vertex weights (combined into one, see supergcn/partition/metis.py)")
     parser.add_argument("--seed", type=int, default=0, help="METIS random seed")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from supergcn.cli._args import output_dir
+
 HELP = "the study's figures from its tables"
 
 
 def configure(parser) -> None:
     parser.add_argument("--tables-dir", required=True, type=Path)
-    parser.add_argument("--out-dir", required=True, type=Path)
+    parser.add_argument("--out-dir", required=True, type=output_dir)
 
 
 def run(args) -> None:

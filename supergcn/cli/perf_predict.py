@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import positive_int
+from supergcn.cli._args import output_file, positive_int
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, QUANTIZED_BITS
 from supergcn.train.config import default
 
@@ -21,7 +21,7 @@ def configure(parser) -> None:
     parser.add_argument("--bits", type=int, nargs="*", choices=QUANTIZED_BITS, default=[2])
     parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=DEFAULT_PARAMETER_DTYPE,
                         help="wire type of the quantization parameters")
-    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=output_file)
 
 
 def run(args) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import positive_int
+from supergcn.cli._args import output_file, positive_int
 from supergcn.errors import SuperGCNError
 
 HELP = "write a machine profile (from the config, or measured here)"
@@ -18,7 +18,7 @@ def configure(parser) -> None:
     parser.add_argument("--graph", type=Path, help="graph for the aggregation throughput (with --comm)")
     parser.add_argument("--features", type=positive_int, default=256)
     parser.add_argument("--threads", type=positive_int, default=1)
-    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--out", required=True, type=output_file)
 
 
 def run(args) -> None:
@@ -29,18 +29,19 @@ def run(args) -> None:
     from supergcn.perf.model import MachineProfile
 
     if (args.entry is None) == (not args.comm):
-        raise SuperGCNError("give either --entry (a profile from the config) or --comm (measured results)")
+        raise SuperGCNError("no profile to write",
+                            "give either --entry (a profile from the config) or --comm (measured results)")
     if args.entry is not None:
         import json
 
         try:
             entry = json.loads(args.entry)
         except json.JSONDecodeError as exc:
-            raise SuperGCNError(f"--entry is not JSON ({exc}): pass the profile as a JSON object") from exc
+            raise SuperGCNError(f"--entry is not JSON ({exc})", "pass the profile as a JSON object") from exc
         machines.save_profile(MachineProfile.from_config(args.name, entry), args.out)
         return
     if args.graph is None:
-        raise SuperGCNError("--comm needs --graph, the graph whose aggregation throughput is measured")
+        raise SuperGCNError("--comm needs --graph", "pass the graph whose aggregation throughput is measured")
     results = [read_json(path, "bench comm result") for path in args.comm]
     profile, measurements = machines.measured_profile(results, args.graph, args.features, args.threads, args.name)
     machines.save_profile(profile, args.out, measurements)

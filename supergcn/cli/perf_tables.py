@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from supergcn.cli._args import output_dir
 from supergcn.errors import SuperGCNError
 
 HELP = "the study's tables from predictions and measurements"
@@ -14,7 +15,7 @@ def configure(parser) -> None:
     parser.add_argument("--validation", nargs="*", default=[],
                         help="STRATEGY=PLAN_DIR=RESULT_JSON of `supergcn bench exchange` runs")
     parser.add_argument("--profile", type=Path, help="this machine's measured profile (for --validation)")
-    parser.add_argument("--out-dir", required=True, type=Path)
+    parser.add_argument("--out-dir", required=True, type=output_dir)
 
 
 def run(args) -> None:
@@ -25,8 +26,9 @@ def run(args) -> None:
     for item in args.validation:
         parts = item.split("=", 2)
         if len(parts) != 3:
-            raise SuperGCNError(f"--validation takes STRATEGY=PLAN_DIR=RESULT_JSON, got {item!r}")
+            raise SuperGCNError(f"--validation takes STRATEGY=PLAN_DIR=RESULT_JSON, got {item!r}",
+                                "write it as STRATEGY=PLAN_DIR=RESULT_JSON")
         validation.append((parts[0], Path(parts[1]), Path(parts[2])))
     if validation and args.profile is None:
-        raise SuperGCNError("--validation needs --profile, the measured profile of this machine")
+        raise SuperGCNError("--validation needs --profile", "pass the measured profile of this machine")
     study.write_tables(args.predictions, validation, args.profile, args.out_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from supergcn.cli._args import output_dir
 from supergcn.naming import STRATEGIES
 
 HELP = "build per-rank communication plans"
@@ -13,7 +14,7 @@ def configure(parser) -> None:
     parser.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
     parser.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
     parser.add_argument("--strategy", required=True, choices=STRATEGIES, help="how cut edges are served")
-    parser.add_argument("--out", required=True, type=Path, help="output plan directory")
+    parser.add_argument("--out", required=True, type=output_dir, help="output plan directory")
 
 
 def run(args) -> None:

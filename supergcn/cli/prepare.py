@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from supergcn.cli._args import output_dir
 from supergcn.naming import KEEP_SELF_LOOPS, SELF_LOOPS
 
 HELP = "build the canonical graph directory of a dataset"
@@ -15,7 +16,7 @@ def configure(parser) -> None:
 
     parser.epilog = f"Datasets: {', '.join(dataset_names())}."
     parser.add_argument("dataset", help="dataset name")
-    parser.add_argument("--out", required=True, type=Path, help="output graph directory")
+    parser.add_argument("--out", required=True, type=output_dir, help="output graph directory")
     parser.add_argument("--raw-root", type=Path, default=Path("data/raw"),
                         help="where original dataset files are (or are downloaded to); default data/raw")
     parser.add_argument("--seed", type=int, default=0, help="seed of generators and random splits")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import positive_int
+from supergcn.cli._args import output_dir, positive_int
 from supergcn.errors import SuperGCNError
 
 HELP = "result tables (CSV, Markdown, LaTeX) of a study"
@@ -14,7 +14,7 @@ def configure(parser) -> None:
     parser.add_argument("--runs", nargs="+", type=Path, required=True, help="metrics files of training runs")
     parser.add_argument("--plans", nargs="*", default=[], help="DATASET=PLAN_DIR for the volume table")
     parser.add_argument("--hidden", type=positive_int, default=256, help="feature width of the volume table")
-    parser.add_argument("--out-dir", type=Path, required=True)
+    parser.add_argument("--out-dir", type=output_dir, required=True)
     parser.add_argument("--baseline", help="variant to show every variant's speed-up over (e.g. post-fp32-nolp)")
 
 
@@ -26,21 +26,27 @@ def run(args) -> None:
     for item in args.plans:
         dataset, sep, directory = item.partition("=")
         if not sep:
-            raise SuperGCNError(f"--plans takes DATASET=PLAN_DIR, got {item!r}")
+            raise SuperGCNError(f"--plans takes DATASET=PLAN_DIR, got {item!r}", "write it as DATASET=PLAN_DIR")
         plans.append((dataset, directory))
     runs = tables.runs_table(args.runs)
-    out = args.out_dir
-    tables.write_table(runs, out / "runs", "All training runs.")
     baseline = "" if args.baseline is None else f", and speed-up over {args.baseline} at the same P"
-    tables.write_table(tables.scaling_table(runs, args.baseline), out / "scaling",
-                       "Epoch time (s, max over ranks, mean over epochs after the first and over seeds), speed-up "
-                       f"and parallel efficiency relative to the smallest P{baseline}.")
-    tables.write_table(tables.breakdown_table(runs), out / "breakdown",
-                       "Seconds per epoch by phase, of the slowest rank (mean over epochs after the first).")
-    tables.write_table(tables.accuracy_table(runs), out / "accuracy",
-                       "Test accuracy (%) at the best-validation-accuracy epoch (OGB protocol) and at the "
-                       "lowest-validation-loss epoch (upstream SuperGCN's model selection), mean ± std over seeds.")
+    # Every table is built before any is written: a bad input leaves the old tables whole.
+    written = {
+        "runs": (runs, "All training runs."),
+        "scaling": (tables.scaling_table(runs, args.baseline),
+                    "Epoch time (s, max over ranks, mean over epochs after each process's first and over seeds), "
+                    f"speed-up and parallel efficiency relative to the smallest P{baseline}."),
+        "breakdown": (tables.breakdown_table(runs),
+                      "Seconds per epoch by phase, of the slowest rank (mean over epochs after each process's "
+                      "first)."),
+        "accuracy": (tables.accuracy_table(runs),
+                     "Test accuracy (%) at the best-validation-accuracy epoch (OGB protocol) and at the "
+                     "lowest-validation-loss epoch (upstream SuperGCN's model selection), mean ± std over seeds; "
+                     "n/a where the runs had no validation nodes."),
+    }
     if plans:
-        tables.write_table(tables.volume_table(plans, args.hidden), out / "volume",
-                           f"Bytes exchanged by one layer at width {args.hidden}: pre / post / hybrid (FP32) and "
-                           "hybrid with Int2 data plus bfloat16 parameters.")
+        written["volume"] = (tables.volume_table(plans, args.hidden),
+                             f"Bytes exchanged by one layer at width {args.hidden}: pre / post / hybrid (FP32) and "
+                             "hybrid with Int2 data plus bfloat16 parameters.")
+    for stem, (table, caption) in written.items():
+        tables.write_table(table, args.out_dir / stem, caption)

@@ -8,7 +8,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from supergcn.cli._args import bits, label_rate, non_negative_float, positive_int, schedule
+from supergcn.cli._args import (
+    bits,
+    fraction,
+    non_negative_float,
+    non_negative_int,
+    output_file,
+    positive_int,
+    schedule,
+)
 from supergcn.errors import SuperGCNError
 from supergcn.naming import BIT_CHOICES, DENSE_DTYPES, GNN_MODELS, KERNELS, PARAMETER_DTYPES, ROUNDINGS
 from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
@@ -24,18 +32,18 @@ def configure(parser) -> None:
     data.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
     data.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
     data.add_argument("--plan", required=True, type=Path, help="plan directory of that partition")
-    data.add_argument("--out", required=True, type=Path, help="metrics file (JSON lines) to write")
+    data.add_argument("--out", required=True, type=output_file, help="metrics file (JSON lines) to write")
     model = parser.add_argument_group("model and optimisation (defaults: the paper's Table 2)")
     model.add_argument("--model", choices=GNN_MODELS, default=default("model"))
     model.add_argument("--num-layers", type=positive_int, default=default("num_layers"))
     model.add_argument("--hidden", type=positive_int, default=default("hidden"))
-    model.add_argument("--dropout", type=non_negative_float, default=default("dropout"))
+    model.add_argument("--dropout", type=fraction, default=default("dropout"), help="dropout probability, in [0, 1)")
     model.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=default("layer_norm"))
     model.add_argument("--lr", type=non_negative_float, default=default("lr"))
     model.add_argument("--weight-decay", type=non_negative_float, default=default("weight_decay"))
     model.add_argument("--epochs", type=positive_int, default=default("epochs"))
     model.add_argument("--seed", type=int, default=default("seed"))
-    model.add_argument("--label-rate", type=label_rate, default=default("label_rate"),
+    model.add_argument("--label-rate", type=fraction, default=default("label_rate"),
                        help="masked label propagation: share of training labels fed as inputs each epoch "
                             f"(0 = off; the paper uses {UPSTREAM_LABEL_RATE})")
     model.add_argument("--input-norm", action=argparse.BooleanOptionalAction, default=default("input_norm"),
@@ -71,13 +79,13 @@ def configure(parser) -> None:
                                "them per epoch, added r epochs later; cd-0 = sync) or 0c (never)")
     exchange.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=default("overlap"),
                           help="overlap the exchange with the local aggregation")
-    run_group.add_argument("--checkpoint", type=Path, help="checkpoint file (written atomically)")
-    run_group.add_argument("--checkpoint-every", type=int, default=default("checkpoint_every"),
+    run_group.add_argument("--checkpoint", type=output_file, help="checkpoint file (written atomically)")
+    run_group.add_argument("--checkpoint-every", type=non_negative_int, default=default("checkpoint_every"),
                            help="epochs between checkpoints (0 = never)")
     run_group.add_argument("--resume", action="store_true", help="continue from --checkpoint when it exists")
     run_group.add_argument("--init-weights", type=Path, help="state_dict to start from instead of the seeded init")
-    run_group.add_argument("--save-model", type=Path, help="write the final state_dict here")
-    run_group.add_argument("--save-logits", type=Path, help="write final log-probabilities (original node order)")
+    run_group.add_argument("--save-model", type=output_file, help="write the final state_dict here")
+    run_group.add_argument("--save-logits", type=output_file, help="final log-probabilities (original node order)")
     # Fault injection for the tests of the abort path; not for users.
     run_group.add_argument("--fail-at-epoch", type=int, help=argparse.SUPPRESS)
     run_group.add_argument("--fail-rank", type=int, default=default("fail_rank"), help=argparse.SUPPRESS)
@@ -102,4 +110,4 @@ def run(args) -> int:
     from supergcn.distributed.ranks import run_ranked
     from supergcn.train.trainer import train
 
-    return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train")
+    return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train", args.debug)

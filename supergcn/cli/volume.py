@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from supergcn.cli._args import output_file
+
 HELP = "tabulate the communication volume of plans"
 
 
 def configure(parser) -> None:
     parser.add_argument("plans", nargs="+", type=Path, help="plan directories")
-    parser.add_argument("--csv", type=Path, help="also write the table as CSV")
+    parser.add_argument("--csv", type=output_file, help="also write the table as CSV")
 
 
 def run(args) -> None:

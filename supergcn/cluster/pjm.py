@@ -97,24 +97,24 @@ def read_site(path: str | Path) -> dict:
     """The ``pjm`` section of a site file, plus ``ranks_per_node`` from its ``execution``."""
     path = Path(path)
     if not path.is_file():
-        raise SuperGCNError(f"site file {path} not found: pass --site config/fugaku.yaml (or your copy)")
+        raise SuperGCNError(f"site file {path} not found", "pass --site config/fugaku.yaml (or your copy)")
     document = yaml.safe_load(path.read_text()) or {}
     site = document.get("pjm") or {}
     if not site.get("resource_group"):
-        raise SuperGCNError(f"{path} has no pjm.resource_group: set it to your Fugaku resource group")
+        raise SuperGCNError(f"{path} has no pjm.resource_group", "set it to your Fugaku resource group")
     if not site.get("group"):
-        raise SuperGCNError(f"{path} has no pjm.group: pjsub refuses jobs without a project group (PJM 0071); "
+        raise SuperGCNError(f"{path} has no pjm.group: pjsub refuses jobs without a project group (PJM 0071)",
                             "set it to yours (`userinfo | grep groupList`)")
     bad = [volume for volume in site.get("gfscache", []) if not _VOLUME.match(str(volume))]
     if bad:
-        raise SuperGCNError(f"{path}: pjm.gfscache holds {bad}: volumes are /vol0002 .. /vol0006")
+        raise SuperGCNError(f"{path}: pjm.gfscache holds {bad}", "name volumes /vol0002 .. /vol0006")
     misplaced = [line for line in site.get("directives", []) if line.split()[:1] and
                  line.split()[0] in COMMAND_LINE_ONLY]
     if misplaced:
-        raise SuperGCNError(f"{path}: {misplaced} cannot be #PJM directives: move them to pjm.pjsub_args")
+        raise SuperGCNError(f"{path}: {misplaced} cannot be #PJM directives", "move them to pjm.pjsub_args")
     ranks_per_node = (document.get("execution") or {}).get("ranks_per_node")
     if not ranks_per_node:
-        raise SuperGCNError(f"{path} has no execution.ranks_per_node: set it (4 on Fugaku, one rank per CMG)")
+        raise SuperGCNError(f"{path} has no execution.ranks_per_node", "set it (4 on Fugaku, one rank per CMG)")
     return {**site, "ranks_per_node": int(ranks_per_node)}
 
 
@@ -143,6 +143,16 @@ def pjm_script(jobscript: str, site: dict, name: str, nodes: int, procs: int, th
     return "\n".join(lines) + "\n"
 
 
+def pjm_command(run, command: list[str]) -> subprocess.CompletedProcess:
+    """Run one of PJM's commands, its output captured; a missing command is a clear error."""
+    try:
+        return run(command, capture_output=True, text=True)
+    except FileNotFoundError as exc:
+        raise SuperGCNError(f"{command[0]} not found on PATH",
+                            "run this where Fujitsu PJM's commands (pjsub, pjstat, pjdel) are installed, such as a "
+                            "Fugaku login node") from exc
+
+
 def submit(jobscript: str, site_path: str, name: str, nodes: int, procs: int, threads: int, elapse_minutes: int,
            log_dir: str, run=subprocess.run) -> str:
     """pjsub a script that runs ``jobscript``; return the job id (a rejection raises, with a hint)."""
@@ -150,13 +160,14 @@ def submit(jobscript: str, site_path: str, name: str, nodes: int, procs: int, th
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     script = Path(log_dir) / f"{Path(jobscript).stem}.pjm.sh"
     script.write_text(pjm_script(jobscript, site, name, nodes, procs, threads, elapse_minutes, log_dir))
-    result = run(["pjsub", *site.get("pjsub_args", []), str(script)], capture_output=True, text=True)
+    result = pjm_command(run, ["pjsub", *site.get("pjsub_args", []), str(script)])
     output = (result.stdout + result.stderr).strip()
     match = _SUBMITTED.search(output)
     if result.returncode != 0 or not match:
         code = _PJM_ERROR.search(output)
         hint = PJSUB_HINTS.get(code.group(1)) if code else None
-        raise SuperGCNError(f"pjsub refused {script}: {output}" + (f" — {hint}" if hint else ""))
+        raise SuperGCNError(f"pjsub refused {script}: {output}",
+                            hint or "check the pjm section of the site file and the resources the rule asks for")
     job_list = os.environ.get(SIDECAR_VARIABLE)
     if job_list:  # the sidecar of this run cancels it if the run is stopped
         with open(job_list, "a") as jobs:
@@ -209,9 +220,10 @@ def listing(history: bool, state_dir: str | Path, max_age: float, run=subprocess
         if now() - float(stamp) < max_age:
             return output
     command = ["pjstat", *(["-H"] if history else []), "-v", "--choose", "jid,st,ec,pc,sn"]
-    result = run(command, capture_output=True, text=True)
+    result = pjm_command(run, command)
     if result.returncode != 0:
-        raise SuperGCNError(f"`{' '.join(command)}` failed: {(result.stdout + result.stderr).strip()}")
+        raise SuperGCNError(f"`{' '.join(command)}` failed: {(result.stdout + result.stderr).strip()}",
+                            "check that PJM answers (run pjstat by hand); Snakemake asks again at its next check")
     cache.parent.mkdir(parents=True, exist_ok=True)
     partial = cache.with_name(f".{cache.name}.{os.getpid()}")
     partial.write_text(f"{now()}\n{result.stdout}")
@@ -235,7 +247,7 @@ def status(job_id: str, state_dir: str | Path = "logs/pjm", missing_timeout: flo
             if reason:
                 print(f"PJM job {job_id} {reason}", file=sys.stderr)
             if row.get("ST") == "ERR":
-                run(["pjdel", job_id], capture_output=True, text=True)
+                pjm_command(run, ["pjdel", job_id])
             return answer
         if not marker.exists():
             marker.parent.mkdir(parents=True, exist_ok=True)
@@ -255,12 +267,12 @@ def cancel_unfinished(job_list: Path, run=subprocess.run) -> list[str]:
     submitted = job_list.read_text().split() if job_list.exists() else []
     if not submitted:
         return []
-    result = run(["pjstat", "-v", "--choose", "jid,st,ec,pc,sn"], capture_output=True, text=True)
+    result = pjm_command(run, ["pjstat", "-v", "--choose", "jid,st,ec,pc,sn"])
     listed = parse_pjstat(result.stdout) if result.returncode == 0 else {}
     # Unreadable listing: delete them all (pjdel refuses ended jobs harmlessly).
     unfinished = [job for job in submitted if job in listed or result.returncode != 0]
     if unfinished:
-        run(["pjdel", *unfinished], capture_output=True, text=True)
+        pjm_command(run, ["pjdel", *unfinished])
     return unfinished
 
 

@@ -101,7 +101,8 @@ class Graph:
             elif self.labels.shape == (n,) and np.any(array & (self.labels < 0)):
                 problems.append(f"{mask} selects unlabelled nodes")
         if problems:
-            raise SuperGCNError(f"graph {self.name!r} is malformed: " + "; ".join(problems))
+            raise SuperGCNError(f"graph {self.name!r} is malformed: " + "; ".join(problems),
+                                "rerun `supergcn prepare` (or fix the loader of this dataset)")
 
 
 def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -110,9 +111,11 @@ def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     if len(src) != len(dst):
-        raise SuperGCNError("edge list has different numbers of sources and destinations")
+        raise SuperGCNError("edge list has different numbers of sources and destinations",
+                            "the dataset's files are damaged: restore them")
     if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
-        raise SuperGCNError(f"edge list refers to nodes outside 0..{num_nodes - 1}")
+        raise SuperGCNError(f"edge list refers to nodes outside 0..{num_nodes - 1}, the nodes with features",
+                            "the dataset's files disagree (one is truncated?): restore them")
     rows = np.concatenate([dst, src])
     cols = np.concatenate([src, dst])
     matrix = sp.csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(num_nodes, num_nodes))
@@ -198,13 +201,16 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) 
 def load_graph(directory: str | Path, mmap: bool = False) -> Graph:
     """Load a prepared graph directory written by :func:`save_graph`."""
     directory = Path(directory)
-    meta = read_json(directory / "meta.json", "graph")
-    if meta.get("format") != GRAPH_FORMAT:
-        raise SuperGCNError(f"{directory} holds format {meta.get('format')!r}, expected {GRAPH_FORMAT!r}: "
-                            "re-run `supergcn prepare`")
+    meta = read_graph_meta(directory)
     arrays = {name: load_array(directory, name, "graph", mmap=mmap) for name in _ARRAYS}
     return Graph(name=meta["name"], provenance=meta.get("provenance", {}), **arrays)
 
 
 def read_graph_meta(directory: str | Path) -> dict:
-    return read_json(Path(directory) / "meta.json", "graph")
+    """A prepared graph's manifest, refusing a directory of another format."""
+    directory = Path(directory)
+    meta = read_json(directory / "meta.json", "graph")
+    if meta.get("format") != GRAPH_FORMAT:
+        raise SuperGCNError(f"{directory} holds format {meta.get('format')!r}, expected {GRAPH_FORMAT!r}",
+                            "rerun `supergcn prepare`")
+    return meta

@@ -10,6 +10,7 @@ that a later step could mistake for a finished one.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -33,7 +34,11 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
     exactly as it was.
     """
     destination = Path(destination)
+    check_output_path(destination, directory=True)
     destination.parent.mkdir(parents=True, exist_ok=True)
+    # A killed step cannot remove its staging directory; the next attempt does.
+    for stale in destination.parent.glob(f".{glob.escape(destination.name)}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.tmp-", dir=destination.parent))
     try:
         yield staging
@@ -54,6 +59,23 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
         raise
 
 
+@contextlib.contextmanager
+def reading_raw(dataset: str, folder: str | os.PathLike) -> Iterator[None]:
+    """Turn a failure to parse a dataset's original files (a truncated download, a
+    damaged copy) into a :class:`SuperGCNError` naming them; the parsers are third-party
+    and fail in their own words (pickle, pandas, numpy, json)."""
+    try:
+        yield
+    except SuperGCNError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any parser's failure on the user's files
+        from supergcn.errors import first_line
+
+        raise SuperGCNError(f"the raw files of {dataset} under {folder} could not be read "
+                            f"({type(exc).__name__}: {first_line(exc)}): they are truncated or damaged",
+                            "restore them from the original archive (or delete them to download again)") from exc
+
+
 def write_json(path: str | os.PathLike, payload: Mapping) -> None:
     """Write ``payload`` as indented JSON through a temporary file and a rename."""
     write_text(path, json.dumps(payload, indent=2) + "\n")
@@ -63,19 +85,30 @@ def read_json(path: str | os.PathLike, what: str) -> dict:
     """Read a manifest, turning a missing or corrupt file into a clear error."""
     path = Path(path)
     if not path.is_file():
-        raise SuperGCNError(f"{what} manifest {path} not found: run the step that produces it first")
+        raise SuperGCNError(f"{what} manifest {path} not found", "run the step that produces it first")
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SuperGCNError(f"{what} manifest {path} is not valid JSON ({exc}): delete it and rerun the step") from exc
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SuperGCNError(f"{what} manifest {path} is not valid JSON ({exc})",
+                            "delete its directory and rerun the step") from exc
+    if not isinstance(manifest, dict):
+        raise SuperGCNError(f"{what} manifest {path} holds a JSON {type(manifest).__name__}, not an object",
+                            "delete its directory and rerun the step")
+    return manifest
 
 
 def load_array(directory: Path, name: str, what: str, mmap: bool = False) -> np.ndarray:
-    """Load ``directory/name.npy`` or explain which step to rerun."""
+    """Load ``directory/name.npy`` or explain which step to rerun: the file is missing,
+    truncated or not an array."""
     path = directory / f"{name}.npy"
     if not path.is_file():
-        raise SuperGCNError(f"{what} {directory} is incomplete: {path.name} is missing; rerun the step that wrote it")
-    return np.load(path, mmap_mode="r" if mmap else None)
+        raise SuperGCNError(f"{what} {directory} is incomplete: {path.name} is missing",
+                            "rerun the step that wrote it")
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:  # numpy's words for a short or foreign file
+        raise SuperGCNError(f"{what} {directory} is damaged: {path.name} is truncated or not a .npy array ({exc})",
+                            "delete the directory and rerun the step that wrote it") from exc
 
 
 def hash_arrays(arrays: Mapping[str, np.ndarray]) -> str:
@@ -98,6 +131,7 @@ def peak_memory_mib() -> float:
 def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` that is renamed to ``path`` on success."""
     path = Path(path)
+    check_output_path(path, directory=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
@@ -112,3 +146,29 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     """Write a text file through a temporary file and a rename."""
     with atomic_file(path) as tmp:
         tmp.write_text(text)
+
+
+def check_output_path(path: str | os.PathLike, directory: bool) -> Path:
+    """Check, before any work, that ``path`` can be written as a file (or, with
+    ``directory``, as a directory): it is not the other kind already, and the nearest
+    existing folder above it is a writable directory. Returns ``path``.
+
+    Raises:
+        SuperGCNError: naming the obstacle and how to clear it.
+    """
+    path = Path(path)
+    if directory and path.exists() and not path.is_dir():
+        raise SuperGCNError(f"output directory {path} is an existing file", "delete it or name another directory")
+    if not directory and path.is_dir():
+        raise SuperGCNError(f"output file {path} is an existing directory",
+                            "name a file (for example one inside it) or remove the directory")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise SuperGCNError(f"cannot create {path}: {ancestor} is a file, not a directory",
+                            "choose an output path under a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise SuperGCNError(f"cannot create {path}: no write permission in {ancestor}",
+                            "choose an output path you can write to")
+    return path

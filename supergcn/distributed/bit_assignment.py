@@ -91,7 +91,8 @@ def solve(groups: Groups, weight: float, num_ranks: int, latency_s: float = 0.0,
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     if not 0 <= weight <= 1:
-        raise SuperGCNError(f"the variance weight lambda must lie in [0, 1], got {weight}")
+        raise SuperGCNError(f"the variance weight lambda must lie in [0, 1], got {weight}",
+                            "pass --adaptive-weight in [0, 1]")
     bandwidth = np.broadcast_to(np.asarray(bandwidth_bytes_per_s, dtype=np.float64), (num_ranks,))
     num_groups, num_widths = len(groups.beta), len(WIDTHS)
     started = time.perf_counter()
@@ -133,5 +134,6 @@ def solve(groups: Groups, weight: float, num_ranks: int, latency_s: float = 0.0,
 def _solved(result):
     """The solver's result if it holds an assignment (optimal, or the best at the time limit)."""
     if result.x is None:
-        raise SuperGCNError(f"the bit-width assignment could not be solved: {result.message}")
+        raise SuperGCNError(f"the bit-width assignment could not be solved: {result.message}",
+                            "train with --bits 2, 4 or 8 instead of adaptive")
     return result

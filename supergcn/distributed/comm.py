@@ -103,7 +103,7 @@ class Communicator:
         if send.ndim != 2 or not send.flags.c_contiguous:
             raise ValueError("exchange buffers must be C-contiguous 2-D arrays")
         if max(int(send_counts.max(initial=0)), int(recv_counts.max(initial=0))) > _MAX_COUNT:
-            raise SuperGCNError("a rank would exchange more than 2^31-1 rows with one peer: use more ranks")
+            raise SuperGCNError("a rank would exchange more than 2^31-1 rows with one peer", "use more ranks")
         width = send.shape[1]
         shape = (int(recv_counts.sum()), width)
         if out is None:

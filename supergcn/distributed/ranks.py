@@ -3,7 +3,8 @@
 An error seen by every rank at the same point (a :class:`CollectiveError`, usually from
 :func:`agree`) is reported once, by rank 0, and every rank exits with status 2. Any other
 error happened on some ranks only, while the others may be blocked in a collective: the
-failing rank reports it with its rank number and aborts the whole job.
+failing rank reports it with its rank number and aborts the whole job (a bug, not a
+user error, with its traceback).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
-from supergcn.errors import SuperGCNError
+from supergcn.errors import USER_ERROR, SuperGCNError, report
 
 
 class CollectiveError(SuperGCNError):
@@ -39,21 +40,26 @@ def agree(comm, setup):
     return result
 
 
-def run_ranked(work: Callable[[object], None], comm, command: str) -> int:
-    """Run ``work(comm)`` on every rank; return the exit status (see the module docstring)."""
+def run_ranked(work: Callable[[object], None], comm, command: str, debug: bool = False) -> int:
+    """Run ``work(comm)`` on every rank; return the exit status (see the module docstring).
+    ``debug`` shows the traceback behind a user error too."""
     rank, size = comm.Get_rank(), comm.Get_size()
     try:
         work(comm)
         return 0
     except CollectiveError as exc:
         if rank == 0:
-            print(f"supergcn {command}: error: {exc}", file=sys.stderr, flush=True)
-        return 2
+            report(command, str(exc), exc, debug)
+        return USER_ERROR
     except BaseException as exc:  # noqa: BLE001 - every failure must abort all ranks
         known = isinstance(exc, SuperGCNError)
-        detail = str(exc) if known else "".join(traceback.format_exception(exc)).rstrip()
-        print(f"supergcn {command}: rank {rank} of {size}: error: {detail}", file=sys.stderr, flush=True)
-        code = 2 if known else 1
+        where = f"rank {rank} of {size}"
+        if known:
+            report(command, f"{where}: {exc}", exc, debug)
+        else:
+            detail = "".join(traceback.format_exception(exc)).rstrip()
+            print(f"supergcn {command}: {where}: error: {detail}", file=sys.stderr, flush=True)
+        code = USER_ERROR if known else 1
         if size > 1:
             comm.Abort(code)
         return code

@@ -86,7 +86,7 @@ def constraint_weights(graph: Graph, constraints=PARTITION_CONSTRAINTS) -> dict[
     }
     unknown = set(constraints) - set(available)
     if unknown:
-        raise SuperGCNError(f"unknown partition constraint(s) {sorted(unknown)}: "
+        raise SuperGCNError(f"unknown partition constraint(s) {sorted(unknown)}",
                             f"choose from {list(PARTITION_CONSTRAINTS)}")
     return {name: available[name]() for name in constraints}
 
@@ -164,11 +164,13 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
     import pymetis
 
     if not 0 < edge_fraction <= 1:
-        raise SuperGCNError(f"the edge fraction METIS sees must be in (0, 1], got {edge_fraction}")
+        raise SuperGCNError(f"the edge fraction METIS sees must be in (0, 1], got {edge_fraction}",
+                            "pass --edge-fraction in (0, 1]")
     if num_parts < 1:
-        raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}")
+        raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}", "pass --parts 1 or more")
     if num_parts > graph.num_nodes:
-        raise SuperGCNError(f"cannot split {graph.num_nodes} nodes into {num_parts} parts: use P <= number of nodes")
+        raise SuperGCNError(f"cannot split {graph.num_nodes} nodes into {num_parts} parts",
+                            "use P <= number of nodes")
     if num_parts == 1:
         return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
     idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
@@ -179,7 +181,7 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
                                 options=pymetis.Options(seed=seed), recursive=False)
     parts = np.asarray(result.vertex_part, dtype=np.int32)
     if np.any(np.bincount(parts, minlength=num_parts) == 0):
-        raise SuperGCNError(f"METIS left a part empty for P={num_parts} on {graph.num_nodes} nodes: "
+        raise SuperGCNError(f"METIS left a part empty for P={num_parts} on {graph.num_nodes} nodes",
                             "use fewer parts for this graph")
     return Partition(parts, num_parts)
 
@@ -228,13 +230,16 @@ def load_partition(directory: str | Path, graph_hash: str | None = None) -> tupl
     directory = Path(directory)
     manifest = read_json(directory / "partition.json", "partition")
     if manifest.get("format") != PARTITION_FORMAT:
-        raise SuperGCNError(f"{directory} is not a supergcn partition (format {manifest.get('format')!r})")
+        raise SuperGCNError(f"{directory} is not a partition of this supergcn version "
+                            f"(format {manifest.get('format')!r}, expected {PARTITION_FORMAT!r})",
+                            "rerun `supergcn partition`")
     if graph_hash is not None and manifest["graph_hash"] != graph_hash:
         raise SuperGCNError(f"partition {directory} was built from a different graph (hash {manifest['graph_hash']}, "
-                            f"graph has {graph_hash}): re-run `supergcn partition` on this graph")
+                            f"graph has {graph_hash})", "rerun `supergcn partition` on this graph")
     partition = Partition(load_array(directory, "parts", "partition"), manifest["num_parts"])
     if partition.content_hash() != manifest["partition_hash"]:
-        raise SuperGCNError(f"{directory}/parts.npy does not match its manifest: re-run `supergcn partition`")
+        raise SuperGCNError(f"{directory}/parts.npy does not match its manifest (modified or damaged)",
+                            "rerun `supergcn partition`")
     return partition, manifest
 
 

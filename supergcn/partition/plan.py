@@ -34,6 +34,8 @@ A :class:`RankPlan` holds (all ids local to the rank):
 
 from __future__ import annotations
 
+import hashlib
+import io
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -50,7 +52,8 @@ from supergcn.naming import STRATEGIES
 from supergcn.partition.cover import minimum_vertex_cover
 from supergcn.partition.metis import Partition
 
-PLAN_FORMAT = "supergcn-plan/1"
+#: Version 2 records a hash of every rank file in ``plan.json``.
+PLAN_FORMAT = "supergcn-plan/2"
 
 
 @dataclass
@@ -171,7 +174,7 @@ def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list
         rows pre, post and this strategy send).
     """
     if strategy not in STRATEGIES:
-        raise SuperGCNError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+        raise SuperGCNError(f"unknown strategy {strategy!r}", f"choose one of {', '.join(STRATEGIES)}")
     num_ranks, n = partition.num_parts, graph.num_nodes
     offsets = partition.offsets
     owner = np.repeat(np.arange(num_ranks, dtype=np.int64), partition.sizes)
@@ -289,16 +292,22 @@ def _rank_file(directory: Path, rank: int) -> Path:
     return directory / f"rank_{rank:05d}.npz"
 
 
+def file_hash(data: bytes) -> str:
+    """The content hash recorded for a rank file."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def save_plans(plans: list[RankPlan], stats: dict, out_dir: str | Path, graph_hash: str, partition_hash: str,
                seconds: float) -> dict:
-    """Write the plans (one ``rank_NNNNN.npz`` each) and ``plan.json`` into ``out_dir``
-    atomically; return the manifest."""
+    """Write the plans (one ``rank_NNNNN.npz`` each) and ``plan.json`` (with every rank
+    file's hash) into ``out_dir`` atomically; return the manifest."""
     manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
-                **stats, "seconds": seconds, "peak_memory_mib": peak_memory_mib()}
+                **stats, "seconds": seconds, "peak_memory_mib": peak_memory_mib(), "rank_file_hashes": {}}
     with atomic_output_dir(out_dir) as staging:
         for plan in plans:
-            arrays = {f.name: getattr(plan, f.name) for f in fields(RankPlan)}
-            np.savez(_rank_file(staging, plan.rank), **arrays)
+            path = _rank_file(staging, plan.rank)
+            np.savez(path, **{f.name: getattr(plan, f.name) for f in fields(RankPlan)})
+            manifest["rank_file_hashes"][path.name] = file_hash(path.read_bytes())
         write_json(staging / "plan.json", manifest)
     return manifest
 
@@ -309,20 +318,28 @@ def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
     directory = Path(directory)
     manifest = read_json(directory / "plan.json", "plan")
     if manifest.get("format") != PLAN_FORMAT:
-        raise SuperGCNError(f"{directory} is not a supergcn plan (format {manifest.get('format')!r})")
+        raise SuperGCNError(f"{directory} is not a plan of this supergcn version (format {manifest.get('format')!r}, "
+                            f"expected {PLAN_FORMAT!r})", "rerun `supergcn plan`")
     for what, expected, key in (("graph", graph_hash, "graph_hash"), ("partition", partition_hash, "partition_hash")):
         if expected is not None and manifest[key] != expected:
             raise SuperGCNError(f"plan {directory} was built from a different {what} ({key} {manifest[key]}, "
-                                f"expected {expected}): re-run `supergcn plan` with this {what}")
+                                f"expected {expected})", f"rerun `supergcn plan` with this {what}")
     return manifest
 
 
 def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
-    """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`save_plans`."""
-    path = _rank_file(Path(directory), rank)
+    """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`save_plans`,
+    checked against the hash its manifest recorded."""
+    directory = Path(directory)
+    manifest = read_plan_manifest(directory)
+    path = _rank_file(directory, rank)
     if not path.is_file():
-        raise SuperGCNError(f"plan file {path} is missing: re-run `supergcn plan`")
-    with np.load(path) as arrays:
+        raise SuperGCNError(f"plan file {path} is missing", "rerun `supergcn plan`")
+    data = path.read_bytes()
+    if manifest["rank_file_hashes"].get(path.name) != file_hash(data):
+        raise SuperGCNError(f"plan file {path} does not match the hash plan.json records for it (damaged, "
+                            "truncated or from another plan)", "delete the plan directory and rerun `supergcn plan`")
+    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
         values = {f.name: arrays[f.name] for f in fields(RankPlan)}
     for scalar in ("rank", "num_ranks", "offset"):
         values[scalar] = int(values[scalar])

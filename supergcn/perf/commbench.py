@@ -97,7 +97,7 @@ def fit_latency_bandwidth(peers: np.ndarray, bytes_per_peer: np.ndarray, seconds
     (latency, inverse_bandwidth), *_ = np.linalg.lstsq(design, np.ones_like(seconds), rcond=None)
     if latency <= 0 or inverse_bandwidth <= 0:
         raise SuperGCNError(f"the all-to-all timings do not fit L + bytes / BW (L = {latency:.3g} s, "
-                            f"1 / BW = {inverse_bandwidth:.3g} s/B): rerun `supergcn bench comm` on an idle machine")
+                            f"1 / BW = {inverse_bandwidth:.3g} s/B)", "rerun `supergcn bench comm` on an idle machine")
     return float(latency), float(1.0 / inverse_bandwidth)
 
 

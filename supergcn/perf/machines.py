@@ -28,7 +28,7 @@ def save_profile(profile: MachineProfile, path: str | Path, measurements: dict |
 def load_profile(path: str | Path) -> MachineProfile:
     entry = read_json(Path(path), "machine profile")
     if entry.get("format") != PROFILE_FORMAT:
-        raise SuperGCNError(f"{path} is not a supergcn machine profile: write it with `supergcn perf profile`")
+        raise SuperGCNError(f"{path} is not a supergcn machine profile", "write it with `supergcn perf profile`")
     return MachineProfile.from_config(entry["name"], entry)
 
 
@@ -39,7 +39,8 @@ def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: 
 
     multi = [result for result in comm_results if result["num_ranks"] > 1]
     if not multi:
-        raise SuperGCNError("no `supergcn bench comm` result with 2 or more ranks: run it under mpiexec -n 2 or more")
+        raise SuperGCNError("no `supergcn bench comm` result with 2 or more ranks",
+                            "run it under mpiexec -n 2 or more")
     latency, bandwidth = fit_alltoallv(multi)
     quantization = bench_quantization(rows=100_000, features=features, threads=threads, bits=2, rounding="nearest")
     # TH counts bytes read and written: float32 in, packed bits out (and the reverse).

@@ -72,12 +72,14 @@ class MachineProfile:
         """A profile from a config entry in µs and GB/s (see config/config.yaml)."""
         missing = [key for key in PROFILE_KEYS if key not in entry]
         if missing:
-            raise SuperGCNError(f"machine profile {name!r} lacks {', '.join(missing)}: add them to its entry "
-                                "(units: latency_us in microseconds, *_gb_per_s in 1e9 bytes per second)")
+            raise SuperGCNError(f"machine profile {name!r} lacks {', '.join(missing)}",
+                                "add them to its entry (units: latency_us in microseconds, *_gb_per_s in 1e9 bytes "
+                                "per second)")
         values = {key: float(entry[key]) for key in PROFILE_KEYS}
         bad = [key for key, value in values.items() if not value > 0]
         if bad:
-            raise SuperGCNError(f"machine profile {name!r}: {', '.join(bad)} must be positive")
+            raise SuperGCNError(f"machine profile {name!r}: {', '.join(bad)} must be positive",
+                                "fix its entry in the config's machines section")
         return cls(name=name, latency_s=values["latency_us"] * 1e-6,
                    bandwidth_bytes_per_s=values["bandwidth_gb_per_s"] * 1e9,
                    quantization_bytes_per_s=values["quantization_gb_per_s"] * 1e9,

@@ -43,8 +43,8 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     plan = read_plan_manifest(plan_dir)
     partition = read_json(Path(partition_dir) / "partition.json", "partition")
     if plan["strategy"] != "hybrid":
-        raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan: the study reads pre, post and hybrid "
-                            "volumes from a hybrid plan's manifest")
+        raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan",
+                            "pass a hybrid plan: the study reads pre, post and hybrid volumes from its manifest")
     rows = strategy_rows(plan)
     edges = _edges_per_part(partition_dir)
     num_ranks = plan["num_ranks"]
@@ -87,7 +87,7 @@ def _read_predictions(paths) -> list[dict]:
     for path in paths:
         document = read_json(Path(path), "prediction")
         if document.get("format") != PREDICTION_FORMAT:
-            raise SuperGCNError(f"{path} is not a supergcn prediction: write it with `supergcn perf predict`")
+            raise SuperGCNError(f"{path} is not a supergcn prediction", "write it with `supergcn perf predict`")
         documents.append(document)
     return documents
 

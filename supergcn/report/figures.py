@@ -14,7 +14,33 @@ import pandas as pd
 
 from supergcn.data.storage import atomic_file
 from supergcn.distributed.timing import DETAIL
+from supergcn.errors import SuperGCNError, first_line
 from supergcn.train.metrics import read_metrics
+
+#: The tables every study has, and the one only a study with plans has.
+STUDY_TABLES = ("runs", "scaling", "breakdown")
+OPTIONAL_TABLES = ("volume",)
+
+
+def read_tables(directory: Path) -> dict[str, pd.DataFrame]:
+    """The CSV tables of ``supergcn tables`` in ``directory``, by name.
+
+    Raises:
+        SuperGCNError: a table is missing or unreadable.
+    """
+    read = {}
+    for name in (*STUDY_TABLES, *OPTIONAL_TABLES):
+        path = Path(directory) / f"{name}.csv"
+        if not path.is_file():
+            if name in OPTIONAL_TABLES:
+                continue
+            raise SuperGCNError(f"table {path} not found", f"run `supergcn tables --out-dir {directory}` first")
+        try:
+            read[name] = pd.read_csv(path)
+        except (ValueError, OSError) as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
+            raise SuperGCNError(f"table {path} is damaged ({first_line(exc)})",
+                                f"rerun `supergcn tables --out-dir {directory}`") from exc
+    return read
 
 
 def pyplot():
@@ -101,7 +127,8 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
         for variant in dict.fromkeys(data["variant"]):
             chosen = data[(data["variant"] == variant) & (data["P"] == largest)].sort_values("seed").iloc[0]
             _, epochs, _ = read_metrics(chosen["metrics"])
-            ax.plot([e["epoch"] for e in epochs], [100 * e["test_acc"] for e in epochs], label=variant)
+            ax.plot([e["epoch"] for e in epochs], [np.nan if e["test_acc"] is None else 100 * e["test_acc"]
+                                                   for e in epochs], label=variant)
         ax.set_xlabel("epoch")
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(f"{dataset}, P = {largest}")

@@ -32,8 +32,10 @@ from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
 from supergcn.naming import SYNCHRONOUS, Variant, display_name
 from supergcn.partition.plan import read_plan_manifest, strategy_rows
-from supergcn.train.metrics import read_metrics
+from supergcn.train.metrics import read_metrics, timed_epochs
 
+#: An accuracy of runs without validation or test nodes.
+NOT_AVAILABLE = "n/a"
 #: The paper's categories, then the phases that split its ``other``.
 PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
 
@@ -42,7 +44,7 @@ def run_record(path: str | Path) -> dict:
     """One row describing a finished training run."""
     header, epochs, summary = read_metrics(path)
     config = header["config"]
-    timed = epochs[1:] or epochs  # the first epoch pays one-off costs, as in the paper
+    timed = timed_epochs(epochs)  # each process's first epoch pays one-off costs, as in the paper
     record = {
         "dataset": header["dataset"], "P": header["num_ranks"], "strategy": header["strategy"],
         "bits": config.get("bits", 32), "label_propagation": config.get("label_rate", 0.0) > 0,
@@ -58,7 +60,7 @@ def run_record(path: str | Path) -> dict:
         "assignment_seconds_per_epoch": sum(e.get("bit_assignment", {}).get("seconds", 0.0) for e in epochs)
         / max(len(epochs), 1),
         "test_acc_at_best_val": summary["test_acc_at_best_val"], "best_val_acc": summary["best_val_acc"],
-        # None where a run had no validation nodes or predates the validation loss.
+        # None where a run had no validation (or test) nodes.
         "test_acc_at_min_val_loss": summary.get("test_acc_at_min_val_loss"),
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
     }
@@ -89,8 +91,8 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
     table["efficiency"] = table["speedup"] / (table["P"] / base)
     if baseline is not None:
         if baseline not in set(table["variant"]):
-            raise SuperGCNError(f"the speed-up baseline {baseline!r} is not a variant of this study: choose one of "
-                                f"{', '.join(sorted(set(table['variant'])))}")
+            raise SuperGCNError(f"the speed-up baseline {baseline!r} is not a variant of this study",
+                                f"choose one of {', '.join(sorted(set(table['variant'])))}")
         reference = (table[table["variant"] == baseline].set_index(["dataset", "P"])["epoch_seconds"]
                      .rename("baseline_seconds"))
         table = table.join(reference, on=["dataset", "P"])
@@ -108,10 +110,11 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Test accuracy (%) at the best-validation-accuracy epoch (OGB) and at the lowest
     validation loss (upstream's model selection), mean ± std over seeds."""
     keys = ["dataset", "variant", "P"]
-    runs = runs.assign(at_val_loss=pd.to_numeric(runs["test_acc_at_min_val_loss"]))  # None -> NaN
-    table = (runs.groupby(keys).agg(test_acc_mean=("test_acc_at_best_val", "mean"),
-                                    test_acc_std=("test_acc_at_best_val", "std"),
-                                    seeds=("test_acc_at_best_val", "count"),
+    runs = runs.assign(at_val_loss=pd.to_numeric(runs["test_acc_at_min_val_loss"]),  # None -> NaN
+                       at_best_val=pd.to_numeric(runs["test_acc_at_best_val"]))
+    table = (runs.groupby(keys).agg(test_acc_mean=("at_best_val", "mean"),
+                                    test_acc_std=("at_best_val", "std"),
+                                    seeds=("seed", "count"),
                                     val_loss_test_acc_mean=("at_val_loss", "mean"),
                                     val_loss_test_acc_std=("at_val_loss", "std"))
              .reset_index())
@@ -119,7 +122,8 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
         table[column] = table[column] * 100
     for stem in ("test_acc", "val_loss_test_acc"):
         table[f"{stem}_std"] = table[f"{stem}_std"].fillna(0.0)
-        table[stem] = [f"{m:.2f} ± {s:.2f}" for m, s in zip(table[f"{stem}_mean"], table[f"{stem}_std"])]
+        table[stem] = [NOT_AVAILABLE if np.isnan(m) else f"{m:.2f} ± {s:.2f}"
+                       for m, s in zip(table[f"{stem}_mean"], table[f"{stem}_std"])]
     table.insert(2, "name", table["variant"].map(display_name))
     return table[[*keys[:2], "name", keys[2], "test_acc_mean", "test_acc_std", "seeds", "test_acc",
                   "val_loss_test_acc_mean",

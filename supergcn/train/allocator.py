@@ -66,8 +66,8 @@ def requested_library() -> Path | None:
         return find_jemalloc()
     path = Path(choice)
     if not path.is_file():
-        raise SuperGCNError(f"{ALLOCATOR_ENV}={choice} is not a file: point it at libjemalloc.so.2, or set it to "
-                            "`auto` or `glibc`")
+        raise SuperGCNError(f"{ALLOCATOR_ENV}={choice} is not a file",
+                            "point it at libjemalloc.so.2, or set it to `auto` or `glibc`")
     return path
 
 

@@ -5,7 +5,9 @@ position in the stochastic-rounding stream, DistGNN's rows in flight and AdaQP's
 assignments: :meth:`supergcn.distributed.aggregation.GraphOps.state`), the metrics
 records so far and the best epoch, and the *trajectory fingerprint* (:meth:`TrainConfig.trajectory_fingerprint`):
 resuming continues the run to bit-identical weights, and a checkpoint of any other
-configuration is ignored. Rank 0 alone reads and writes the file.
+configuration is ignored; a damaged or foreign file is an error (nothing in it is
+unpickled but tensors, numpy arrays and plain values). Rank 0 alone reads and writes the
+file.
 """
 
 from __future__ import annotations
@@ -13,9 +15,50 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from supergcn.data.storage import atomic_file
+from supergcn.distributed.ranks import CollectiveError
+from supergcn.errors import SuperGCNError, first_line
+
+#: What a checkpoint holds.
+CHECKPOINT_KEYS = frozenset({"epoch", "fingerprint", "num_ranks", "model", "optimizer", "rank_states", "records",
+                             "best"})
+#: Besides tensors and plain Python values, a checkpoint holds numpy arrays (DistGNN's rows
+#: in flight, AdaQP's assignments); these are the globals unpickling them needs.
+NUMPY_GLOBALS = [np.ndarray, np.dtype, np.zeros(0).__reduce__()[0],
+                 *{type(np.dtype(code)) for code in np.typecodes["All"]}]
+
+
+def read_checkpoint(path: Path) -> dict:
+    """A checkpoint's contents, unpickling nothing but tensors, numpy arrays and plain
+    Python values (``torch.load(weights_only=True)``): a foreign file cannot run code.
+
+    Raises:
+        SuperGCNError: the file is truncated, not a torch file, or not a checkpoint.
+    """
+    fix = "delete it to train from scratch, or pass the checkpoint of this run"
+    try:
+        with torch.serialization.safe_globals(NUMPY_GLOBALS):
+            state = torch.load(path, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch's many ways of saying "not a checkpoint"
+        raise SuperGCNError(f"checkpoint {path} is damaged or not a supergcn checkpoint ({refusal(exc)})",
+                            fix) from exc
+    if not isinstance(state, dict) or not CHECKPOINT_KEYS <= state.keys():
+        raise SuperGCNError(f"{path} is a torch file but not a supergcn checkpoint", fix)
+    return state
+
+
+def refusal(exc: BaseException) -> str:
+    """Why torch refused a file: the line after its weights-only preamble, when it has one."""
+    marker = "WeightsUnpickler error:"
+    text = str(exc)
+    if marker in text:
+        reason = [line.strip() for line in text.split(marker, 1)[1].splitlines() if line.strip()]
+        if reason:
+            return reason[0]
+    return first_line(exc)
 
 
 @dataclass
@@ -61,10 +104,15 @@ class Checkpointer:
         checkpoint of another configuration, another rank count, a model of other shapes
         or a run longer than ``epochs`` is ignored, with a message: returns None.
         """
-        state = None
+        state, problem = None, None
         if self.rank == 0 and self.path is not None and self.path.exists():
-            state = torch.load(self.path, weights_only=False)
-        state = self.comm.bcast(state, root=0)
+            try:
+                state = read_checkpoint(self.path)
+            except SuperGCNError as exc:
+                problem = str(exc)
+        state, problem = self.comm.bcast((state, problem), root=0)
+        if problem is not None:
+            raise CollectiveError(problem)
         if state is None:
             return None
         reason = self.incompatibility(state, model, epochs)

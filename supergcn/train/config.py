@@ -82,15 +82,27 @@ class TrainConfig:
         problems = []
         if not 0 <= self.adaptive_weight <= 1:
             problems.append(f"--adaptive-weight is lambda of AdaQP's Problem 12 and must lie in [0, 1], "
-                            f"got {self.adaptive_weight}")
+                            f"got {self.adaptive_weight} — pass a value in [0, 1]")
         if schedule_delay(self.schedule) != 0:
             if self.model != "sage":
-                problems.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only: "
+                problems.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only — "
                                 "use --model sage or --schedule sync")
             if self.bits != 32:
-                problems.append(f"schedule {self.schedule} (DistGNN) sends float32 partial aggregates: "
+                problems.append(f"schedule {self.schedule} (DistGNN) sends float32 partial aggregates — "
                                 "use --bits 32 or --schedule sync")
         return problems
+
+    def outputs(self) -> dict[str, Path]:
+        """The files this run writes, by option name."""
+        return {name: Path(getattr(self, name)) for name in ("out", "checkpoint", "save_model", "save_logits")
+                if getattr(self, name) is not None}
+
+    def check_outputs(self) -> None:
+        """Refuse, before any work, outputs that could not be written at the end."""
+        from supergcn.data.storage import check_output_path
+
+        for path in self.outputs().values():
+            check_output_path(path, directory=False)
 
     def as_json(self) -> dict:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}

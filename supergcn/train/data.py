@@ -45,7 +45,7 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     plan_manifest = read_plan_manifest(config.plan, meta["hash"], part_manifest["partition_hash"])
     if plan_manifest["num_ranks"] != world_size:
         raise SuperGCNError(f"plan {config.plan} is for {plan_manifest['num_ranks']} ranks but {world_size} were "
-                            f"started: launch with `mpiexec -n {plan_manifest['num_ranks']}`")
+                            "started", f"launch with `mpiexec -n {plan_manifest['num_ranks']}`")
     plan = load_rank_plan(config.plan, rank)
     graph = load_graph(config.graph, mmap=True)
     owned = partition.new_to_old[plan.offset:plan.offset + plan.num_owned]

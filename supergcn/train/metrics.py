@@ -12,13 +12,15 @@ Lines, in order:
   all its threads), and bytes sent and received; after an epoch traced for adaptive bit
   widths, ``bit_assignment``: the re-assignment's wall time and, per exchange, the rows
   at each width, the rows without spread, the solver's objective and seconds;
-* ``summary`` — epochs, mean epoch time (first epoch excluded), best validation accuracy
+* ``summary`` — epochs, mean epoch time (every process's first epoch excluded, ``warm_up``
+  in its record), best validation accuracy
   and the test accuracy at it, the lowest validation loss and the test accuracy at it
   (upstream's model selection), final accuracies, every rank's parameter hash and every
   rank's peak resident memory (bytes, the process's high-water mark).
 
-The file is written as ``<out>.partial`` and renamed to ``<out>`` only when the summary
-is in, so a killed run never leaves a finished-looking result.
+The file is written in one piece when the run has finished (the records of an
+interrupted run live in its checkpoint), so a killed or failed run leaves nothing that
+looks like a result; rank 0 prints one progress line per epoch meanwhile.
 """
 
 from __future__ import annotations
@@ -59,18 +61,19 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
 
 
 def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, accuracy: dict,
-                 allreduce_bytes: int) -> dict | None:
+                 allreduce_bytes: int, warm_up: bool) -> dict | None:
     """One epoch's line (collective: rank 0 gets it, the others None).
 
     ``seconds`` is this rank's :meth:`PhaseTimer.breakdown`, ``traffic`` its bytes
-    ``{"sent": {kind: per-peer array}, "received": {...}}``.
+    ``{"sent": {kind: per-peer array}, "received": {...}}``; ``warm_up`` marks the first
+    epoch of a process, whose time the means leave out (:func:`timed_epochs`).
     """
     per_rank = comm.gather(seconds, root=0)
     traffic = comm.gather(traffic, root=0)
     if comm.Get_rank() != 0:
         return None
     slowest = max(per_rank, key=lambda r: r["total"])
-    return {"type": "epoch", "epoch": epoch, "loss": loss, **accuracy,
+    return {"type": "epoch", "epoch": epoch, "warm_up": warm_up, "loss": loss, **accuracy,
             "seconds": {"max": {k: max(r[k] for r in per_rank) for k in RECORDED_TIMES},
                         "slowest_rank": slowest, "per_rank": per_rank},
             "bytes": {"sent_total": int(sum(t["sent"][k].sum() for t in traffic for k in t["sent"])),
@@ -89,9 +92,8 @@ def peak_memory_bytes() -> int:
 def summary_record(records: list[dict], best: dict, final_accuracy: dict, parameter_hashes: list[str],
                    peak_memory: list[int]) -> dict:
     """The summary line from the epoch records and the run's end state."""
-    epoch_seconds = [r["seconds"]["max"]["total"] for r in records]
     return {"type": "summary", "epochs": len(records),
-            "mean_epoch_seconds": float(np.mean(epoch_seconds[1:] or epoch_seconds)),
+            "mean_epoch_seconds": float(np.mean([r["seconds"]["max"]["total"] for r in timed_epochs(records)])),
             "best_val_acc": best["val_acc"], "best_epoch": best["epoch"],
             "test_acc_at_best_val": best["test_acc"], "min_val_loss": best.get("val_loss"),
             "min_val_loss_epoch": best.get("val_loss_epoch"),
@@ -101,32 +103,48 @@ def summary_record(records: list[dict], best: dict, final_accuracy: dict, parame
 
 
 class MetricsWriter:
-    """Rank 0's metrics file: ``start`` it, add ``epoch`` lines, ``finish`` with the summary."""
+    """Rank 0's metrics file: the header, the epoch records and the summary, written in
+    one piece (through a temporary file and a rename) when the run has finished, and a
+    progress line per epoch on stdout meanwhile."""
 
     def __init__(self, out: Path) -> None:
         self.out = Path(out)
-        self.partial = Path(f"{self.out}.partial")
 
-    def start(self, header: dict, records: list[dict]) -> None:
-        """Begin ``<out>.partial`` with the header and any records a resumed run already has."""
-        write_text(self.partial, "".join(json.dumps(r) + "\n" for r in [header, *records]))
+    @staticmethod
+    def progress(record: dict) -> None:
+        """One line about a finished epoch (the run's log shows how it goes)."""
+        accuracy = " ".join(f"{name} {record[f'{name}_acc']:.4f}" for name in ("train", "val", "test")
+                            if record.get(f"{name}_acc") is not None)
+        print(f"epoch {record['epoch']}: loss {record['loss']:.4f} {accuracy} "
+              f"({record['seconds']['max']['total']:.3f} s)", flush=True)
 
-    def epoch(self, record: dict) -> None:
-        self._append(record)
+    def write(self, header: dict, records: list[dict], summary: dict) -> None:
+        write_text(self.out, "".join(json.dumps(r) + "\n" for r in [header, *records, summary]))
 
-    def finish(self, summary: dict) -> None:
-        """Append the summary and rename the file into place."""
-        self._append(summary)
-        os.replace(self.partial, self.out)
 
-    def _append(self, record: dict) -> None:
-        with open(self.partial, "a") as metrics:
-            metrics.write(json.dumps(record) + "\n")
+def timed_epochs(records: list[dict]) -> list[dict]:
+    """The epochs whose time counts: all but the first epoch of every process (a resumed
+    run starts a new one), which pay one-off costs (JIT loading, first allocations, the
+    first exchanges); all of them if nothing else is left."""
+    return [r for i, r in enumerate(records) if i > 0 and not r.get("warm_up")] or records
 
 
 def read_metrics(path: str | Path) -> tuple[dict, list[dict], dict]:
     """(header, epoch records, summary) of a finished run's metrics file."""
-    lines = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    path = Path(path)
+    if not path.is_file():
+        raise SuperGCNError(f"metrics file {path} not found", "run its training job first")
+    lines = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise SuperGCNError(f"metrics file {path} is damaged: line {number} is not JSON",
+                                "delete it and rerun its training job") from None
+        lines.append(record if isinstance(record, dict) else {})
     if not lines or lines[0].get("type") != "header" or lines[-1].get("type") != "summary":
-        raise SuperGCNError(f"{path} is not a complete metrics file: rerun its training job")
-    return lines[0], [r for r in lines if r["type"] == "epoch"], lines[-1]
+        raise SuperGCNError(f"{path} is not a complete metrics file (a header line, epoch lines and a summary line)",
+                            "delete it and rerun its training job")
+    return lines[0], [r for r in lines if r.get("type") == "epoch"], lines[-1]

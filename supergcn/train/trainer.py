@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import resource
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -36,7 +37,7 @@ from supergcn.distributed.delayed import DelayedAggregation
 from supergcn.distributed.ranks import CollectiveError, agree
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer
-from supergcn.errors import SuperGCNError
+from supergcn.errors import SuperGCNError, first_line
 from supergcn.naming import schedule_delay
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer
@@ -48,8 +49,9 @@ from supergcn.train.metrics import MetricsWriter, epoch_record, peak_memory_byte
 
 #: The best epochs before any: by validation accuracy (the OGB protocol) and by validation
 #: loss (upstream SuperGCN's checkpoint rule).
-NO_BEST = {"val_acc": -1.0, "epoch": 0, "test_acc": 0.0,
-           "val_loss": None, "val_loss_epoch": 0, "test_acc_at_val_loss": None}
+#: None where a run has no validation nodes: "not available", not 0 %.
+NO_BEST = {"val_acc": None, "epoch": None, "test_acc": None,
+           "val_loss": None, "val_loss_epoch": None, "test_acc_at_val_loss": None}
 
 
 class Trainer:
@@ -65,6 +67,7 @@ class Trainer:
         self.communicator = Communicator(comm)
         self.timer = PhaseTimer()
         set_threads(config.threads)
+        agree(comm, config.check_outputs)
         self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
         settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
                                     parameter_dtype=config.parameter_dtype, seed=config.seed,
@@ -87,7 +90,8 @@ class Trainer:
                           dtype=np.int64)
         self.global_counts = self.communicator.allreduce_sum(counts)
         if self.global_counts[0] == 0:
-            raise CollectiveError(f"graph {self.data.graph_name!r} has no training nodes")
+            raise CollectiveError(f"graph {self.data.graph_name!r} has no training nodes",
+                                  "prepare it with a split that has some")
         self.labels = LabelInputSplit(self.data.train_mask, config.label_rate, self.communicator)
         self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
                                          config.trajectory_fingerprint(self.data.hashes))
@@ -99,10 +103,19 @@ class Trainer:
         self.start_epoch = 1
 
     def load_weights(self, path) -> None:
+        """Start from the state dict in ``path`` (tensors only: nothing else is unpickled)."""
+        if not Path(path).is_file():
+            raise SuperGCNError(f"initial weights {path} not found", "pass a file written by --save-model")
         try:
-            self.model.load_state_dict(torch.load(path, weights_only=True))
-        except (OSError, RuntimeError) as exc:
-            raise SuperGCNError(f"cannot load initial weights from {path}: {exc}") from exc
+            state = torch.load(path, weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - torch's many ways of saying "not a torch file"
+            raise SuperGCNError(f"initial weights {path} are not a torch state dict ({first_line(exc)})",
+                                "pass a file written by --save-model") from exc
+        try:
+            self.model.load_state_dict(state)
+        except (RuntimeError, TypeError, AttributeError, KeyError) as exc:
+            raise SuperGCNError(f"initial weights {path} do not fit this model ({first_line(exc)})",
+                                "pass weights saved with the same --model, --num-layers, --hidden and dataset") from exc
 
     def train_step(self) -> tuple[float, dict, dict]:
         """One epoch: (global loss, this rank's seconds per phase, its bytes sent and received)."""
@@ -159,7 +172,8 @@ class Trainer:
 
     def track_best(self, epoch: int, accuracy: dict) -> None:
         """Remember the epochs of best validation accuracy and of lowest validation loss."""
-        if accuracy["val_acc"] is not None and accuracy["val_acc"] > self.best["val_acc"]:
+        if accuracy["val_acc"] is not None and (self.best["val_acc"] is None
+                                                or accuracy["val_acc"] > self.best["val_acc"]):
             self.best.update(val_acc=accuracy["val_acc"], epoch=epoch, test_acc=accuracy["test_acc"])
         if accuracy["val_loss"] is not None and (self.best["val_loss"] is None
                                                  or accuracy["val_loss"] < self.best["val_loss"]):
@@ -198,32 +212,32 @@ class Trainer:
         self.resume()
         header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
                             self.config.threads, self.data.hashes)
-        if self.rank == 0:
-            self.metrics.start(header, self.records)
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")
             reassign = self.ops.begin_epoch(epoch, self.config.epochs)
             loss, seconds, traffic = self.train_step()
             if not np.isfinite(loss):
-                raise CollectiveError(f"the training loss became {loss} at epoch {epoch}: lower the learning rate "
-                                      "(--lr) or check the input features for NaN/Inf")
+                raise CollectiveError(f"the training loss became {loss} at epoch {epoch}",
+                                      "lower the learning rate (--lr) or check the input features for NaN/Inf")
             accuracy, _ = self.evaluate()
             self.track_best(epoch, accuracy)
-            record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes)
+            record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes,
+                                  warm_up=epoch == self.start_epoch)
             if reassign:
                 assignment = self.reassign_bits()
                 if self.rank == 0:
                     record["bit_assignment"] = assignment
             if self.rank == 0:
                 self.records.append(record)
-                self.metrics.epoch(record)
+                self.metrics.progress(record)
             if self.checkpointer.due(epoch):
                 self.checkpointer.save(epoch, self.model, self.optimizer, self.rank_state(), self.records,
                                        self.best)
-        self.finish()
+        self.finish(header)
 
-    def finish(self) -> None:
+    def finish(self, header: dict | None) -> None:
+        """Final evaluation and outputs; rank 0 writes the metrics file with ``header``."""
         accuracy, logits = self.evaluate()
         hashes = self.comm.gather(parameter_hash(self.model), root=0)
         peak_memory = self.comm.gather(peak_memory_bytes(), root=0)
@@ -233,7 +247,8 @@ class Trainer:
             return
         if self.config.save_model is not None:
             exports.save_model(self.model, self.config.save_model)
-        self.metrics.finish(summary_record(self.records, self.best, accuracy, hashes, peak_memory))
+        self.metrics.write(header, self.records,
+                           summary_record(self.records, self.best, accuracy, hashes, peak_memory))
         self.checkpointer.discard()
 
 

@@ -63,7 +63,7 @@ def test_bad_part_counts(workspace, tmp_path, parts, message):
 def test_plan_from_partition_of_another_graph(workspace, tmp_path):
     result = run_cli("plan", "--graph", workspace / "g_other", "--partition", workspace / "p3", "--strategy", "pre",
                      "--out", tmp_path / "plan")
-    assert_clean_failure(result, "different graph", "re-run `supergcn partition`")
+    assert_clean_failure(result, "different graph", "rerun `supergcn partition`")
     assert only_expected_entries(tmp_path, [])
 
 
@@ -167,7 +167,7 @@ def test_a_command_loads_its_own_module_only():
         assert result.returncode == 0, result.stderr
         return result.stdout.split()
 
-    assert loaded(["plan", "--graph"]) == ["supergcn.cli.plan"]
+    assert loaded(["plan", "--graph"]) == ["supergcn.cli._args", "supergcn.cli.plan"]
     assert loaded(["perf", "predict"]) == ["supergcn.cli._args", "supergcn.cli.perf_predict"]
     assert "supergcn.cli.bench_comm" in loaded(["bench", "--help"])
 
@@ -182,5 +182,5 @@ def test_errors_name_the_command(workspace, tmp_path):
 def test_the_old_model_command_names_its_new_name():
     result = run_cli("model", "predict", "--graph", "g")
     assert result.returncode == 2
-    assert result.stderr.strip() == ("supergcn: error: `supergcn model` is now `supergcn perf`: run "
+    assert result.stderr.strip() == ("supergcn: error: `supergcn model` is now `supergcn perf` — run "
                                      "`supergcn perf predict --graph g`")

@@ -20,10 +20,9 @@ def write_run(path, num_ranks, epoch_phases, peaks, best=None):
                 "bytes": {"sent_total": 100}} for e in (1, 2, 3)]
     header = {"type": "header", "dataset": "g", "num_ranks": num_ranks, "strategy": "hybrid",
               "threads_per_rank": 1, "config": {"bits": 32, "label_rate": 0.0, "seed": 0}}
-    writer = MetricsWriter(path)
-    writer.start(header, records)
     best = best or {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}
-    writer.finish(summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks, peaks))
+    MetricsWriter(path).write(header, records, summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks,
+                                                              peaks))
     return path
 
 
@@ -48,10 +47,14 @@ def test_accuracy_reports_both_model_selections(tmp_path):
         write_run(tmp_path / f"s{seed}.jsonl", 2, phases, [1], best={
             "val_acc": 0.5, "epoch": 2, "test_acc": acc, "val_loss": 0.9, "val_loss_epoch": 3,
             "test_acc_at_val_loss": at_loss}) for seed, (acc, at_loss) in enumerate([(0.4, 0.5), (0.6, 0.7)])]
-        + [write_run(tmp_path / "old.jsonl", 4, phases, [1])])  # a run without a validation loss
+        # A run without validation nodes: the trainer's "no best epoch".
+        + [write_run(tmp_path / "noval.jsonl", 4, phases, [1], best={"val_acc": None, "epoch": None,
+                                                                       "test_acc": None})])
     table = accuracy_table(runs).set_index("P")
     assert table.loc[2, "test_acc"] == "50.00 ± 14.14" and table.loc[2, "val_loss_test_acc"] == "60.00 ± 14.14"
     assert table.loc[2, "seeds"] == 2 and np.isnan(table.loc[4, "val_loss_test_acc_mean"])
+    assert table.loc[4, "test_acc"] == "n/a" and table.loc[4, "val_loss_test_acc"] == "n/a"
+    assert table.loc[4, "seeds"] == 1
 
 
 def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp_path):
@@ -82,5 +85,5 @@ def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp
     assert table.loc[("hybrid-int2-lp", 2), "speedup_vs_post-fp32-nolp"] == pytest.approx(2.0)
     assert table.loc[("post-fp32-nolp", 4), "speedup_vs_post-fp32-nolp"] == pytest.approx(1.0)
     choices = "hybrid-int2-lp, post-fp32-nolp, pre-fp32-nolp-cd-5"
-    with pytest.raises(SuperGCNError, match=f"not a variant of this study: choose one of {choices}"):
+    with pytest.raises(SuperGCNError, match=f"not a variant of this study — choose one of {choices}"):
         scaling_table(runs, baseline="pre-fp32-nolp")

@@ -48,5 +48,5 @@ def test_a_users_malloc_conf_is_kept():
 
 def test_a_missing_library_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv(ALLOCATOR_ENV, str(tmp_path / "libjemalloc.so.2"))
-    with pytest.raises(SuperGCNError, match="is not a file: point it at libjemalloc"):
+    with pytest.raises(SuperGCNError, match="is not a file — point it at libjemalloc"):
         requested_library()

@@ -61,3 +61,42 @@ def test_missing_checkpoint_and_discard(tmp_path):
     checkpointer.save(1, model, optimizer, None, [], {})
     checkpointer.discard()
     assert not path.exists()
+
+
+def test_numpy_arrays_in_the_rank_state_come_back(tmp_path):
+    """DistGNN's rows in flight and AdaQP's assignments are numpy arrays: the safe
+    unpickler must allow them (and nothing else)."""
+    import numpy as np
+
+    path = tmp_path / "c.pt"
+    model, optimizer = model_and_optimizer()
+    rows = {"rows": [np.arange(6, dtype=np.float32).reshape(2, 3)], "bits": (np.array([2, 8], dtype=np.int8),)}
+    Checkpointer(path, 1, MPI.COMM_SELF, "f").save(2, model, optimizer, rows, [], {})
+    restored = Checkpointer(path, 1, MPI.COMM_SELF, "f").restore(*model_and_optimizer(seed=1), epochs=5)
+    np.testing.assert_array_equal(restored.rank_state["rows"][0], rows["rows"][0])
+    assert restored.rank_state["bits"][0].dtype == np.int8
+
+
+class Exploit:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+        return os.system, (f"touch {self.marker}",)
+
+
+@pytest.mark.parametrize("write, message", [
+    (lambda path, marker: path.write_bytes(b"not a checkpoint at all"), "damaged or not a supergcn checkpoint"),
+    (lambda path, marker: torch.save({"model": Exploit(marker)}, path), "damaged or not a supergcn checkpoint"),
+    (lambda path, marker: torch.save({"weight": torch.zeros(2)}, path), "a torch file but not a supergcn checkpoint"),
+])
+def test_a_foreign_checkpoint_is_refused_without_running_it(tmp_path, write, message):
+    from supergcn.distributed.ranks import CollectiveError
+
+    path, marker = tmp_path / "c.pt", tmp_path / "exploited"
+    write(path, marker)
+    with pytest.raises(CollectiveError, match=message) as caught:
+        Checkpointer(path, 1, MPI.COMM_SELF, "f").restore(*model_and_optimizer(), epochs=5)
+    assert "delete it to train from scratch" in str(caught.value)
+    assert not marker.exists()

@@ -175,7 +175,7 @@ def test_wrong_world_size_is_one_clear_error(workspace, tmp_path):
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert errors == ["supergcn train: error: plan " + str(root / "p2pre") +
-                      " is for 2 ranks but 3 were started: launch with `mpiexec -n 2`"]
+                      " is for 2 ranks but 3 were started — launch with `mpiexec -n 2`"]
 
 
 def test_plan_of_another_partition_is_refused(workspace, tmp_path):
@@ -307,3 +307,25 @@ def test_int2_with_label_propagation_trains(workspace, tmp_path):
     assert header["config"]["label_rate"] == 0.62 and header["config"]["input_norm"]
     assert epochs[-1]["loss"] < epochs[0]["loss"]
     assert summary["identical_parameters"]
+
+
+def test_a_run_without_validation_nodes_reports_no_best_epoch_not_zero(tmp_path):
+    """Without validation nodes there is no best epoch: the summary says None ("not
+    available" in the tables), not a test accuracy of 0 %."""
+    from dataclasses import replace
+
+    from supergcn.data.datasets import prepare_dataset
+
+    graph = prepare_dataset("synthetic-tiny")
+    graph = replace(graph, val_mask=np.zeros_like(graph.val_mask))
+    meta = save_graph(graph, tmp_path / "g")
+    manifest = run_partition(graph, meta["hash"], 2, tmp_path / "p2")
+    run_plan(graph, meta["hash"], partition_graph(graph, 2), manifest["partition_hash"], "hybrid",
+             tmp_path / "p2hybrid")
+    result = run_mpi(2, *train_args(tmp_path, 2, "hybrid", tmp_path / "m.jsonl", "--epochs", 3), timeout=120)
+    assert result.returncode == 0, result.stderr
+    _, epochs, summary = read_metrics(tmp_path / "m.jsonl")
+    assert all(e["val_acc"] is None and e["test_acc"] is not None for e in epochs)
+    assert summary["best_val_acc"] is None and summary["best_epoch"] is None
+    assert summary["test_acc_at_best_val"] is None and summary["test_acc_at_min_val_loss"] is None
+    assert summary["final"]["test_acc"] > 0

@@ -50,7 +50,7 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
     if match:
         scale = int(match.group(1))
         if not 1 <= scale <= 34:
-            raise SuperGCNError(f"R-MAT scale {scale} is out of range: use rmat-<scale> with 1 <= scale <= 34")
+            raise SuperGCNError(f"R-MAT scale {scale} is out of range", "use rmat-<scale> with 1 <= scale <= 34")
         return synthetic.rmat_graph(name, scale, synthetic.RMAT_EDGE_FACTOR, synthetic.RMAT_FEATURES,
                                     synthetic.RMAT_CLASSES, (0.6, 0.2, 0.2), seed)
     if name in ("cora", "citeseer", "pubmed"):
@@ -65,4 +65,4 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
     if name.startswith("ogbn-") and name in REAL_DATASETS:
         from supergcn.data.datasets.ogb import load_ogb
         return load_ogb(name, raw_root / "ogb")
-    raise SuperGCNError(f"unknown dataset {name!r}: choose one of {', '.join(dataset_names())}")
+    raise SuperGCNError(f"unknown dataset {name!r}", f"choose one of {', '.join(dataset_names())}")

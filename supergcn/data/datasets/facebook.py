@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from supergcn.data.graph import Graph, build_graph, random_split
+from supergcn.data.storage import reading_raw
 from supergcn.errors import SuperGCNError
 
 RAW_FILES = ("facebook_edges.csv", "facebook_target.csv", "facebook.json")
@@ -25,21 +26,24 @@ def load_facebook(root: str | Path, seed: int) -> Graph:
     raw = Path(root) / "raw"
     missing = [name for name in RAW_FILES if not (raw / name).is_file()]
     if missing:
-        raise SuperGCNError(f"Facebook Page-Page raw files {missing} not found in {raw}: download the MUSAE "
-                            "facebook_large archive and put its three files there (or pass --raw-root)")
-    edges = pd.read_csv(raw / "facebook_edges.csv")
-    target = pd.read_csv(raw / "facebook_target.csv").sort_values("id")
-    num_nodes = len(target)
-    if not np.array_equal(target["id"].to_numpy(), np.arange(num_nodes)):
-        raise SuperGCNError(f"{raw / 'facebook_target.csv'} does not number its nodes 0..n-1")
-    classes = sorted(target["page_type"].unique())
-    labels = target["page_type"].map({name: i for i, name in enumerate(classes)}).to_numpy()
+        raise SuperGCNError(f"Facebook Page-Page raw files {missing} not found in {raw}",
+                            "download the MUSAE facebook_large archive and put its three files there "
+                            "(or pass --raw-root)")
+    with reading_raw("facebook", raw):
+        edges = pd.read_csv(raw / "facebook_edges.csv")
+        target = pd.read_csv(raw / "facebook_target.csv").sort_values("id")
+        num_nodes = len(target)
+        if not np.array_equal(target["id"].to_numpy(), np.arange(num_nodes)):
+            raise SuperGCNError(f"{raw / 'facebook_target.csv'} does not number its nodes 0..n-1",
+                                "restore the file from the MUSAE archive")
+        classes = sorted(target["page_type"].unique())
+        labels = target["page_type"].map({name: i for i, name in enumerate(classes)}).to_numpy()
 
-    feature_lists = json.loads((raw / "facebook.json").read_text())
-    rows = np.concatenate([np.full(len(ids), int(node)) for node, ids in feature_lists.items()])
-    cols = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in feature_lists.values()])
-    features = np.zeros((num_nodes, int(cols.max()) + 1), dtype=np.float32)
-    features[rows, cols] = 1.0
+        feature_lists = json.loads((raw / "facebook.json").read_text())
+        rows = np.concatenate([np.full(len(ids), int(node)) for node, ids in feature_lists.items()])
+        cols = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in feature_lists.values()])
+        features = np.zeros((num_nodes, int(cols.max()) + 1), dtype=np.float32)
+        features[rows, cols] = 1.0
 
     masks = random_split(num_nodes, SPLIT, seed)
     return build_graph("facebook", edges["id_1"].to_numpy(), edges["id_2"].to_numpy(), features, labels, *masks,

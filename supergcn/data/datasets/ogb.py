@@ -24,13 +24,15 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.graph import Graph, build_graph
+from supergcn.data.storage import reading_raw
 from supergcn.errors import SuperGCNError
 
 OGB_NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")
 
 
 def _no_prompt(prompt: str = "") -> str:
-    raise SuperGCNError(f"ogb asked an interactive question ({prompt.strip()!r}); supergcn runs unattended")
+    raise SuperGCNError(f"ogb asked an interactive question ({prompt.strip()!r}); supergcn runs unattended",
+                        "put the dataset's files in place as the README describes")
 
 
 @contextlib.contextmanager
@@ -66,18 +68,18 @@ def load_ogb(name: str, root: str | Path) -> Graph:
     folder = ogb_folder(name, root)
     release = folder / f"RELEASE_v{master[name]['version']}.txt"
     if folder.is_dir() and not release.exists():
-        raise SuperGCNError(f"{folder} exists but lacks {release.name}, so ogb would ask whether to re-download it: "
+        raise SuperGCNError(f"{folder} exists but lacks {release.name}, so ogb would ask whether to re-download it",
                             f"delete {folder} to download afresh, or create {release.name} if the files are current")
     if folder.is_dir():
         # The published archives ship an empty processed/ that ogb writes its cache into.
         (folder / "processed").mkdir(exist_ok=True)
-    with _unattended_ogb() as ogb_dataset:
+    with _unattended_ogb() as ogb_dataset, reading_raw(name, folder):
         try:
             dataset = ogb_dataset.NodePropPredDataset(name=name, root=str(root))
         except OSError as exc:  # URLError and friends
-            raise SuperGCNError(f"could not download {name} ({exc}): on a machine with internet run "
-                                f"`supergcn prepare {name}` there, or put the OGB files (raw/, split/, "
-                                f"{release.name}) under {folder}") from exc
+            raise SuperGCNError(f"could not download {name} ({exc})",
+                                f"on a machine with internet run `supergcn prepare {name}` there, or put the OGB "
+                                f"files (raw/, split/, {release.name}) under {folder}") from exc
         split = dataset.get_idx_split()
     graph_dict, labels = dataset[0]
     num_nodes = int(graph_dict["num_nodes"])

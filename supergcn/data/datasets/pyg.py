@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.graph import Graph, build_graph
+from supergcn.data.storage import reading_raw
 from supergcn.errors import SuperGCNError
 
 PLANETOID_NAMES = {"cora": "Cora", "citeseer": "CiteSeer", "pubmed": "PubMed"}
@@ -29,13 +30,14 @@ def _load_processed_copy(dataset_class, root: Path, raw_subdir: Path, **kwargs):
     """Instantiate ``dataset_class`` on a scratch copy of ``raw_subdir`` if it exists,
     otherwise on ``root`` itself (which downloads)."""
     if raw_subdir.is_dir() and any(raw_subdir.iterdir()):
-        with tempfile.TemporaryDirectory(prefix="supergcn-pyg-") as scratch:
+        with tempfile.TemporaryDirectory(prefix="supergcn-pyg-") as scratch, reading_raw(dataset_class.__name__,
+                                                                                          raw_subdir):
             shutil.copytree(raw_subdir, Path(scratch) / raw_subdir.relative_to(root))
             return dataset_class(root=scratch, **kwargs)[0]
     try:
         return dataset_class(root=str(root), **kwargs)[0]
     except OSError as exc:  # URLError is an OSError
-        raise SuperGCNError(f"no raw files under {raw_subdir} and the download failed ({exc}): "
+        raise SuperGCNError(f"no raw files under {raw_subdir} and the download failed ({exc})",
                             f"put the dataset's raw files in {raw_subdir}, or run where the internet is reachable"
                             ) from exc
 
@@ -59,5 +61,5 @@ def load_reddit(root: str | Path) -> Graph:
     data = _load_processed_copy(Reddit, root, root / "raw")
     graph = _from_pyg("reddit", data, {"source": "torch_geometric Reddit", "root": str(root.resolve())})
     if not np.any(graph.train_mask):
-        raise SuperGCNError("Reddit loaded without training nodes: the download is damaged; delete it and rerun")
+        raise SuperGCNError("Reddit loaded without training nodes: the download is damaged", "delete it and rerun")
     return graph
