@@ -82,6 +82,18 @@ def _gather_spmm(indptr, indices, weights, row_scale, x, out, chunks, tile, accu
                     row[f] *= s
 
 
+def check_csr(indptr: np.ndarray, indices: np.ndarray, num_cols: int) -> None:
+    """Raise ValueError unless ``indptr`` starts at 0, never decreases and ends at
+    ``len(indices)``, and every column index lies in ``[0, num_cols)``: the kernels index
+    without bounds checks, so a bad index would read other memory."""
+    if len(indptr) == 0 or indptr[0] != 0 or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
+        raise ValueError(f"malformed CSR row pointers (start {indptr[:1]}, end {indptr[-1:]}, "
+                         f"{len(indices)} entries)")
+    if len(indices) and (indices.min() < 0 or indices.max() >= num_cols):
+        raise ValueError(f"CSR column indices span [{indices.min()}, {indices.max()}], outside the "
+                         f"{num_cols} columns")
+
+
 class GatherCsr:
     """A CSR matrix prepared for repeated ``out = diag(s) A x`` products with the numba kernel."""
 
@@ -91,6 +103,9 @@ class GatherCsr:
         self.indices = np.ascontiguousarray(indices, dtype=np.int64)
         self.weights = np.empty(0, np.float32) if weights is None else np.ascontiguousarray(weights)
         self.shape = (len(self.indptr) - 1, int(num_cols))
+        check_csr(self.indptr, self.indices, self.shape[1])
+        if weights is not None and len(self.weights) != len(self.indices):
+            raise ValueError(f"{len(self.weights)} weights for {len(self.indices)} entries")
         self.chunks_per_thread = chunks_per_thread
         self._chunks: dict[tuple[int, int], np.ndarray] = {}  # (threads, pieces) -> boundaries
 

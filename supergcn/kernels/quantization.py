@@ -72,7 +72,10 @@ def _uniform(seed, row, column):
 
 @njit(inline="always")
 def _bfloat16_toward(value, upward):
-    """The nearest bfloat16 value at or below (at or above if ``upward``) ``value``."""
+    """The nearest bfloat16 value at or below (at or above if ``upward``) ``value``; NaN
+    and Inf stay as they are (their mantissa has no integer to round to)."""
+    if not np.isfinite(value):
+        return np.float32(value)
     mantissa, exponent = math.frexp(value)
     kept = math.ceil(mantissa * 256.0) if upward else math.floor(mantissa * 256.0)
     return np.float32(math.ldexp(kept / 256.0, exponent))
@@ -136,6 +139,10 @@ def _quantize_pack(x, x_bits, first, size, bits, stochastic, seed, packed, zero_
                 step = np.float32(1.0)
             if bfloat16:
                 step = _bfloat16_toward(step, True)
+            # A finite row whose max - min overflows float32 (or the wire type, once
+            # rounded outward) has no finite step: it would decode to NaN or garbage.
+            if not (np.isfinite(step) and np.isfinite(low)):
+                finite[g] = False
             zero_point[r] = low
             scale[r] = step
         out = packed[g]
@@ -202,7 +209,8 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
         zero points and scales, one per row.
 
     Raises:
-        SuperGCNError: a row holds NaN or Inf.
+        SuperGCNError: a row holds NaN or Inf, or its max - min overflows float32 (or
+            the wire type of the parameters).
     """
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
@@ -223,7 +231,9 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
     _quantize_pack(x, x.view(np.int32), first, size, bits, rounding == "stochastic", np.uint64(seed % 2**64), packed,
                    zero_point, scale, finite, parameter_dtype == "bfloat16")
     if not finite.all():
-        raise SuperGCNError("NaN or Inf in the rows to quantize: the model diverged; lower the learning rate")
+        raise SuperGCNError(f"rows to quantize hold NaN or Inf, or values spread wider than {parameter_dtype} can "
+                            "step through (max - min overflows): the model diverged",
+                            "lower the learning rate (--lr), or exchange float32 (--bits 32)")
     return out
 
 

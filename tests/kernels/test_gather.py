@@ -101,3 +101,15 @@ def test_pieces_give_the_same_product_and_call_between_after_each(threads, piece
     op.matmul(x, out=out, pieces=pieces, between=lambda: calls.append(1))
     np.testing.assert_array_equal(out, op.matmul(x))
     assert len(calls) == pieces
+
+
+@pytest.mark.parametrize("indptr, indices, message", [
+    ([0, 2, 3], [0, 5, 1], "outside the 4 columns"),      # a column past the end
+    ([0, 2, 3], [0, -1, 1], "outside the 4 columns"),     # a negative column
+    ([0, 2, 1], [0, 1, 1], "malformed CSR row pointers"),  # decreasing row pointers
+    ([0, 2, 4], [0, 1, 1], "malformed CSR row pointers"),  # more entries promised than given
+])
+def test_bad_csr_indices_are_refused_before_any_product(indptr, indices, message):
+    """The kernel indexes without bounds checks: a bad plan must fail at construction."""
+    with pytest.raises(ValueError, match=message):
+        GatherCsr(np.array(indptr), np.array(indices), num_cols=4)

@@ -132,3 +132,22 @@ def test_reused_output_arrays_give_the_same_bytes(bits):
         np.testing.assert_array_equal(getattr(reused, name), getattr(fresh, name))
     with pytest.raises(ValueError, match="do not fit"):
         quantize(x[:12], counts - np.array([0, 0, 1]), bits, out=garbage)
+
+
+@pytest.mark.parametrize("parameter_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("bits", [8, 2])
+def test_a_finite_row_whose_range_overflows_is_an_error_not_nan(bits, parameter_dtype):
+    """max - min = 6e38 is beyond float32 although both ends are finite: it used to
+    quantize silently and decode to NaN (float32 parameters) or garbage (bfloat16)."""
+    rows = np.array([[-3e38, 3e38, 1.0, 0.0], [1.0, 2.0, 3.0, 4.0]], dtype=np.float32)
+    with pytest.raises(SuperGCNError, match="max - min overflows"):
+        quantize(rows, [2], bits, parameter_dtype=parameter_dtype)
+
+
+def test_the_widest_representable_range_still_round_trips():
+    """Just inside the limit (max - min = 3e38) the round trip keeps its error bound."""
+    rows = np.array([[-1.5e38, 1.5e38, 0.0, 1e37]], dtype=np.float32)
+    quantized = quantize(rows, [1], 8)
+    decoded = dequantize(quantized, [1], 8)
+    assert np.all(np.isfinite(decoded))
+    assert np.max(np.abs(decoded.astype(np.float64) - rows)) <= quantized.scale[0] / 2 * (1 + 1e-6)
