@@ -3,7 +3,7 @@
 # config/README.md), validated against workflow/schemas/config.schema.yaml before any job runs.
 from snakemake.utils import min_version, validate
 
-from supergcn.naming import renamed_key_errors
+from supergcn.workflow_config import check_config
 
 min_version("9.0")
 
@@ -11,8 +11,8 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-for message in renamed_key_errors(config):
-    raise ValueError(f"Error validating config file: {message}")
+# One line per problem first; Snakemake's validate then fills in the schema's defaults.
+check_config(config, "workflow/schemas/config.schema.yaml")
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

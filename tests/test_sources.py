@@ -102,8 +102,8 @@ def test_the_closure_covers_every_module_a_command_really_imports(tmp_path):
 
 
 def test_parsing_the_workflow_imports_nothing_heavy():
-    """The Snakefile and rule files import only standard-library modules of the package,
-    and those load no scientific library."""
+    """The Snakefile and rule files import only light modules of the package (standard
+    library, yaml and jsonschema), and those load no scientific library."""
     files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
     imported = set()
     for path in files:
@@ -111,8 +111,8 @@ def test_parsing_the_workflow_imports_nothing_heavy():
             words = line.split()
             if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] == "supergcn":
                 imported.add(words[1])
-    assert imported == {"supergcn.naming", "supergcn.sources", "supergcn.train.config"}
-    probe = ("import sys\nimport supergcn.naming, supergcn.sources, supergcn.train.config\n"
+    assert imported == {"supergcn.naming", "supergcn.sources", "supergcn.train.config", "supergcn.workflow_config"}
+    probe = ("import sys\nimport supergcn.naming, supergcn.sources, supergcn.train.config, supergcn.workflow_config\n"
              "[supergcn.sources.command_hash(name) for name in ('train', 'tables', 'perf_predict')]\n"
              "print(*sorted(m for m in sys.modules if m.split('.')[0] in "
              "('torch', 'numpy', 'pandas', 'numba', 'scipy', 'mpi4py', 'matplotlib')))\n")

@@ -1,6 +1,6 @@
 # Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
-# standard-library modules supergcn.naming, supergcn.sources and supergcn.train.config, so
-# parsing the workflow pays for no scientific library.
+# light modules supergcn.naming, supergcn.sources, supergcn.train.config and
+# supergcn.workflow_config, so parsing the workflow pays for no scientific library.
 import json
 import math
 import os
@@ -9,6 +9,7 @@ import shlex
 from supergcn.naming import ADAPTIVE, PRECISIONS, STRATEGIES, SYNCHRONOUS, VARIANT_PATTERN, Variant, precision_bits
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, adaptive_fields
+from supergcn.workflow_config import ConfigError
 
 DATA = config["data_root"]
 RESULTS = config["results_root"]
@@ -51,7 +52,7 @@ def variants():
         ).conflicts()
     ]
     if problems:
-        raise ValueError("; ".join(problems) + " (in the config's variants list)")
+        raise ConfigError("; ".join(problems) + " (in the config's variants list)")
     return chosen
 
 
@@ -86,9 +87,9 @@ def speedup_baseline_flag():
     if baseline is None:
         return ""
     if baseline not in variant_names():
-        raise ValueError(
-            f"speedup_baseline {baseline!r} is not a variant of this study ({', '.join(variant_names())}): "
-            "name one of them or remove the key"
+        raise ConfigError(
+            f"speedup_baseline {baseline!r} is not a variant of this study ({', '.join(variant_names())})",
+            "name one of them or remove the key",
         )
     return f"--baseline {shlex.quote(baseline)}"
 
@@ -96,9 +97,9 @@ def speedup_baseline_flag():
 def machine_profiles():
     unknown = [name for name in PERF["machines"] if name not in config["machines"]]
     if unknown:
-        raise ValueError(
-            f"perf.machines names {', '.join(unknown)}, which the config's `machines` section does not define: "
-            "add a profile there or remove the name"
+        raise ConfigError(
+            f"perf.machines names {', '.join(unknown)}, which the config's `machines` section does not define",
+            "add a profile there or remove the name",
         )
     return [f"{RESULTS}/perf/machines/{name}.json" for name in ["local", *PERF["machines"]]]
 

@@ -58,4 +58,9 @@ rule train:
         "> {log:q} 2>&1 || status=$?; "
         "for rank_file in \"$rank_files\".*; do if [ -e \"$rank_file\" ]; then "
         "echo \"== $rank_file\" >> {log:q}; cat \"$rank_file\" >> {log:q}; rm -f \"$rank_file\"; fi; done; "
+        # supergcn itself exits 1 (a bug) or 2 (a user error), with its message; any other
+        # status means a rank was killed before it could say why.
+        "if [ $status -gt 2 ]; then echo \"supergcn train: error: the MPI job ended with status $status: a rank was "
+        "killed (by a signal, for memory or at the time limit) — run the same target again: training resumes from "
+        "its last checkpoint\" | tee -a {log:q} >&2; fi; "
         "exit $status"
