@@ -1,0 +1,412 @@
+"""Bad inputs a user can give, driven through the real command line (and ``mpiexec`` for
+training, and Snakemake for the config): each ends with exit status 2 and exactly one
+line ``supergcn <step>: error: <what> — <fix>``, no traceback, nothing written where the
+output would have gone, no temporary left, and every earlier good output untouched."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from conftest import REPO, SHARED_DATASETS, mpiexec, run_cli, run_mpi
+
+BIN = Path(sys.executable).parent
+ERROR_LINE = re.compile(r"^supergcn [a-z ]+: error: ")
+
+
+@dataclass
+class Workspace:
+    """Good outputs of every step, made once; no case may change them."""
+
+    root: Path
+
+    def __getattr__(self, name: str) -> Path:
+        return self.root / name
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> Workspace:
+    ws = Workspace(tmp_path_factory.mktemp("good"))
+    steps = [
+        ("prepare", "synthetic-tiny", "--out", ws.graph),
+        ("prepare", "synthetic-tiny", "--seed", 1, "--out", ws.other_graph),
+        ("partition", "--graph", ws.graph, "--parts", 2, "--out", ws.P2),
+        ("partition", "--graph", ws.graph, "--parts", 2, "--seed", 5, "--out", ws.P2_other),
+        ("plan", "--graph", ws.graph, "--partition", ws.P2, "--strategy", "hybrid", "--out", ws.plan),
+        ("plan", "--graph", ws.graph, "--partition", ws.P2, "--strategy", "pre", "--out", ws.pre_plan),
+    ]
+    for step in steps:
+        result = run_cli(*step)
+        assert result.returncode == 0, result.stderr
+    result = run_mpi(2, "train", *train_inputs(ws), "--out", ws.run / "metrics.jsonl", "--epochs", 2,
+                     "--hidden", 8, "--save-model", ws.run / "model.pt")
+    assert result.returncode == 0, result.stderr
+    result = run_cli("tables", "--runs", ws.run / "metrics.jsonl", "--out-dir", ws.tables)
+    assert result.returncode == 0, result.stderr
+    return ws
+
+
+def train_inputs(ws: Workspace, graph=None, partition=None, plan=None) -> list:
+    return ["--graph", graph or ws.graph, "--partition", partition or ws.P2, "--plan", plan or ws.plan]
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and directory under ``root`` (hidden ones included) with size and mtime."""
+    return {str(p.relative_to(root)): (p.stat().st_size if p.is_file() else -1, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*"))}
+
+
+def copy_of(source: Path, destination: Path) -> Path:
+    shutil.copytree(source, destination)
+    return destination
+
+
+def truncate(path: Path, keep: float = 0.5) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * keep)])
+
+
+def fake_facebook(root: Path, damage) -> Path:
+    """A three-node MUSAE-style raw folder with one file damaged by ``damage(raw)``."""
+    raw = root / "facebook_page_page" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "facebook_edges.csv").write_text("id_1,id_2\n0,1\n1,2\n")
+    (raw / "facebook_target.csv").write_text("id,facebook_id,page_name,page_type\n0,10,a,tvshow\n1,11,b,company\n"
+                                             "2,12,c,tvshow\n")
+    (raw / "facebook.json").write_text(json.dumps({"0": [0, 2], "1": [1], "2": [2]}))
+    damage(raw)
+    return root
+
+
+class Exploit:
+    """Unpickling this runs a shell command: what a checkpoint must never do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def pjstat_failing(bad: Path) -> dict:
+    fake = bad / "bin"
+    fake.mkdir()
+    (fake / "pjstat").write_text("#!/bin/sh\necho 'pjstat: PJM is not available on this host' >&2\nexit 3\n")
+    (fake / "pjstat").chmod(0o755)
+    return {"PATH": f"{fake}:{os.environ['PATH']}"}
+
+
+def without_pjm() -> dict:
+    """A PATH holding only the interpreter's and the system's basic folders (no pjstat)."""
+    return {"PATH": f"{BIN}:/usr/bin:/bin"}
+
+
+def config_overlay(bad: Path, **values) -> Path:
+    path = bad / "overlay.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+# Each case: (id, how to run it, what the error line must say). ``args(ws, bad)`` makes
+# any bad input under ``bad`` and returns the command; the runner is "cli", "mpi" (two
+# ranks), "mpi3" (three) or "snakemake"; ``env(bad)`` adds environment variables.
+CASES = [
+    # prepare
+    ("prepare: unknown dataset", "cli", lambda ws, bad: ["prepare", "ogbn-nope", "--out", bad / "g"],
+     "unknown dataset 'ogbn-nope'"),
+    ("prepare: R-MAT scale out of range", "cli", lambda ws, bad: ["prepare", "rmat-99", "--out", bad / "g"],
+     "R-MAT scale 99 is out of range"),
+    ("prepare: truncated raw JSON of a real dataset", "cli",
+     lambda ws, bad: ["prepare", "facebook", "--raw-root", fake_facebook(bad / "raw", lambda raw: truncate(
+         raw / "facebook.json")), "--out", ws.graph],
+     "raw files of facebook"),
+    ("prepare: raw files that disagree", "cli",
+     lambda ws, bad: ["prepare", "facebook", "--raw-root", fake_facebook(bad / "raw", lambda raw: (
+         raw / "facebook_edges.csv").write_text("id_1,id_2\n0,1\n1,7\n")), "--out", bad / "g"],
+     "refers to nodes outside"),
+    ("prepare: --out is an existing file", "cli",
+     lambda ws, bad: ["prepare", "synthetic-tiny", "--out", ws.run / "metrics.jsonl"], "is an existing file"),
+    ("prepare: --out under a regular file", "cli",
+     lambda ws, bad: ["prepare", "synthetic-tiny", "--out", ws.run / "metrics.jsonl" / "g"],
+     "is a file, not a directory"),
+    # partition
+    ("partition: no graph there", "cli",
+     lambda ws, bad: ["partition", "--graph", bad / "nowhere", "--parts", 2, "--out", bad / "p"],
+     "graph manifest"),
+    ("partition: truncated indices.npy", "cli",
+     lambda ws, bad: ["partition", "--graph", damaged_graph(ws, bad, "indices.npy"), "--parts", 2, "--out", ws.P2],
+     "indices.npy is truncated"),
+    ("partition: meta.json not JSON", "cli",
+     lambda ws, bad: ["partition", "--graph", damaged_graph(ws, bad, "meta.json"), "--parts", 2, "--out", bad / "p"],
+     "is not valid JSON"),
+    ("partition: graph of another format", "cli",
+     lambda ws, bad: ["partition", "--graph", foreign_graph(ws, bad), "--parts", 2, "--out", bad / "p"],
+     "holds format 'supergcn-graph/0'"),
+    ("partition: zero parts", "cli",
+     lambda ws, bad: ["partition", "--graph", ws.graph, "--parts", 0, "--out", bad / "p"], "must be at least 1"),
+    ("partition: more parts than nodes", "cli",
+     lambda ws, bad: ["partition", "--graph", ws.graph, "--parts", 5000, "--out", bad / "p"], "cannot split"),
+    # plan
+    ("plan: partition of another graph", "cli",
+     lambda ws, bad: ["plan", "--graph", ws.other_graph, "--partition", ws.P2, "--strategy", "pre", "--out", ws.plan],
+     "built from a different graph"),
+    ("plan: tampered parts.npy", "cli",
+     lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", tampered_parts(ws, bad), "--strategy", "pre",
+                      "--out", bad / "plan"],
+     "does not match its manifest"),
+    ("plan: truncated parts.npy", "cli",
+     lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", truncated_parts(ws, bad), "--strategy", "pre",
+                      "--out", bad / "plan"],
+     "parts.npy is truncated"),
+    ("plan: unknown strategy", "cli",
+     lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", ws.P2, "--strategy", "both", "--out", bad / "p"],
+     "invalid choice: 'both'"),
+    # volume
+    ("volume: no plan there", "cli", lambda ws, bad: ["volume", bad / "nowhere"], "plan manifest"),
+    ("volume: plan of an older format", "cli", lambda ws, bad: ["volume", old_plan(ws, bad)],
+     "not a plan of this supergcn version"),
+    # train
+    ("train: dropout 1.5", "mpi", lambda ws, bad: train(ws, bad, "--dropout", 1.5), "must be in [0, 1), got 1.5"),
+    ("train: zero epochs", "mpi", lambda ws, bad: train(ws, bad, "--epochs", 0), "must be at least 1"),
+    ("train: 3-bit exchange", "mpi", lambda ws, bad: train(ws, bad, "--bits", 3), "invalid choice"),
+    ("train: DistGNN schedule with Int2", "mpi", lambda ws, bad: train(ws, bad, "--schedule", "cd-5", "--bits", 2),
+     "sends float32 partial aggregates"),
+    ("train: --out an existing directory", "mpi", lambda ws, bad: train(ws, bad, out=ws.tables),
+     "is an existing directory"),
+    ("train: --out under a regular file", "mpi", lambda ws, bad: train(ws, bad, out=ws.run / "model.pt" / "m.jsonl"),
+     "is a file, not a directory"),
+    ("train: --checkpoint an existing directory", "mpi",
+     lambda ws, bad: train(ws, bad, checkpoint=ws.tables), "is an existing directory"),
+    ("train: initial weights not found", "mpi",
+     lambda ws, bad: train(ws, bad, "--init-weights", bad / "none.pt"), "initial weights"),
+    ("train: initial weights a text file", "mpi",
+     lambda ws, bad: train(ws, bad, "--init-weights", text_file(bad)), "are not a torch state dict"),
+    ("train: initial weights of another model", "mpi",
+     lambda ws, bad: train(ws, bad, "--init-weights", ws.run / "model.pt", hidden=16), "do not fit this model"),
+    ("train: resume from a damaged checkpoint", "mpi",
+     lambda ws, bad: train(ws, bad, "--resume", checkpoint=damaged_checkpoint(ws, bad)),
+     "damaged or not a supergcn checkpoint"),
+    ("train: resume from a checkpoint that would run code", "mpi",
+     lambda ws, bad: train(ws, bad, "--resume", checkpoint=exploit_checkpoint(bad)),
+     "damaged or not a supergcn checkpoint"),
+    ("train: truncated rank file of the plan", "mpi",
+     lambda ws, bad: train(ws, bad, plan=damaged_plan(ws, bad, truncate_rank=1)), "does not match the hash"),
+    ("train: rank file of another plan", "mpi",
+     lambda ws, bad: train(ws, bad, plan=damaged_plan(ws, bad, swap_from=ws.pre_plan)), "does not match the hash"),
+    ("train: plan of another partition", "mpi",
+     lambda ws, bad: train(ws, bad, partition=ws.P2_other), "built from a different partition"),
+    ("train: truncated graph features", "mpi",
+     lambda ws, bad: train(ws, bad, graph=damaged_graph(ws, bad, "features.npy")), "features.npy is truncated"),
+    ("train: three ranks for a plan of two", "mpi3", lambda ws, bad: train(ws, bad), "launch with `mpiexec -n 2`"),
+    # tables and figures
+    ("tables: truncated metrics file", "cli",
+     lambda ws, bad: ["tables", "--runs", ws.run / "metrics.jsonl", truncated_metrics(ws, bad), "--out-dir",
+                      ws.tables],
+     "line 2 is not JSON"),
+    ("tables: metrics file of a run that never finished", "cli",
+     lambda ws, bad: ["tables", "--runs", bad / "nowhere.jsonl", "--out-dir", ws.tables], "not found"),
+    ("tables: --plans without a dataset", "cli",
+     lambda ws, bad: ["tables", "--runs", ws.run / "metrics.jsonl", "--plans", ws.plan, "--out-dir", ws.tables],
+     "--plans takes DATASET=PLAN_DIR"),
+    ("tables: unknown speed-up baseline", "cli",
+     lambda ws, bad: ["tables", "--runs", ws.run / "metrics.jsonl", "--baseline", "post-fp32-nolp", "--out-dir",
+                      ws.tables],
+     "speed-up baseline 'post-fp32-nolp'"),
+    ("figures: no tables", "cli",
+     lambda ws, bad: ["figures", "--tables-dir", bad / "nowhere", "--out-dir", bad / "figures"], "runs.csv not found"),
+    ("figures: an empty table", "cli",
+     lambda ws, bad: ["figures", "--tables-dir", empty_table(ws, bad), "--out-dir", bad / "figures"],
+     "scaling.csv is damaged"),
+    # pjm
+    ("pjm submit: no site file", "cli",
+     lambda ws, bad: ["pjm", "submit", "--site", bad / "site.yaml", "--nodes", 1, "--procs", 4, "--threads", 12,
+                      "--elapse-minutes", 10, bad / "job.sh"],
+     "site file"),
+    ("pjm status: pjstat fails", "cli",
+     lambda ws, bad: ["pjm", "status", "--state-dir", bad / "pjm", "4242"], "pjstat: PJM is not available"),
+    ("pjm status: no pjstat on PATH", "cli",
+     lambda ws, bad: ["pjm", "status", "--state-dir", bad / "pjm", "4242"], "pjstat not found"),
+    # the Snakemake config
+    ("config: negative learning rate", "snakemake",
+     lambda ws, bad: config_overlay(bad, training={"lr": -1}), "training.lr: -1 is less than"),
+    ("config: unknown key", "snakemake",
+     lambda ws, bad: config_overlay(bad, learning_rate=0.1), "'learning_rate' was unexpected"),
+    ("config: 3-bit variant", "snakemake",
+     lambda ws, bad: config_overlay(bad, variants=[{"strategy": "hybrid", "bits": 3, "label_propagation": False}]),
+     "variants.0.bits: 3 is not one of"),
+    ("config: a variant that cannot run", "snakemake",
+     lambda ws, bad: config_overlay(bad, variants=[{"strategy": "pre", "bits": 2, "label_propagation": False,
+                                                    "schedule": "cd-5"}]),
+     "schedule cd-5 (DistGNN) sends float32"),
+    ("config: renamed key", "snakemake",
+     lambda ws, bad: config_overlay(bad, model={}), "config key `model:` is now `perf:`"),
+]
+ENVIRONMENTS = {"pjm status: pjstat fails": pjstat_failing, "pjm status: no pjstat on PATH": lambda bad: without_pjm()}
+
+
+def train(ws, bad, *extra, graph=None, partition=None, plan=None, out=None, checkpoint=None, hidden=8) -> list:
+    """A training command whose every output would go to ``bad`` (unless a case names one)."""
+    return ["train", *train_inputs(ws, graph, partition, plan), "--out", out or bad / "metrics.jsonl",
+            "--epochs", 2, "--hidden", hidden, "--checkpoint", checkpoint or bad / "checkpoint.pt",
+            "--checkpoint-every", 1, "--save-model", bad / "model.pt", "--save-logits", bad / "logits.npy", *extra]
+
+
+def damaged_graph(ws, bad, name) -> Path:
+    graph = copy_of(ws.graph, bad / "graph")
+    truncate(graph / name)
+    return graph
+
+
+def foreign_graph(ws, bad) -> Path:
+    graph = copy_of(ws.graph, bad / "graph")
+    meta = json.loads((graph / "meta.json").read_text())
+    (graph / "meta.json").write_text(json.dumps({**meta, "format": "supergcn-graph/0"}))
+    return graph
+
+
+def tampered_parts(ws, bad) -> Path:
+    partition = copy_of(ws.P2, bad / "P2")
+    parts = np.load(partition / "parts.npy")
+    np.save(partition / "parts.npy", 1 - parts)
+    return partition
+
+
+def truncated_parts(ws, bad) -> Path:
+    partition = copy_of(ws.P2, bad / "P2")
+    truncate(partition / "parts.npy")
+    return partition
+
+
+def old_plan(ws, bad) -> Path:
+    plan = copy_of(ws.plan, bad / "plan")
+    manifest = json.loads((plan / "plan.json").read_text())
+    (plan / "plan.json").write_text(json.dumps({**manifest, "format": "supergcn-plan/1"}))
+    return plan
+
+
+def damaged_plan(ws, bad, truncate_rank=None, swap_from=None) -> Path:
+    plan = copy_of(ws.plan, bad / "plan")
+    if truncate_rank is not None:
+        truncate(plan / f"rank_{truncate_rank:05d}.npz", keep=0.9)
+    if swap_from is not None:
+        shutil.copy(swap_from / "rank_00000.npz", plan / "rank_00000.npz")
+    return plan
+
+
+def text_file(bad) -> Path:
+    path = bad / "weights.pt"
+    path.write_text("these are not weights\n")
+    return path
+
+
+def damaged_checkpoint(ws, bad) -> Path:
+    path = bad / "old-checkpoint.pt"
+    shutil.copy(ws.run / "model.pt", path)
+    truncate(path)
+    return path
+
+
+def exploit_checkpoint(bad) -> Path:
+    path = bad / "old-checkpoint.pt"
+    with open(path, "wb") as handle:
+        pickle.dump({"epoch": 1, "model": Exploit(bad / "exploited")}, handle)
+    return path
+
+
+def truncated_metrics(ws, bad) -> Path:
+    path = bad / "killed.jsonl"
+    text = (ws.run / "metrics.jsonl").read_text()
+    first_two = text.splitlines(keepends=True)[:2]
+    path.write_text(first_two[0] + first_two[1][:len(first_two[1]) // 2])
+    return path
+
+
+def empty_table(ws, bad) -> Path:
+    tables = copy_of(ws.tables, bad / "tables")
+    (tables / "scaling.csv").write_text("")
+    return tables
+
+
+def run_case(runner: str, command, env: dict) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    if runner == "snakemake":
+        return subprocess.run([str(BIN / "snakemake"), "-n", "--configfiles", "config/config.yaml", str(command)],
+                              cwd=REPO, capture_output=True, text=True, env=full_env, timeout=300)
+    launcher = {"cli": [], "mpi": [mpiexec(), "-n", "2"], "mpi3": [mpiexec(), "-n", "3"]}[runner]
+    return subprocess.run([*launcher, sys.executable, "-m", "supergcn.cli", *map(str, command)], capture_output=True,
+                          text=True, env=full_env, timeout=300)
+
+
+@pytest.mark.parametrize("name, runner, make, message", CASES, ids=[case[0] for case in CASES])
+def test_bad_input_is_one_clear_line_and_leaves_nothing(good, tmp_path, name, runner, make, message):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    env = ENVIRONMENTS.get(name, lambda bad: {})(bad)
+    command = make(good, bad)
+    good_before, bad_before = snapshot(good.root), snapshot(bad)
+    result = run_case(runner, command, env)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "Traceback" not in output, output
+    errors = [line for line in output.splitlines() if "error:" in line]
+    assert len(errors) == 1, output
+    line = errors[0]
+    if runner != "snakemake":
+        assert result.returncode == 2, output
+        assert ERROR_LINE.match(line), line
+    else:
+        assert line.startswith("supergcn config: error: "), line
+    assert message in line, line
+    assert " — " in line, f"no fix given: {line}"
+    assert snapshot(good.root) == good_before, "an earlier good output was touched"
+    assert snapshot(bad) == bad_before, "the failed step left output or a temporary behind"
+    assert not (bad / "exploited").exists()
+
+
+def test_enough_distinct_bad_inputs_are_covered():
+    steps = {name.split(":")[0].split()[0] for name, *_ in CASES}
+    assert len(CASES) >= 30 and len({name for name, *_ in CASES}) == len(CASES)
+    assert steps == {"prepare", "partition", "plan", "volume", "train", "tables", "figures", "pjm", "config"}
+
+
+def test_a_truncated_raw_planetoid_file_is_named(tmp_path):
+    """The real Cora files with one truncated (PyG unpickles them)."""
+    cora = SHARED_DATASETS / "planetoid" / "Cora" / "raw"
+    if not cora.is_dir():
+        pytest.skip(f"real datasets not found at {SHARED_DATASETS}")
+    raw = tmp_path / "planetoid" / "Cora" / "raw"
+    shutil.copytree(cora, raw)
+    truncate(raw / "ind.cora.x")
+    result = run_cli("prepare", "cora", "--raw-root", tmp_path, "--out", tmp_path / "g")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("error:") == 1 and "the raw files of Planetoid under" in result.stderr
+    assert not (tmp_path / "g").exists()
+
+
+def test_debug_shows_the_traceback_behind_a_user_error(tmp_path):
+    quiet = run_cli("partition", "--graph", tmp_path / "nowhere", "--parts", 2, "--out", tmp_path / "p")
+    loud = run_cli("partition", "--graph", tmp_path / "nowhere", "--parts", 2, "--out", tmp_path / "p", "--debug")
+    assert quiet.returncode == loud.returncode == 2
+    assert "Traceback" not in quiet.stderr and "Traceback" in loud.stderr
+    assert quiet.stderr.strip().splitlines()[-1] == loud.stderr.strip().splitlines()[-1]
+
+
+def test_a_checkpoint_that_would_run_code_is_never_unpickled(good, tmp_path):
+    """The exploit really runs under a plain unpickler (so the test above can fail)."""
+    marker = tmp_path / "exploited"
+    path = tmp_path / "c.pt"
+    torch.save({"model": Exploit(marker)}, path)
+    torch.load(path, weights_only=False)
+    assert marker.exists()
