@@ -72,8 +72,8 @@ def build_parser(words: list[str] | tuple[str, ...] = ()) -> argparse.ArgumentPa
     """The parser of the command that the leading command-line ``words`` name, else of
     every command starting with ``words[0]``, else of all; each leaf parser's ``module``
     default is its command module."""
-    parser = Parser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training "
-                                     "on CPU clusters, and the steps of its scaling pipeline.")
+    parser = Parser(prog="supergcn", description="SuperGCN: distributed full-batch GNN training on CPU clusters, "
+                    "and the steps of its scaling pipeline.")
     parser.add_argument("--version", action="version", version=f"supergcn {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     names = command_names()

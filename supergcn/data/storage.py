@@ -23,7 +23,7 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
-from supergcn.errors import SuperGCNError
+from supergcn.errors import SuperGCNError, first_line
 
 
 @contextlib.contextmanager
@@ -69,8 +69,6 @@ def reading_raw(dataset: str, folder: str | os.PathLike) -> Iterator[None]:
     except SuperGCNError:
         raise
     except Exception as exc:  # noqa: BLE001 - any parser's failure on the user's files
-        from supergcn.errors import first_line
-
         raise SuperGCNError(f"the raw files of {dataset} under {folder} could not be read "
                             f"({type(exc).__name__}: {first_line(exc)}): they are truncated or damaged",
                             "restore them from the original archive (or delete them to download again)") from exc

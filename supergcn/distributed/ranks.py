@@ -3,8 +3,8 @@
 An error seen by every rank at the same point (a :class:`CollectiveError`, usually from
 :func:`agree`) is reported once, by rank 0, and every rank exits with status 2. Any other
 error happened on some ranks only, while the others may be blocked in a collective: the
-failing rank reports it with its rank number and aborts the whole job (a bug, not a
-user error, with its traceback).
+failing rank reports it with its rank number (with a traceback only if it is a bug) and
+aborts the whole job.
 """
 
 from __future__ import annotations
