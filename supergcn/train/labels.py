@@ -19,8 +19,8 @@ from supergcn.distributed.ranks import CollectiveError
 def label_input_quotas(train_counts: np.ndarray, label_rate: float) -> np.ndarray:
     """Label inputs per rank, from every rank's number of training nodes.
 
-    Together they are ``round(label_rate * N)`` of the N training nodes, the count a single
-    process would draw, whatever the partition: each rank gets ``floor(label_rate * n_r)``
+    Together they are ``floor(label_rate * N + 1/2)`` of the N training nodes, the count a
+    single process would draw, whatever the partition: each rank gets ``floor(label_rate * n_r)``
     and the remainder goes one each to the ranks with the largest fractional parts (ties to
     the lower rank; Hamilton's apportionment). Rounding per rank instead would move the
     effective rate with P (ranks of 1, 2, 3 and 4 training nodes would feed 100 %, 50 %,
