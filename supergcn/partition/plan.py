@@ -327,11 +327,11 @@ def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
     return manifest
 
 
-def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
+def load_rank_plan(directory: str | Path, rank: int, manifest: dict | None = None) -> RankPlan:
     """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`save_plans`,
-    checked against the hash its manifest recorded."""
+    checked against the hash its ``manifest`` (read here when not given) recorded."""
     directory = Path(directory)
-    manifest = read_plan_manifest(directory)
+    manifest = read_plan_manifest(directory) if manifest is None else manifest
     path = _rank_file(directory, rank)
     if not path.is_file():
         raise SuperGCNError(f"plan file {path} is missing", "rerun `supergcn plan`")

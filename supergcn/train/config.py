@@ -92,17 +92,14 @@ class TrainConfig:
                                 "use --bits 32 or --schedule sync")
         return problems
 
-    def outputs(self) -> dict[str, Path]:
-        """The files this run writes, by option name."""
-        return {name: Path(getattr(self, name)) for name in ("out", "checkpoint", "save_model", "save_logits")
-                if getattr(self, name) is not None}
-
     def check_outputs(self) -> None:
-        """Refuse, before any work, outputs that could not be written at the end."""
+        """Refuse, before any work, the files this run writes that could not be written at
+        the end (the command line checks them as it parses; this is for callers of the API)."""
         from supergcn.data.storage import check_output_path
 
-        for path in self.outputs().values():
-            check_output_path(path, directory=False)
+        for path in (self.out, self.checkpoint, self.save_model, self.save_logits):
+            if path is not None:
+                check_output_path(path, directory=False)
 
     def as_json(self) -> dict:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}

@@ -46,7 +46,7 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     if plan_manifest["num_ranks"] != world_size:
         raise SuperGCNError(f"plan {config.plan} is for {plan_manifest['num_ranks']} ranks but {world_size} were "
                             "started", f"launch with `mpiexec -n {plan_manifest['num_ranks']}`")
-    plan = load_rank_plan(config.plan, rank)
+    plan = load_rank_plan(config.plan, rank, plan_manifest)
     graph = load_graph(config.graph, mmap=True)
     owned = partition.new_to_old[plan.offset:plan.offset + plan.num_owned]
 

@@ -102,24 +102,18 @@ def summary_record(records: list[dict], best: dict, final_accuracy: dict, parame
             "peak_memory_bytes_per_rank": peak_memory}
 
 
-class MetricsWriter:
-    """Rank 0's metrics file: the header, the epoch records and the summary, written in
-    one piece (through a temporary file and a rename) when the run has finished, and a
-    progress line per epoch on stdout meanwhile."""
+def print_progress(record: dict) -> None:
+    """One line about a finished epoch on stdout (rank 0: the run's log shows how it goes)."""
+    accuracy = " ".join(f"{name} {record[f'{name}_acc']:.4f}" for name in ("train", "val", "test")
+                        if record.get(f"{name}_acc") is not None)
+    print(f"epoch {record['epoch']}: loss {record['loss']:.4f} {accuracy} "
+          f"({record['seconds']['max']['total']:.3f} s)", flush=True)
 
-    def __init__(self, out: Path) -> None:
-        self.out = Path(out)
 
-    @staticmethod
-    def progress(record: dict) -> None:
-        """One line about a finished epoch (the run's log shows how it goes)."""
-        accuracy = " ".join(f"{name} {record[f'{name}_acc']:.4f}" for name in ("train", "val", "test")
-                            if record.get(f"{name}_acc") is not None)
-        print(f"epoch {record['epoch']}: loss {record['loss']:.4f} {accuracy} "
-              f"({record['seconds']['max']['total']:.3f} s)", flush=True)
-
-    def write(self, header: dict, records: list[dict], summary: dict) -> None:
-        write_text(self.out, "".join(json.dumps(r) + "\n" for r in [header, *records, summary]))
+def write_metrics(out: str | Path, header: dict, records: list[dict], summary: dict) -> None:
+    """The whole metrics file, in one piece (a temporary file and a rename) once the run
+    has finished (rank 0)."""
+    write_text(out, "".join(json.dumps(r) + "\n" for r in [header, *records, summary]))
 
 
 def timed_epochs(records: list[dict]) -> list[dict]:

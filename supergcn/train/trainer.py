@@ -45,7 +45,14 @@ from supergcn.train.config import TrainConfig
 from supergcn.train.data import load_rank_data
 from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
-from supergcn.train.metrics import MetricsWriter, epoch_record, peak_memory_bytes, run_header, summary_record
+from supergcn.train.metrics import (
+    epoch_record,
+    peak_memory_bytes,
+    print_progress,
+    run_header,
+    summary_record,
+    write_metrics,
+)
 
 #: The best epochs before any: by validation accuracy (the OGB protocol) and by validation
 #: loss (upstream SuperGCN's checkpoint rule).
@@ -95,7 +102,6 @@ class Trainer:
         self.labels = LabelInputSplit(self.data.train_mask, config.label_rate, self.communicator)
         self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
                                          config.trajectory_fingerprint(self.data.hashes))
-        self.metrics = MetricsWriter(config.out)
         self.parameters = list(self.model.parameters())
         self.allreduce_bytes = allreduce_bytes(self.parameters)  # per rank and epoch
         self.records: list[dict] = []
@@ -230,7 +236,7 @@ class Trainer:
                     record["bit_assignment"] = assignment
             if self.rank == 0:
                 self.records.append(record)
-                self.metrics.progress(record)
+                print_progress(record)
             if self.checkpointer.due(epoch):
                 self.checkpointer.save(epoch, self.model, self.optimizer, self.rank_state(), self.records,
                                        self.best)
@@ -247,7 +253,7 @@ class Trainer:
             return
         if self.config.save_model is not None:
             exports.save_model(self.model, self.config.save_model)
-        self.metrics.write(header, self.records,
+        write_metrics(self.config.out, header, self.records,
                            summary_record(self.records, self.best, accuracy, hashes, peak_memory))
         self.checkpointer.discard()
 

@@ -8,7 +8,7 @@ import pytest
 from supergcn.distributed.timing import DETAIL, PhaseTimer
 from supergcn.errors import SuperGCNError
 from supergcn.report.tables import accuracy_table, breakdown_table, runs_table, scaling_table
-from supergcn.train.metrics import MetricsWriter, summary_record
+from supergcn.train.metrics import summary_record, write_metrics
 
 
 def write_run(path, num_ranks, epoch_phases, peaks, best=None):
@@ -21,8 +21,7 @@ def write_run(path, num_ranks, epoch_phases, peaks, best=None):
     header = {"type": "header", "dataset": "g", "num_ranks": num_ranks, "strategy": "hybrid",
               "threads_per_rank": 1, "config": {"bits": 32, "label_rate": 0.0, "seed": 0}}
     best = best or {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}
-    MetricsWriter(path).write(header, records, summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks,
-                                                              peaks))
+    write_metrics(path, header, records, summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks, peaks))
     return path
 
 

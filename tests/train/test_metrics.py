@@ -8,7 +8,7 @@ from mpi4py import MPI
 
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError
-from supergcn.train.metrics import MetricsWriter, epoch_record, read_metrics, summary_record
+from supergcn.train.metrics import epoch_record, print_progress, read_metrics, summary_record, write_metrics
 
 
 def seconds(total, aggregation):
@@ -52,15 +52,14 @@ def test_a_resumed_run_leaves_out_the_warm_up_epoch_of_each_process():
 
 def test_writer_writes_the_whole_file_at_once_and_prints_progress(tmp_path, capsys):
     out = tmp_path / "m.jsonl"
-    writer = MetricsWriter(out)
     epochs = [{"type": "epoch", "epoch": e, "loss": 0.5, "train_acc": 0.25, "val_acc": None,
                "seconds": {"max": {"total": 0.125}}} for e in (1, 2)]
     for record in epochs:
-        writer.progress(record)
+        print_progress(record)
     assert not out.exists()
     assert capsys.readouterr().out.splitlines() == ["epoch 1: loss 0.5000 train 0.2500 (0.125 s)",
                                                     "epoch 2: loss 0.5000 train 0.2500 (0.125 s)"]
-    writer.write({"type": "header"}, epochs, {"type": "summary", "epochs": 2})
+    write_metrics(out, {"type": "header"}, epochs, {"type": "summary", "epochs": 2})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl"]  # no temporary left
     header, read, summary = read_metrics(out)
     assert header == {"type": "header"} and [e["epoch"] for e in read] == [1, 2] and summary["epochs"] == 2
@@ -74,8 +73,8 @@ def test_writer_writes_the_whole_file_at_once_and_prints_progress(tmp_path, caps
 ])
 def test_a_damaged_metrics_file_is_refused_with_its_fix(tmp_path, damage, message):
     out = tmp_path / "m.jsonl"
-    MetricsWriter(out).write({"type": "header", "pad": "x" * 10}, [{"type": "epoch", "epoch": 1, "pad": "y" * 200}],
-                             {"type": "summary"})
+    write_metrics(out, {"type": "header", "pad": "x" * 10}, [{"type": "epoch", "epoch": 1, "pad": "y" * 200}],
+                  {"type": "summary"})
     out.write_text(damage(out.read_text()))
     with pytest.raises(SuperGCNError, match=message) as caught:
         read_metrics(out)
