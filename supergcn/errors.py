@@ -57,6 +57,24 @@ def launched_rank() -> int:
     return 0
 
 
+def wrong_world_size(what: str, ranks: int, started: int) -> SuperGCNError:
+    """The error for ``what`` (made for ``ranks`` ranks) run by ``started``, with the launch
+    that fits where this process runs.
+
+    Under srun, one process per task alone in its world means srun offered no MPI plugin
+    (Slurm's default ``MpiDefault=none``): each task became a singleton MPI job.
+    """
+    tasks = os.environ.get("SLURM_STEP_NUM_TASKS", os.environ.get("SLURM_NTASKS", ""))
+    if "SLURM_JOB_ID" not in os.environ:
+        return SuperGCNError(f"{what} is for {ranks} ranks but {started} were started", f"launch with "
+                             f"`mpiexec -n {ranks}`")
+    fix = f"launch with `srun --mpi=pmi2 -n {ranks}` (`srun --mpi=list` shows the MPI plugins of your Slurm)"
+    if started == 1 and tasks.isdigit() and int(tasks) > 1:
+        return SuperGCNError(f"srun started {tasks} separate single-process MPI jobs instead of one of {tasks} ranks "
+                             "(Slurm's MpiDefault is none)", fix)
+    return SuperGCNError(f"{what} is for {ranks} ranks but {started} were started", fix)
+
+
 def debugging(requested: bool = False) -> bool:
     """Whether user errors show their traceback: ``--debug`` or ``SUPERGCN_DEBUG=1``."""
     return requested or os.environ.get(DEBUG_ENV, "") not in ("", "0")

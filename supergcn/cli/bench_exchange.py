@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from supergcn.cli._args import output_file, positive_int, print_json
-from supergcn.errors import SuperGCNError
+from supergcn.errors import wrong_world_size
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, PRECISIONS
 
 HELP = "time one layer's boundary exchange of a plan (run under mpiexec -n P)"
@@ -28,7 +28,7 @@ def check_plan_size(plan_dir: Path, size: int) -> None:
 
     ranks = read_plan_manifest(plan_dir)["num_ranks"]
     if ranks != size:
-        raise SuperGCNError(f"plan {plan_dir} is for {ranks} ranks, not {size}", f"run with mpiexec -n {ranks}")
+        raise wrong_world_size(f"plan {plan_dir}", ranks, size)
 
 
 def run(args) -> int:

@@ -13,7 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
-from supergcn.errors import USER_ERROR, SuperGCNError, report
+from supergcn.errors import USER_ERROR, SuperGCNError, launched_rank, report
 
 
 class CollectiveError(SuperGCNError):
@@ -48,7 +48,8 @@ def run_ranked(work: Callable[[object], None], comm, command: str, debug: bool =
         work(comm)
         return 0
     except CollectiveError as exc:
-        if rank == 0:
+        # launched_rank(): under srun without an MPI plugin every task is rank 0 of a world of its own.
+        if rank == 0 and launched_rank() == 0:
             report(command, str(exc), exc, debug)
         return USER_ERROR
     except BaseException as exc:  # noqa: BLE001 - every failure must abort all ranks

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from supergcn.data.graph import load_graph, read_graph_meta
-from supergcn.errors import SuperGCNError
+from supergcn.errors import wrong_world_size
 from supergcn.partition.metis import load_partition
 from supergcn.partition.plan import RankPlan, load_rank_plan, read_plan_manifest
 from supergcn.train.config import TrainConfig
@@ -44,8 +44,7 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     partition, part_manifest = load_partition(config.partition, meta["hash"])
     plan_manifest = read_plan_manifest(config.plan, meta["hash"], part_manifest["partition_hash"])
     if plan_manifest["num_ranks"] != world_size:
-        raise SuperGCNError(f"plan {config.plan} is for {plan_manifest['num_ranks']} ranks but {world_size} were "
-                            "started", f"launch with `mpiexec -n {plan_manifest['num_ranks']}`")
+        raise wrong_world_size(f"plan {config.plan}", plan_manifest["num_ranks"], world_size)
     plan = load_rank_plan(config.plan, rank, plan_manifest)
     graph = load_graph(config.graph, mmap=True)
     owned = partition.new_to_old[plan.offset:plan.offset + plan.num_owned]

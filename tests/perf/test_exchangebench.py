@@ -36,5 +36,5 @@ def test_bench_exchange_moves_the_bytes_the_model_counts(tiny_plans, tmp_path, b
 def test_bench_exchange_with_the_wrong_rank_count_fails_cleanly(tiny_plans):
     result = run_mpi(3, "bench", "exchange", "--plan", tiny_plans / "P2-hybrid")
     assert result.returncode == 2
-    assert "is for 2 ranks, not 3 — run with mpiexec -n 2" in result.stderr
+    assert "is for 2 ranks but 3 were started — launch with `mpiexec -n 2`" in result.stderr
     assert result.stderr.count("error:") == 1
