@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,8 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SNAKEMAKE = str(BIN / "snakemake")
 SHARED_DATASETS = Path(os.environ.get("SUPERGCN_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
 
 
@@ -63,10 +66,25 @@ def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
                           cwd=cwd)
 
 
+def snakemake(*args, cwd=REPO, env_extra=None, timeout=600) -> subprocess.CompletedProcess:
+    """The venv's Snakemake, with the venv's bin/ first on PATH and one thread per process."""
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    return subprocess.run([SNAKEMAKE, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def copy_workflow(destination: Path) -> Path:
+    """The Snakefile, workflow/ and config/ copied to ``destination``, to run a study there."""
+    destination.mkdir(parents=True)
+    shutil.copy(REPO / "Snakefile", destination)
+    for folder in ("workflow", "config"):
+        shutil.copytree(REPO / folder, destination / folder)
+    return destination
+
+
 def mpiexec() -> str:
     """The MPI launcher beside this interpreter (the mpich wheel's), else the one on PATH."""
-    import shutil
-    beside = Path(sys.executable).parent / "mpiexec"
+    beside = BIN / "mpiexec"
     found = str(beside) if beside.exists() else shutil.which("mpiexec")
     if found is None:
         pytest.skip("no mpiexec found (install the mpich wheel or a system MPI)")

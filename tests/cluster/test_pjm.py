@@ -149,6 +149,15 @@ def test_a_job_pjstat_never_lists_fails_after_the_timeout(tmp_path, capsys):
     assert "not been listed by pjstat" in capsys.readouterr().err
 
 
+def test_a_job_that_vanishes_from_pjstat_and_its_history_fails_after_the_timeout(tmp_path, capsys):
+    listed, _ = fake_run({"pjstat": (f"{PJSTAT_HEADER}9714       RUN -   -   -\n", 0)})
+    gone, _ = fake_run({"pjstat": (PJSTAT_HEADER, 0), "history": (PJSTAT_HEADER, 0)})
+    answers = [pjm.status("9714", tmp_path, missing_timeout=600, max_age=0, run=run, now=lambda: moment)
+               for run, moment in ((listed, 1000.0), (gone, 1100.0), (gone, 1600.0), (gone, 1800.0))]
+    assert answers == ["running", "running", "running", "failed"]
+    assert "not been listed by pjstat" in capsys.readouterr().err
+
+
 def test_a_failing_pjstat_is_an_error_not_a_running_job(tmp_path):
     run, _ = fake_run({"pjstat": ("[ERR.] PJM 0290 pjstat PJM daemon is not present.\n", 1)})
     with pytest.raises(SuperGCNError, match="PJM daemon is not present"):

@@ -5,23 +5,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO
-
-BIN = Path(sys.executable).parent
-SNAKEMAKE = str(BIN / "snakemake")
-
-
-def snakemake(*args, cwd=REPO, env_extra=None, timeout=600):
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1", **(env_extra or {})}
-    return subprocess.run([SNAKEMAKE, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=timeout)
+from conftest import BIN, REPO, SNAKEMAKE, copy_workflow, snakemake
 
 
 def planned_jobs(output: str) -> dict[str, int]:
@@ -104,56 +94,37 @@ def test_no_default_workflow_profile_can_override_a_cluster_profile():
         assert not (REPO / candidate).exists()
 
 
-def test_slurm_profile_dry_run_uses_srun_and_rank_resources(tmp_path):
+def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without_mpi(tmp_path):
+    # The SLURM executor refuses the `mpi` resource with one task; its srun needs --mpi=pmi2
+    # where Slurm's MpiDefault is none, and SRUN_CPUS_PER_TASK since Slurm 22.05 (tests/cluster/test_slurm.py
+    # runs all of it on a real Slurm).
     result = snakemake("-n", "-p", "--profile", "workflow/profiles/slurm")
     assert result.returncode == 0, result.stderr
     jobs = train_jobs(result.stdout)
-    assert jobs
+    launcher = yaml.safe_load((REPO / "config" / "slurm.yaml").read_text())["execution"]["mpi"]
+    assert launcher.startswith("srun --mpi=pmi2")
+    assert {int(job["wildcards"]["P"]) for job in jobs} >= {1, 2}
     for job in jobs:
-        assert job["resources"]["mpi"] == "srun"
-        assert int(job["resources"]["tasks"]) == int(job["wildcards"]["P"])
-        assert job["resources"]["cpus_per_task"] == "8"
-    assert re.search(r"^Shell command: rank_files=.*; status=0; srun -n 2 +python -m supergcn.cli train .* "
-                     r"--threads 8 ", result.stdout, re.M)
+        procs, resources = int(job["wildcards"]["P"]), job["resources"]
+        assert resources.get("mpi") == (launcher if procs > 1 else None)
+        assert int(resources["tasks"]) == procs
+        assert resources["cpus_per_task"] == "8" and resources["runtime"] == "60"
+        assert re.search(rf"^Shell command: rank_files=.*; status=0; SRUN_CPUS_PER_TASK=8 {re.escape(launcher)} "
+                         rf"-n {procs} +python -m supergcn.cli train .*--out \S*/P{procs}/.* --threads 8 ",
+                         result.stdout, re.M)
 
 
-def test_slurm_profile_generates_sbatch_options(tmp_path):
-    """Runs one train job through the SLURM executor with a recording sbatch."""
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    record = tmp_path / "sbatch.args"
-    (fake / "sbatch").write_text(f"#!/bin/bash\nprintf '%s\\n' \"$@\" > {record}\necho 4242\n")
-    (fake / "sacct").write_text("#!/bin/bash\necho '4242|FAILED|1:0'\n")
-    (fake / "squeue").write_text("#!/bin/bash\nexit 0\n")
-    (fake / "sinfo").write_text("#!/bin/bash\nexit 0\n")
-    (fake / "sacctmgr").write_text("#!/bin/bash\necho your_account\n")  # the plugin validates the account
-    for tool in fake.iterdir():
-        tool.chmod(0o755)
-    workdir = copy_workflow(tmp_path / "wf")
-    overlay = write_overlay(tmp_path, datasets=["synthetic-tiny"])
-    plan = "data/plans/synthetic-tiny/P4/hybrid"
-    prepared = snakemake(plan, "--profile", REPO / "workflow/profiles/local", "--configfiles",
-                         "config/config.yaml", overlay, cwd=workdir)
-    assert prepared.returncode == 0, prepared.stderr
-    target = "results/runs/synthetic-tiny/P4/hybrid-fp32-nolp/seed0.jsonl"
-    run = snakemake(target, "--profile", REPO / "workflow/profiles/slurm", "--configfiles", "config/config.yaml",
-                    "config/slurm.yaml", overlay, "--slurm-init-seconds-before-status-checks", 1,
-                    "--seconds-between-status-checks", 1, cwd=workdir,
-                    env_extra={"PATH": f"{fake}:{BIN}:{os.environ['PATH']}"}, timeout=300)
-    assert record.exists(), "sbatch was not called:\n" + run.stdout[-2000:] + run.stderr[-2000:]
-    args = record.read_text()
-    assert re.search(r"--ntasks[= ]4\b", args)
-    assert re.search(r"--cpus-per-task[= ]8\b", args)
-    assert "-A\nyour_account\n" in args and "-p\nyour_partition\n" in args
-    assert "--target-jobs 'train:dataset=synthetic-tiny,P=4" in args
-
-
-def copy_workflow(destination: Path) -> Path:
-    destination.mkdir(parents=True)
-    shutil.copy(REPO / "Snakefile", destination)
-    for folder in ("workflow", "config"):
-        shutil.copytree(REPO / folder, destination / folder)
-    return destination
+def test_overriding_default_resources_keeps_every_job_s_runtime(tmp_path):
+    # --default-resources replaces a profile's whole list; runtime lives in the rules instead.
+    result = snakemake("-n", "--profile", "workflow/profiles/slurm", "--default-resources", "slurm_account=a")
+    assert result.returncode == 0, result.stderr
+    local = {"all", *(name for rules in (REPO / "workflow" / "rules").glob("*.smk")
+                      for block in re.findall(r"^localrules:\n((?:    \w+,\n)+)", rules.read_text(), re.M)
+                      for name in re.findall(r"\w+", block))}
+    submitted = [block for block in result.stdout.split("\nrule ")[1:] if block.split(":")[0] not in local]
+    assert {block.split(":")[0] for block in submitted} >= {"partition", "plan", "train", "bench_comm"}
+    for block in submitted:
+        assert "runtime=60" in block and "slurm_account=a" in block, block
 
 
 #: The tiny study of .test/config/config.yaml, an overlay of config/config.yaml.

@@ -158,3 +158,60 @@ def nodes_for(wildcards):
 def memory_per_node(wildcards):
     """Schedulers apply mem_mb per node: the ranks that share one."""
     return min(int(wildcards.P), EXECUTION["ranks_per_node"]) * EXECUTION["mem_mb_per_rank"]
+
+
+def mpi_resource(wildcards):
+    """Marks a job of several ranks for the SLURM executor, which refuses `mpi` with one task.
+
+    Without it, the executor runs the job inside a one-task step of its own, so the one
+    rank's launcher must share that step's CPUs (`srun --overlap`, config/slurm.yaml).
+    """
+    return EXECUTION["mpi"] if int(wildcards.P) > 1 else None
+
+
+def launch_ranks(wildcards):
+    """The launcher of P ranks, e.g. `mpiexec -n 4`. srun (Slurm >= 22.05) no longer takes
+    the job's cpus-per-task for its step, so SRUN_CPUS_PER_TASK hands it every rank's threads."""
+    return f"SRUN_CPUS_PER_TASK={EXECUTION['threads_per_rank']} {EXECUTION['mpi']} -n {wildcards.P}"
+
+
+#: What a job of P MPI ranks asks of a scheduler (train, bench comm, bench exchange). The
+#: launcher is a resource, not a parameter, so that moving a study between machines (mpiexec
+#: here, srun there) does not rerun its finished jobs.
+RANK_JOB = dict(
+    mpi=mpi_resource,
+    launch=launch_ranks,
+    tasks=lambda wildcards: int(wildcards.P),
+    nodes=nodes_for,
+    cpus_per_task=EXECUTION["threads_per_rank"],
+    runtime=EXECUTION["runtime_minutes"],
+    mem_mb=memory_per_node,
+)
+
+
+onstart:
+    # Before the SLURM executor submits anything (never in dry runs or inside jobs), check
+    # the cluster against the jobs about to be submitted: status queries, account,
+    # partition, and a node for every rank job; and let it see cancelled jobs fail.
+    if workflow.executor_plugin.name == "slurm":
+        from supergcn.cluster.slurm import RankJob, check_cluster, recognise_cancelled_jobs
+
+        recognise_cancelled_jobs()
+
+        rank_jobs = [
+            RankJob(
+                name=f"{job.rule.name} job ({', '.join(f'{k}={v}' for k, v in job.wildcards_dict.items())})",
+                account=job.resources.get("slurm_account"),
+                partition=job.resources.get("slurm_partition"),
+                nodes=job.resources.get("nodes"),
+                tasks=job.resources.get("tasks"),
+                cpus_per_task=job.resources.get("cpus_per_task"),
+                mem_mb=job.resources.get("mem_mb"),
+            )
+            for job in workflow.dag.needrun_jobs()
+            if not job.is_local and "launch" in job.resources.keys()
+        ]
+        settings = workflow.executor_settings
+        problems = check_cluster(rank_jobs, settings.status_command, settings.init_seconds_before_status_checks)
+        if problems:
+            raise SystemExit("\n".join(f"supergcn slurm: error: {problem}" for problem in problems))

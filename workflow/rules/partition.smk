@@ -10,6 +10,9 @@ rule partition:
         code=code("partition"),
         constraints=" ".join(config["partition"]["constraints"]),
         seed=config["partition"]["seed"],
+    # In the rule, not the profile's default-resources, which --default-resources replaces whole.
+    resources:
+        runtime=EXECUTION["runtime_minutes"],
     conda:
         "../envs/supergcn.yaml"
     log:

@@ -21,18 +21,13 @@ rule bench_comm:
         code=code("bench_comm"),
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
-        mpi=EXECUTION["mpi"],
-        tasks=lambda wildcards: int(wildcards.P),
-        nodes=nodes_for,
-        cpus_per_task=EXECUTION["threads_per_rank"],
-        runtime=EXECUTION["runtime_minutes"],
-        mem_mb=memory_per_node,
+        **RANK_JOB,
     conda:
         "../envs/supergcn.yaml"
     log:
         "logs/perf/bench_comm/P{P}.log",
     shell:
-        "{resources.mpi} -n {resources.tasks} python -m supergcn.cli bench comm --json {output:q} > {log:q} 2>&1"
+        "{resources.launch} python -m supergcn.cli bench comm --json {output:q} > {log:q} 2>&1"
 
 
 rule local_machine:
@@ -48,6 +43,8 @@ rule local_machine:
     # Asks for as many cores as the largest measured MPI job, so that locally nothing
     # else runs beside the single-rank benchmarks.
     threads: max(PERF["local"]["process_counts"]) * EXECUTION["threads_per_rank"]
+    resources:
+        runtime=EXECUTION["runtime_minutes"],
     conda:
         "../envs/supergcn.yaml"
     log:
@@ -84,18 +81,13 @@ rule bench_exchange:
         code=code("bench_exchange"),
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
-        mpi=EXECUTION["mpi"],
-        tasks=lambda wildcards: int(wildcards.P),
-        nodes=nodes_for,
-        cpus_per_task=EXECUTION["threads_per_rank"],
-        runtime=EXECUTION["runtime_minutes"],
-        mem_mb=memory_per_node,
+        **RANK_JOB,
     conda:
         "../envs/supergcn.yaml"
     log:
         "logs/perf/bench_exchange/{dataset}/P{P}/{strategy}-{precision}.log",
     shell:
-        "{resources.mpi} -n {resources.tasks} python -m supergcn.cli bench exchange --plan {input.plan:q} "
+        "{resources.launch} python -m supergcn.cli bench exchange --plan {input.plan:q} "
         "--features {params.hidden} --bits {params.bits} --parameter-dtype {params.parameter_dtype} "
         "--threads {resources.cpus_per_task} --json {output:q} > {log:q} 2>&1"
 

@@ -9,6 +9,9 @@ rule plan:
         directory(f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}"),
     params:
         code=code("plan"),
+    # In the rule, not the profile's default-resources, which --default-resources replaces whole.
+    resources:
+        runtime=EXECUTION["runtime_minutes"],
     conda:
         "../envs/supergcn.yaml"
     log:

@@ -33,12 +33,7 @@ rule train:
         rank_output=EXECUTION.get("rank_output", "").replace("{log}", '"$rank_files"'),
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
-        mpi=EXECUTION["mpi"],
-        tasks=lambda wildcards: int(wildcards.P),
-        nodes=nodes_for,
-        cpus_per_task=EXECUTION["threads_per_rank"],
-        runtime=EXECUTION["runtime_minutes"],
-        mem_mb=memory_per_node,
+        **RANK_JOB,
     conda:
         "../envs/supergcn.yaml"
     log:
@@ -46,7 +41,7 @@ rule train:
     shell:
         # Launchers that write each rank's output to files of its own (Fujitsu MPI) are
         # given execution.rank_output; those files are appended to the log afterwards.
-        "rank_files={log:q}.rank; status=0; {resources.mpi} -n {resources.tasks} {params.rank_output} "
+        "rank_files={log:q}.rank; status=0; {resources.launch} {params.rank_output} "
         "python -m supergcn.cli train --graph {input.graph:q} "
         "--partition {input.partition:q} --plan {input.plan:q} --out {output:q} "
         "--model {params.model} --num-layers {params.num_layers} --hidden {params.hidden} "
