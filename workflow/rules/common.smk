@@ -1,6 +1,7 @@
 # Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
-# light modules supergcn.naming, supergcn.sources, supergcn.train.config and
-# supergcn.workflow_config, so parsing the workflow pays for no scientific library.
+# light modules supergcn.naming, supergcn.sources, supergcn.train.config,
+# supergcn.workflow_config and (in the onstart hook) supergcn.cluster.slurm, so parsing
+# the workflow pays for no scientific library.
 import json
 import math
 import os
