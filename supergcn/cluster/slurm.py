@@ -55,13 +55,18 @@ def query(*command: str) -> str:
 class RankJob:
     """What one MPI job asks of Slurm: ``nodes`` nodes, ``mem_mb`` on each."""
 
-    name: str
+    rule: str
+    wildcards: str
     account: str | None
     partition: str | None
     nodes: int
     tasks: int
     cpus_per_task: int
     mem_mb: int | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.rule} job ({self.wildcards})"
 
     @property
     def cpus_per_node(self) -> int:
@@ -185,7 +190,7 @@ def fit_problems(jobs: list[RankJob]) -> list[str]:
         if (job.partition or "") in nodes_of:
             partition, nodes = nodes_of[job.partition or ""]
             if sum(node.holds(job) for node in nodes) < job.nodes:
-                unfit.setdefault((job.name.split()[0], partition), []).append(job)
+                unfit.setdefault((job.rule, partition), []).append(job)
     for (rule, partition), refused in unfit.items():
         nodes = nodes_of[refused[0].partition or ""][1]
         job = max(refused, key=lambda job: (job.cpus_per_node, job.mem_mb or 0, job.nodes))

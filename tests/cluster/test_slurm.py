@@ -28,10 +28,13 @@ CANNOT_START = 77
 PROCESS_COUNTS = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["process_counts"]
 VARIANTS = [{"strategy": "hybrid", "bits": bits, "label_propagation": False} for bits in (32, 2)]
 RUNTIME_MINUTES = 10
-PROFILE = [
-    "--profile", REPO / "workflow" / "profiles" / "slurm", "--configfiles", "config/config.yaml", "config/slurm.yaml",
-    "study.yaml", "--slurm-init-seconds-before-status-checks", 1, "--seconds-between-status-checks", 1,
-]
+
+
+def profile(study: str) -> list:
+    """The slurm profile with the study overlay ``study``, polling job status every second."""
+    return ["--profile", REPO / "workflow" / "profiles" / "slurm", "--configfiles", "config/config.yaml",
+            "config/slurm.yaml", study, "--slurm-init-seconds-before-status-checks", 1,
+            "--seconds-between-status-checks", 1]
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +66,19 @@ def jobs_known(env) -> list[dict]:
     return [dict(zip(fields, line.split("|"))) for line in lines]
 
 
-def write_study(workdir: Path, results: str, **execution) -> None:
+def write_study(workdir: Path, name: str, epochs: int = 3, **execution) -> str:
+    """The overlay ``<name>.yaml`` of a tiny study writing under results/<name>; returns its file name."""
     config = {
-        "results_root": results, "datasets": ["synthetic-tiny"], "process_counts": PROCESS_COUNTS, "seeds": [0],
+        "results_root": f"results/{name}", "datasets": ["synthetic-tiny"], "process_counts": PROCESS_COUNTS,
+        "seeds": [0],
         "variants": VARIANTS, "perf": {"datasets": []},
         "training": {**yaml.safe_load((REPO / "config" / "config.yaml").read_text())["training"],
-                     "num_layers": 2, "hidden": 16, "epochs": 3, "checkpoint_every": 0},
+                     "num_layers": 2, "hidden": 16, "epochs": epochs, "checkpoint_every": 0},
         "execution": {"mpi": "srun --mpi=pmi2 --overlap", "threads_per_rank": 1, "ranks_per_node": max(PROCESS_COUNTS),
                       "runtime_minutes": RUNTIME_MINUTES, "mem_mb_per_rank": 1000, **execution},
     }
-    (workdir / "study.yaml").write_text(yaml.safe_dump(config))
+    (workdir / f"{name}.yaml").write_text(yaml.safe_dump(config))
+    return f"{name}.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +87,10 @@ def study(cluster, tmp_path_factory):
     with the account and partition given on the command line (which replaces the profile's
     default-resources)."""
     workdir = copy_workflow(tmp_path_factory.mktemp("study") / "wf")
-    write_study(workdir, "results/slurm")
     before = len(jobs_known(cluster))
     start = time.monotonic()
-    result = snakemake(*PROFILE, "--default-resources", "slurm_account=supergcn", "slurm_partition=debug",
+    result = snakemake(*profile(write_study(workdir, "study")), "--default-resources", "slurm_account=supergcn",
+                       "slurm_partition=debug",
                        cwd=workdir, env_extra=cluster, timeout=900)
     seconds = time.monotonic() - start
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
@@ -95,7 +101,7 @@ def study(cluster, tmp_path_factory):
 def test_the_default_process_counts_train_under_slurm_with_p_ranks_each(study):
     """(2) P = 1 runs; (6) P > 1 runs as one world of P ranks (srun --mpi=pmi2)."""
     workdir, _ = study
-    runs = sorted((workdir / "results/slurm/runs/synthetic-tiny").glob("P*/*/seed0.jsonl"))
+    runs = sorted((workdir / "results/study/runs/synthetic-tiny").glob("P*/*/seed0.jsonl"))
     assert len(runs) == len(PROCESS_COUNTS) * len(VARIANTS)
     for run in runs:
         records = [json.loads(line) for line in run.read_text().splitlines()]
@@ -104,10 +110,10 @@ def test_the_default_process_counts_train_under_slurm_with_p_ranks_each(study):
         assert header["num_ranks"] == procs and len(header["hosts"]) == procs
         hashes = summary["parameter_hash_per_rank"]
         assert len(hashes) == procs and len(set(hashes)) == 1 and summary["identical_parameters"]
-    accuracy = pd.read_csv(workdir / "results/slurm/tables/accuracy.csv")
+    accuracy = pd.read_csv(workdir / "results/study/tables/accuracy.csv")
     assert sorted(accuracy["P"].unique()) == sorted(PROCESS_COUNTS)
     assert set(accuracy["variant"]) == {"hybrid-fp32-nolp", "hybrid-int2-nolp"}
-    scaling = pd.read_csv(workdir / "results/slurm/tables/scaling.csv")
+    scaling = pd.read_csv(workdir / "results/study/tables/scaling.csv")
     assert sorted(scaling["P"]) == sorted(PROCESS_COUNTS * len(VARIANTS)) and (scaling["epoch_seconds"] > 0).all()
 
 
@@ -126,7 +132,7 @@ def test_every_job_ran_as_a_slurm_job_with_its_runtime_and_rank_steps(study):
 def test_a_second_invocation_submits_nothing(study, cluster):
     workdir, _ = study
     before = len(jobs_known(cluster))
-    again = snakemake(*PROFILE, "--default-resources", "slurm_account=supergcn", "slurm_partition=debug",
+    again = snakemake(*profile("study.yaml"), "--default-resources", "slurm_account=supergcn", "slurm_partition=debug",
                       cwd=workdir, env_extra=cluster, timeout=300)
     assert again.returncode == 0, again.stderr
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -148,12 +154,12 @@ def test_the_pre_flight_check_refuses_with_one_line_per_problem_and_submits_noth
     accounting: each one line naming the setting, before any submission."""
     workdir, _ = study
     execution = {"threads": {"threads_per_rank": 8}, "memory": {"mem_mb_per_rank": 10**6}}.get(case, {})
-    write_study(workdir, f"results/{case}", **execution)
+    study_file = write_study(workdir, case, **execution)
     extra = ["--default-resources", "slurm_account=your_account", "slurm_partition=your_partition"] \
         if case == "placeholders" else []
     env = no_accounting(cluster, tmp_path) if case == "no-accounting" else cluster
     before = len(jobs_known(cluster))
-    result = snakemake(*PROFILE, *extra, cwd=workdir, env_extra=env, timeout=120)
+    result = snakemake(*profile(study_file), *extra, cwd=workdir, env_extra=env, timeout=120)
     errors = [line for line in (result.stdout + result.stderr).splitlines() if "error:" in line]
     expected = {
         "placeholders": ["slurm_account 'your_account' is not an account of user",
@@ -207,13 +213,10 @@ def test_srun_without_an_mpi_plugin_is_named_and_fixed_in_one_line(study, cluste
 
 def test_a_job_the_scheduler_cancels_fails_the_run_instead_of_hanging(study, cluster):
     workdir, _ = study
-    write_study(workdir, "results/cancelled")
-    training = yaml.safe_load((workdir / "study.yaml").read_text())
-    training["training"]["epochs"] = 100_000
-    (workdir / "study.yaml").write_text(yaml.safe_dump(training))
+    study_file = write_study(workdir, "cancelled", epochs=100_000)
     target = "results/cancelled/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1", **cluster}
-    run = subprocess.Popen([str(BIN / "snakemake"), target, *map(str, PROFILE)], cwd=workdir, env=env,
+    run = subprocess.Popen([str(BIN / "snakemake"), target, *map(str, profile(study_file))], cwd=workdir, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120

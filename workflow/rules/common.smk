@@ -201,7 +201,8 @@ onstart:
 
         rank_jobs = [
             RankJob(
-                name=f"{job.rule.name} job ({', '.join(f'{k}={v}' for k, v in job.wildcards_dict.items())})",
+                rule=job.rule.name,
+                wildcards=", ".join(f"{key}={value}" for key, value in job.wildcards_dict.items()),
                 account=job.resources.get("slurm_account"),
                 partition=job.resources.get("slurm_partition"),
                 nodes=job.resources.get("nodes"),
