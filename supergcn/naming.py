@@ -31,6 +31,9 @@ NO_COMMUNICATION = "0c"
 #: A DistGNN schedule (one spelling per delay: no leading zeros) and any schedule.
 DELAYED_PATTERN = rf"{NO_COMMUNICATION}|cd-(?:0|[1-9][0-9]*)"
 SCHEDULE_PATTERN = rf"{SYNCHRONOUS}|{DELAYED_PATTERN}"
+#: How label propagation picks each epoch's label inputs: exactly the rate's share of the
+#: training nodes, or each node independently with that probability (upstream's draw).
+LABEL_DRAWS = ("exact", "bernoulli")
 #: Rounding of quantized rows: nearest (upstream SuperGCN) or stochastic (AdaQP, unbiased).
 ROUNDINGS = ("nearest", "stochastic")
 #: Wire types of the per-row quantization parameters (zero point, scale) and their bytes.

@@ -29,6 +29,7 @@ def schema_at(*path):
     (("training", "model"), naming.GNN_MODELS),
     (("self_loops",), naming.SELF_LOOPS),
     (("training", "rounding"), naming.ROUNDINGS),
+    (("training", "label_draw"), naming.LABEL_DRAWS),
     (("training", "parameter_dtype"), tuple(naming.PARAMETER_DTYPES)),
     (("perf", "bits", "[]"), naming.QUANTIZED_BITS),
     (("perf", "local", "bits", "[]"), tuple(naming.PRECISIONS)),

@@ -18,7 +18,7 @@ from supergcn.cli._args import (
     schedule,
 )
 from supergcn.errors import SuperGCNError
-from supergcn.naming import BIT_CHOICES, DENSE_DTYPES, GNN_MODELS, KERNELS, PARAMETER_DTYPES, ROUNDINGS
+from supergcn.naming import BIT_CHOICES, DENSE_DTYPES, GNN_MODELS, KERNELS, LABEL_DRAWS, PARAMETER_DTYPES, ROUNDINGS
 from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
 
 HELP = "distributed full-batch training (run under mpiexec -n P)"
@@ -46,6 +46,9 @@ def configure(parser) -> None:
     model.add_argument("--label-rate", type=fraction, default=default("label_rate"),
                        help="masked label propagation: share of training labels fed as inputs each epoch "
                             f"(0 = off; the paper uses {UPSTREAM_LABEL_RATE})")
+    model.add_argument("--label-draw", choices=LABEL_DRAWS, default=default("label_draw"),
+                       help="label inputs each epoch: exactly the rate's share of the training nodes, or each "
+                            "node with the rate's probability and the loss over the expected count (upstream)")
     model.add_argument("--input-norm", action=argparse.BooleanOptionalAction, default=default("input_norm"),
                        help="LayerNorm on the input features before the first layer")
     model.add_argument("--dense-dtype", choices=DENSE_DTYPES, default=default("dense_dtype"),

@@ -55,6 +55,7 @@ class TrainConfig:
     adaptive_period: int = ADAPTIVE_PERIOD
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     label_rate: float = 0.0
+    label_draw: str = "exact"
     input_norm: bool = False
     dense_dtype: str = "float32"
     aggregate_first: bool = False
@@ -70,8 +71,8 @@ class TrainConfig:
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
         keys = ["model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
-                "rounding", "parameter_dtype", "label_rate", "input_norm", "dense_dtype", "aggregate_first",
-                "schedule"]
+                "rounding", "parameter_dtype", "label_rate", "label_draw", "input_norm", "dense_dtype",
+                "aggregate_first", "schedule"]
         if self.bits == ADAPTIVE:  # the other variants do not read them
             keys += adaptive_fields()
         payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)

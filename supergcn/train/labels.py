@@ -1,10 +1,18 @@
 """Masked label propagation's split of the training nodes (UniMP; paper §6.1).
 
-Each epoch, ``label_rate`` of the training nodes, drawn afresh on every rank from its own
-quota (:func:`label_input_quotas`), get their label as an input (through the model's
-label embedding) and the others carry the loss. The
-loss is divided by the GLOBAL number of loss nodes, so the summed gradient is the
-single-process one. At evaluation every training label is an input.
+Each epoch some training nodes get their label as an input (through the model's label
+embedding) and the others carry the loss, drawn afresh on every rank in one of two ways
+(:data:`supergcn.naming.LABEL_DRAWS`):
+
+* ``exact``: ``label_rate`` of the training nodes, from each rank's quota
+  (:func:`label_input_quotas`); the loss is divided by the GLOBAL number of loss nodes, so
+  the summed gradient is the single-process one.
+* ``bernoulli``: each training node independently with probability ``label_rate``
+  (upstream SuperGCN); the loss is divided by the EXPECTED number of loss nodes,
+  ``(1 - label_rate) · N`` for the N training nodes of all ranks.
+
+Either way the expected share of label inputs is ``label_rate`` whatever the partition. At
+evaluation every training label is an input.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import torch
 
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.ranks import CollectiveError
+from supergcn.naming import LABEL_DRAWS
 
 
 def label_input_quotas(train_counts: np.ndarray, label_rate: float) -> np.ndarray:
@@ -38,22 +47,30 @@ def label_input_quotas(train_counts: np.ndarray, label_rate: float) -> np.ndarra
 class LabelInputSplit:
     """Which of one rank's training nodes are label inputs and which carry the loss."""
 
-    def __init__(self, train_mask: torch.Tensor, label_rate: float, communicator: Communicator) -> None:
+    def __init__(self, train_mask: torch.Tensor, label_rate: float, communicator: Communicator,
+                 draw: str = "exact") -> None:
+        if draw not in LABEL_DRAWS:
+            raise ValueError(f"unknown label draw {draw!r}: choose one of {LABEL_DRAWS}")
         self.train_nodes = torch.nonzero(train_mask).reshape(-1)
+        self.label_rate, self.draw = label_rate, draw
         counts = np.zeros(communicator.size, dtype=np.int64)
         counts[communicator.rank] = len(self.train_nodes)
         counts = communicator.allreduce_sum(counts)
         quotas = label_input_quotas(counts, label_rate)
         self.num_label_inputs = int(quotas[communicator.rank])
-        #: Loss nodes over all ranks: the loss's denominator.
-        self.global_loss_nodes = int(counts.sum() - quotas.sum())
-        if self.global_loss_nodes == 0:
+        #: The loss's denominator: loss nodes over all ranks (exact), or their expected number.
+        self.loss_denominator: float = (int(counts.sum() - quotas.sum()) if draw == "exact"
+                                        else (1 - label_rate) * int(counts.sum()))
+        if self.loss_denominator == 0:
             raise CollectiveError(f"label rate {label_rate} leaves no training node for the loss",
                                   "lower --label-rate")
 
     def split(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(nodes whose label is an input, nodes that carry the loss) for one epoch; draws
         from torch's global generator (this rank's stream) when labels are inputs."""
+        if self.draw == "bernoulli" and self.label_rate > 0:
+            chosen = torch.rand(len(self.train_nodes)) < self.label_rate
+            return self.train_nodes[chosen], self.train_nodes[~chosen]
         if self.num_label_inputs == 0:
             return self.train_nodes[:0], self.train_nodes
         order = self.train_nodes[torch.randperm(len(self.train_nodes))]

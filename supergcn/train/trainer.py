@@ -99,7 +99,7 @@ class Trainer:
         if self.global_counts[0] == 0:
             raise CollectiveError(f"graph {self.data.graph_name!r} has no training nodes",
                                   "prepare it with a split that has some")
-        self.labels = LabelInputSplit(self.data.train_mask, config.label_rate, self.communicator)
+        self.labels = LabelInputSplit(self.data.train_mask, config.label_rate, self.communicator, config.label_draw)
         self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
                                          config.trajectory_fingerprint(self.data.hashes))
         self.parameters = list(self.model.parameters())
@@ -154,7 +154,7 @@ class Trainer:
     def loss(self, logits: torch.Tensor, loss_nodes: torch.Tensor) -> torch.Tensor:
         """This rank's share of the global loss: its loss nodes' NLL over ALL ranks' loss nodes."""
         return (F.nll_loss(logits[loss_nodes], self.data.y[loss_nodes], reduction="sum")
-                / self.labels.global_loss_nodes)
+                / self.labels.loss_denominator)
 
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, torch.Tensor]:

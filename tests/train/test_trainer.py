@@ -287,7 +287,7 @@ def test_label_rate_splits_each_epochs_training_nodes(workspace):
     trainer = Trainer(config, MPI.COMM_SELF)
     train_nodes = set(np.flatnonzero(graph.train_mask).tolist())
     expected_inputs = round(0.62 * len(train_nodes))
-    assert trainer.labels.global_loss_nodes == len(train_nodes) - expected_inputs
+    assert trainer.labels.loss_denominator == len(train_nodes) - expected_inputs
     first, _ = trainer.labels.split()
     for _ in range(2):
         inputs, loss = trainer.labels.split()
@@ -297,14 +297,16 @@ def test_label_rate_splits_each_epochs_training_nodes(workspace):
     assert not torch.equal(first, inputs), "the split must be redrawn every epoch"
 
 
-def test_int2_with_label_propagation_trains(workspace, tmp_path):
+@pytest.mark.parametrize("draw", ["exact", "bernoulli"])
+def test_int2_with_label_propagation_trains(workspace, tmp_path, draw):
     root, _ = workspace
     out = tmp_path / "m.jsonl"
     result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--epochs", 8, "--bits", 2, "--label-rate", 0.62,
-                                    "--input-norm"))
+                                    "--label-draw", draw, "--input-norm"))
     assert result.returncode == 0, result.stderr
     header, epochs, summary = read_metrics(out)
     assert header["config"]["label_rate"] == 0.62 and header["config"]["input_norm"]
+    assert header["config"]["label_draw"] == draw
     assert epochs[-1]["loss"] < epochs[0]["loss"]
     assert summary["identical_parameters"]
 

@@ -148,7 +148,7 @@ def train_flags(wildcards):
     if variant.bits == ADAPTIVE:  # the options of adaptive runs only, so others keep their params
         flags += [f"--{name.replace('_', '-')} {TRAINING[name]}" for name in adaptive_fields()]
     if variant.label_propagation:
-        flags.append(f"--label-rate {TRAINING['label_rate']}")
+        flags.append(f"--label-rate {TRAINING['label_rate']} --label-draw {TRAINING['label_draw']}")
     return " ".join(flags)
 
 
