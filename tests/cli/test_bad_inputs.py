@@ -269,10 +269,14 @@ def damaged_graph(ws, bad, name) -> Path:
     return graph
 
 
+def with_format(manifest: Path, format_name: str) -> None:
+    """Rewrite a JSON manifest's ``format``, as a file of another version would have it."""
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "format": format_name}))
+
+
 def foreign_graph(ws, bad) -> Path:
     graph = copy_of(ws.graph, bad / "graph")
-    meta = json.loads((graph / "meta.json").read_text())
-    (graph / "meta.json").write_text(json.dumps({**meta, "format": "supergcn-graph/0"}))
+    with_format(graph / "meta.json", "supergcn-graph/0")
     return graph
 
 
@@ -291,8 +295,7 @@ def truncated_parts(ws, bad) -> Path:
 
 def old_plan(ws, bad) -> Path:
     plan = copy_of(ws.plan, bad / "plan")
-    manifest = json.loads((plan / "plan.json").read_text())
-    (plan / "plan.json").write_text(json.dumps({**manifest, "format": "supergcn-plan/1"}))
+    with_format(plan / "plan.json", "supergcn-plan/1")
     return plan
 
 
