@@ -381,6 +381,14 @@ class GraphOps:
         if training and self.delayed is not None:
             self.delayed.begin_pass()
 
+    @property
+    def exact(self) -> bool:
+        """Whether this pass's aggregations are exact linear maps of their input: float32
+        and synchronous exchanges (every evaluation pass; training without quantization or
+        a DistGNN schedule)."""
+        operators = self.operators
+        return not operators.training or (operators.settings.bits == 32 and self.delayed is None)
+
     def begin_epoch(self, epoch: int, last_epoch: int) -> bool:
         """Prepare training epoch ``epoch`` (1-based); True when adaptive bit widths trace it
         and :meth:`reassign_bits` must follow it."""

@@ -24,15 +24,7 @@ from torch import nn
 from supergcn.distributed.aggregation import GraphOps
 from supergcn.kernels.activation import dropout_norm_relu
 from supergcn.naming import DENSE_DTYPES, GNN_MODELS
-
-
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-           dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """``x W^T + b`` computed in ``dtype`` (float32, or bfloat16 for CPUs with bf16 GEMMs);
-    the result is float32 either way, as are the parameters and their gradients."""
-    if dtype == torch.float32:
-        return F.linear(x, weight, bias)
-    return F.linear(x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype)).float()
+from supergcn.train.inputs import LabelledInput, aggregate_and_project, project
 
 
 class SAGELayer(nn.Module):
@@ -44,19 +36,14 @@ class SAGELayer(nn.Module):
         self.dense_dtype = dense_dtype
         self.transform_first = out_dim < in_dim and not aggregate_first
 
-    def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
         weight, bias = self.lin_neigh.weight, self.lin_neigh.bias
         if self.transform_first:
-            neigh = ops.mean(ops.timed("dense", linear, x, weight, None, self.dense_dtype))
+            neigh = ops.mean(ops.timed("dense", project, x, weight, self.dense_dtype))
             neigh = ops.timed("dense", torch.add, neigh, bias)
         else:
-            neigh = ops.timed("dense", linear, ops.mean(x), weight, bias, self.dense_dtype)
-        return ops.timed("dense", self._add_self, neigh, x)
-
-    def _add_self(self, neigh: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        if self.dense_dtype == torch.float32:
-            return torch.addmm(neigh, x, self.lin_self.weight.t())  # the sum fused into the GEMM
-        return neigh + linear(x, self.lin_self.weight, None, self.dense_dtype)
+            neigh = aggregate_and_project(x, ops, ops.mean, weight, bias, self.dense_dtype)
+        return ops.timed("dense", project, x, self.lin_self.weight, self.dense_dtype, neigh)
 
 
 class GCNLayer(nn.Module):
@@ -68,11 +55,11 @@ class GCNLayer(nn.Module):
         self.dense_dtype = dense_dtype
         self.transform_first = out_dim <= in_dim and not aggregate_first
 
-    def forward(self, x: torch.Tensor, ops: GraphOps) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
         if self.transform_first:
-            aggregated = ops.gcn(ops.timed("dense", linear, x, self.lin.weight, None, self.dense_dtype))
+            aggregated = ops.gcn(ops.timed("dense", project, x, self.lin.weight, self.dense_dtype))
         else:
-            aggregated = ops.timed("dense", linear, ops.gcn(x), self.lin.weight, None, self.dense_dtype)
+            aggregated = aggregate_and_project(x, ops, ops.gcn, self.lin.weight, None, self.dense_dtype)
         return ops.timed("dense", torch.add, aggregated, self.bias)
 
 
@@ -84,7 +71,9 @@ class GNN(nn.Module):
     added to the input features of the nodes passed as ``label_nodes``. ``input_norm``
     applies LayerNorm to the input (after the label embedding) before the first layer, so
     that, as in the paper's §6.1, every layer's input is normalised (the hidden layers'
-    LayerNorm already precedes the next layer).
+    LayerNorm already precedes the next layer). The first layer takes this input factored
+    (:class:`~supergcn.train.inputs.LabelledInput`): neither the sum nor the norm is written
+    out where the layer transforms before it aggregates.
 
     Args:
         model: ``sage`` or ``gcn`` (:data:`supergcn.naming.GNN_MODELS`).
@@ -118,20 +107,15 @@ class GNN(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
                                    for _ in range(num_layers - 1))
         self.label_embedding = nn.Embedding(out_dim, in_dim) if label_propagation else None
-        self.input_norm = nn.LayerNorm(in_dim) if input_norm else nn.Identity()
+        self.input_norm = nn.LayerNorm(in_dim) if input_norm else None
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor, ops: GraphOps, label_nodes: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> torch.Tensor:
-        if self.label_embedding is not None and label_nodes is not None:
-            x = ops.timed("elementwise", self._add_label_embedding, x, label_nodes, labels)
-        x = ops.timed("elementwise", self.input_norm, x)
+        x = LabelledInput(x, self.input_norm, self.label_embedding, label_nodes, labels)
         for conv, norm in zip(self.convs[:-1], self.norms):
             x = ops.timed("elementwise", self._activate, conv(x, ops), norm)
         return ops.timed("elementwise", F.log_softmax, self.convs[-1](x, ops), -1)
-
-    def _add_label_embedding(self, x: torch.Tensor, label_nodes: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return x.index_add(0, label_nodes, self.label_embedding(labels))
 
     def _activate(self, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
         drawing = self.training and 0 < self.dropout < 1

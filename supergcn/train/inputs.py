@@ -1,0 +1,139 @@
+"""A layer's input as the layers consume it: projected (``X W^T``) or written out.
+
+Hidden layers take their input as a tensor. The first layer's input under
+masked label propagation and ``input_norm`` is
+
+    X' = N(X + S E[y]),
+
+with X the n x F features, S the n x k selection of the k label-input nodes, E the C x F
+label embedding and N the input LayerNorm (or the identity). Written out, X' costs a copy
+of X every epoch and, since it requires a gradient, an n x F input gradient in backward,
+where the embedding's gradient needs the label rows only. :class:`LabelledInput` keeps
+X' factored instead:
+
+* without N, by linearity ``X' W^T = X W^T + S (E W^T)[y]``: the label part is computed
+  at width C x out and added to the label rows of the product;
+* with N = LayerNorm(gamma, beta), ``N(z) W^T = z_hat (W diag(gamma))^T + W beta`` with
+  ``z_hat`` the row standardised without affine: the rows without a label are the constant
+  ``X_hat``, and only the k label rows are standardised (and differentiated) afresh.
+
+A layer that aggregates its input before transforming it (input narrower than the
+output, or ``aggregate_first``) has, without N and where the exchange is exact (float32,
+synchronous, :attr:`GraphOps.exact`),
+
+    A(X') W^T = A(X) W^T + A(M) (E W^T),     M = S onehot(y) (n x C),
+
+so the label part is aggregated at width C (the one-hot rows of the label inputs) and
+the features' aggregation needs no gradient. Neither path has a gradient with respect to
+X; the results equal the written-out X' up to float rounding. Two cases write X' out
+(:meth:`LabelledInput.dense`) and pay its n x F gradient:
+
+* a quantized or delayed exchange (Int2, AdaQP, DistGNN) of a layer that aggregates
+  first: the exchanged rows are quantized (or kept stale) rows of X' itself, which is not
+  linear in X', and the embedding's gradient must come back through the reverse exchange
+  of every row, so that the bytes on the wire stay those of the written-out formulation;
+* ``input_norm`` with a layer that aggregates first: the normalised label rows are not
+  linear in E, so their aggregation would need rows of width F anyway.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``x W^T + b`` computed in ``dtype`` (float32, or bfloat16 for CPUs with bf16 GEMMs);
+    the result is float32 either way, as are the parameters and their gradients."""
+    if dtype == torch.float32:
+        return F.linear(x, weight, bias)
+    return F.linear(x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype)).float()
+
+
+def project_onto(base: torch.Tensor | None, x: torch.Tensor, weight: torch.Tensor,
+                 dtype: torch.dtype, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``base + x W^T (+ b)``, the sum fused into the float32 GEMM."""
+    if base is None:
+        return linear(x, weight, bias, dtype)
+    if dtype == torch.float32:
+        if bias is not None:
+            base = base + bias
+        return torch.addmm(base, x, weight.t())
+    return base + linear(x, weight, bias, dtype)
+
+
+class LabelledInput:
+    """The first layer's input ``N(X + S E[y])`` kept factored (see the module docstring).
+
+    Args:
+        x: the n x F features (no gradient).
+        norm: the input LayerNorm, or None.
+        embedding: the label embedding E, or None for no label inputs.
+        label_nodes, labels: the k rows that get a label embedding, and their labels.
+    """
+
+    def __init__(self, x: torch.Tensor, norm: nn.LayerNorm | None, embedding: nn.Embedding | None = None,
+                 label_nodes: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> None:
+        self.x, self.norm = x, norm
+        self.labelled = embedding is not None and label_nodes is not None and len(label_nodes) > 0
+        self.embedding, self.label_nodes, self.labels = embedding, label_nodes, labels
+
+    def dense(self) -> torch.Tensor:
+        """X' written out (an n x F copy of X, differentiable where it depends on parameters)."""
+        x = self.x
+        if self.labelled:
+            x = x.index_add(0, self.label_nodes, self.embedding(self.labels))
+        return x if self.norm is None else self.norm(x)
+
+    def label_indicator(self) -> torch.Tensor:
+        """M = S onehot(y): the n x C one-hot labels of the label inputs, zero elsewhere."""
+        indicator = self.x.new_zeros((len(self.x), self.embedding.num_embeddings))
+        indicator[self.label_nodes, self.labels] = 1.0
+        return indicator
+
+    def project(self, weight: torch.Tensor, dtype: torch.dtype, base: torch.Tensor | None = None) -> torch.Tensor:
+        """``base + X' W^T`` without writing X' out."""
+        if self.norm is None:
+            out = project_onto(base, self.x, weight, dtype)
+            if self.labelled:
+                out.index_add_(0, self.label_nodes, linear(self.embedding.weight, weight, None, dtype)[self.labels])
+            return out
+        scaled = weight * self.norm.weight  # W diag(gamma)
+        shift = weight @ self.norm.bias     # W beta
+        out = project_onto(base, self._standardise(self.x), scaled, dtype, shift)
+        if self.labelled:
+            rows = self._standardise(self.x[self.label_nodes] + self.embedding(self.labels))
+            label_base = None if base is None else base[self.label_nodes]
+            out.index_copy_(0, self.label_nodes, project_onto(label_base, rows, scaled, dtype, shift))
+        return out
+
+    def _standardise(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, self.norm.normalized_shape, None, None, self.norm.eps)
+
+
+def aggregate_and_project(x: torch.Tensor | LabelledInput, ops, aggregate, weight: torch.Tensor,
+                          bias: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+    """``aggregate(x) W^T + b`` of a layer's input; factored where ``aggregate`` (one of
+    ``ops``' aggregations) is an exact linear map (``ops.exact``) and the input is labelled
+    features without a norm. Steps are booked to ``ops``' timer phases."""
+    if not (isinstance(x, LabelledInput) and x.labelled and x.norm is None and ops.exact):
+        rows = ops.timed("elementwise", written_out, x)
+        return ops.timed("dense", linear, aggregate(rows), weight, bias, dtype)
+    out = ops.timed("dense", linear, aggregate(x.x), weight, bias, dtype)
+    label_part = ops.timed("dense", linear, x.embedding.weight, weight, None, dtype)
+    return ops.timed("dense", torch.addmm, out, aggregate(ops.timed("elementwise", x.label_indicator)), label_part)
+
+
+def project(x: torch.Tensor | LabelledInput, weight: torch.Tensor, dtype: torch.dtype,
+            base: torch.Tensor | None = None) -> torch.Tensor:
+    """``base + x W^T`` (``base`` optional) of a layer's input, factored or not."""
+    if isinstance(x, LabelledInput):
+        return x.project(weight, dtype, base)
+    return project_onto(base, x, weight, dtype)
+
+
+def written_out(x: torch.Tensor | LabelledInput) -> torch.Tensor:
+    """A layer's input as one n x F tensor."""
+    return x.dense() if isinstance(x, LabelledInput) else x

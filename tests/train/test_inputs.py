@@ -1,0 +1,61 @@
+"""The first layer's factored input (supergcn/train/inputs.py) against the written-out one."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from supergcn.train.gnn import GNN
+
+from conftest import run_rank_job
+
+
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_factored_label_input_equals_the_written_out_one(ranks):
+    run_rank_job(Path(__file__).with_name("label_input_job.py"), ranks, timeout=300)
+
+
+class RowMixing:
+    """Aggregation stand-in: a linear map that mixes rows (each takes half its neighbour's)."""
+
+    exact = True
+
+    def mean(self, x):
+        return 0.5 * x.roll(1, 0)
+
+    gcn = mean
+
+    def timed(self, phase, function, *inputs):
+        return function(*inputs)
+
+
+def saved_for_backward(forward) -> list[torch.Tensor]:
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        forward().sum().backward()
+    return saved
+
+
+@pytest.mark.parametrize("input_norm", [False, True])
+@pytest.mark.parametrize("model", ["sage", "gcn"])
+def test_a_first_layer_that_transforms_first_differentiates_no_input_sized_tensor(model, input_norm):
+    """Where the first layer transforms before it aggregates (hidden < F), backward needs
+    no n x F gradient: nothing of the input's size that requires a gradient is saved. The
+    written-out X' (PyG's MaskLabel formulation) saves one, so the check can tell them apart."""
+    n, width = 50, 40
+    torch.manual_seed(0)
+    gnn = GNN(model, width, 16, 3, num_layers=2, dropout=0.0, label_propagation=True, input_norm=input_norm)
+    x, nodes = torch.randn(n, width), torch.tensor([3, 7, 20, 21])
+    labels = torch.tensor([0, 2, 2, 1])
+
+    def input_sized(saved):
+        return [t for t in saved if t.shape == (n, width) and t.requires_grad]
+
+    assert not input_sized(saved_for_backward(lambda: gnn(x, RowMixing(), nodes, labels)))
+    assert gnn.label_embedding.weight.grad[labels].abs().sum() > 0
+
+    def written_out():
+        h = x.index_add(0, nodes, gnn.label_embedding(labels))
+        h = h if gnn.input_norm is None else gnn.input_norm(h)
+        return gnn.convs[1](gnn._activate(gnn.convs[0](h, RowMixing()), gnn.norms[0]), RowMixing())
+    assert input_sized(saved_for_backward(written_out))
