@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/training.py accuracy [--dataset cora] [--seeds 5] [--parts 1 2 4]
     .venv/bin/python benchmarks/training.py epoch-time [--dataset synthetic-arxiv] [--epochs 10]
+    .venv/bin/python benchmarks/training.py label-propagation [--datasets synthetic-arxiv facebook] [--parts 1 3]
+    .venv/bin/python benchmarks/training.py mask-label-reference --graph data/graphs/citeseer [--seeds 0 1 2]
 
 ``accuracy`` trains the paper's GraphSAGE (3 layers, hidden 256, LayerNorm, dropout 0.5,
 Adam lr 0.01, 200 epochs) single-process with PyG and with ``supergcn train`` under
@@ -16,6 +18,17 @@ under jemalloc, with its breakdown and the CPU time per epoch, and with bfloat16
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
 prints the issue's targets as ratios against PyG with the same allocator.
+
+``label-propagation`` prints, per graph, the epoch time with masked label propagation
+over the same variant's without (``supergcn train`` at each P, one thread per rank, FP32
+and, at P > 1, Int2), and the same ratio for PyG's ``MaskLabel`` single-process, all in
+one run (issue 17's target: at most 1.15).
+
+``mask-label-reference`` trains PyG's GraphSAGE without and with ``MaskLabel`` (label
+rate 0.62, PyG's Bernoulli mask) on a graph the pipeline prepared (so on the study's
+split), one process, per seed, and prints test accuracy at the best-validation epoch and
+the first epoch (and training seconds) at which validation accuracy reaches shares of
+the best any of these runs reaches: the reference for the label-propagation study.
 """
 
 from __future__ import annotations
@@ -74,10 +87,11 @@ def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, alloca
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
-def pyg_epoch_seconds(root: Path, epochs: int, threads: int, hidden: int, allocator: str) -> dict:
+def pyg_epoch_seconds(root: Path, epochs: int, threads: int, hidden: int, allocator: str,
+                      label_rate: float = 0.0) -> dict:
     """PyG's mean epoch (the first excluded) in a child process with ``allocator``."""
     command = [sys.executable, __file__, "pyg-epoch", "--graph", str(root / "g"), "--epochs", str(epochs),
-               "--threads", str(threads), "--hidden", str(hidden)]
+               "--threads", str(threads), "--hidden", str(hidden), "--label-rate", str(label_rate)]
     result = subprocess.run(command, check=True, capture_output=True, text=True,
                             env=allocator_environment(allocator))
     return json.loads(result.stdout)
@@ -88,8 +102,9 @@ def pyg_epoch(args) -> None:
     graph = load_graph(args.graph)
     set_threads(args.threads)
     torch.manual_seed(0)
-    pyg = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes)
-    seconds = train_baseline(graph, pyg, args.epochs, 0.01)["seconds"][1:]
+    pyg = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes,
+                   label_propagation=args.label_rate > 0)
+    seconds = train_baseline(graph, pyg, args.epochs, 0.01, label_rate=args.label_rate)["seconds"][1:]
     print(json.dumps({"epoch_seconds": float(np.mean(seconds)), "allocator": allocator_in_use()["name"]}))
 
 
@@ -240,6 +255,66 @@ def epoch_time(args) -> None:
     print(json.dumps(report, indent=2))
 
 
+def label_propagation(args) -> None:
+    lp = ["--label-rate", args.label_rate]
+    report = {"epochs": args.epochs, "label_rate": args.label_rate, "threads_per_rank": 1, "graphs": {}}
+    for dataset in args.datasets:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            prepare(root, dataset, args.parts, "hybrid")
+            runs = {}
+            for parts in args.parts:
+                for bits in [32] if parts == 1 else [32, 2]:
+                    common = ["--epochs", args.epochs, "--bits", bits]
+                    off = mean_phases(measured_run(root, parts, 1, root / "m.jsonl", *common)[0])
+                    on = mean_phases(measured_run(root, parts, 1, root / "m.jsonl", *common, *lp)[0])
+                    runs[f"P={parts} {'FP32' if bits == 32 else f'Int{bits}'}"] = {
+                        "epoch_seconds_without_lp": off["total"], "epoch_seconds_with_lp": on["total"],
+                        "ratio (<= 1.15)": on["total"] / off["total"],
+                        "phases_without_lp": off, "phases_with_lp": on}
+            if not args.no_pyg:
+                off, on = (pyg_epoch_seconds(root, args.epochs, 1, 256, "auto", rate)["epoch_seconds"]
+                           for rate in (0.0, args.label_rate))
+                runs["PyG MaskLabel, one process"] = {"epoch_seconds_without_lp": off, "epoch_seconds_with_lp": on,
+                                                      "ratio": on / off}
+            report["graphs"][dataset] = runs
+    print(json.dumps(report, indent=2))
+    for dataset, runs in report["graphs"].items():
+        for name, run in runs.items():
+            ratio = run.get("ratio (<= 1.15)", run.get("ratio"))
+            print(f"{dataset:16s} {name:28s} {run['epoch_seconds_without_lp']:7.3f} s -> "
+                  f"{run['epoch_seconds_with_lp']:7.3f} s  LP/no-LP {ratio:.2f}")
+
+
+def mask_label_reference(args) -> None:
+    graph = load_graph(args.graph)
+    set_threads(args.threads)
+    runs = {}
+    for rate in (0.0, args.label_rate):
+        for seed in args.seeds:
+            torch.manual_seed(seed)
+            model = PyGModel("sage", graph.features.shape[1], 256, graph.num_classes, label_propagation=rate > 0)
+            result = train_baseline(graph, model, args.epochs, 0.01, label_rate=rate)
+            runs[("MaskLabel" if rate else "no LP", seed)] = result
+    best_val = max(max(r["val_acc"]) for r in runs.values())
+    report = {"graph": str(args.graph), "epochs": args.epochs, "label_rate": args.label_rate,
+              "best_val_acc": best_val, "models": {}}
+    for name in ("no LP", "MaskLabel"):
+        mine = [r for (model, _), r in runs.items() if model == name]
+        accuracy = [100 * r["test_acc_at_best_val"] for r in mine]
+        to_target = {}
+        for share in args.relative_targets:
+            epochs = [next((e for e, v in enumerate(r["val_acc"], 1) if v >= share * best_val), None) for r in mine]
+            seconds = [None if e is None else float(np.sum(r["seconds"][:e])) for e, r in zip(epochs, mine)]
+            to_target[f"val {share:g} x best"] = {"epochs": epochs, "training_seconds": seconds}
+        report["models"][name] = {"test_acc_at_best_val": f"{np.mean(accuracy):.2f} ± {np.std(accuracy, ddof=1):.2f}"
+                                  if len(accuracy) > 1 else f"{accuracy[0]:.2f}",
+                                  "per_seed": accuracy, "epoch_seconds": float(np.mean([np.mean(r["seconds"][1:])
+                                                                                        for r in mine])),
+                                  **to_target}
+    print(json.dumps(report, indent=2))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -259,11 +334,27 @@ def main():
     timing.add_argument("--hidden", type=int, default=256)
     timing.add_argument("--repeats", type=int, default=3, help="timed calls of each floor measurement")
     timing.set_defaults(func=epoch_time)
+    labels = commands.add_parser("label-propagation")
+    labels.add_argument("--datasets", nargs="+", default=["synthetic-arxiv", "facebook"])
+    labels.add_argument("--parts", type=int, nargs="+", default=[1, 3])
+    labels.add_argument("--epochs", type=int, default=6)
+    labels.add_argument("--label-rate", type=float, default=0.62)
+    labels.add_argument("--no-pyg", action="store_true", help="leave PyG's MaskLabel out")
+    labels.set_defaults(func=label_propagation)
+    reference = commands.add_parser("mask-label-reference")
+    reference.add_argument("--graph", type=Path, required=True, help="a prepared graph (data/graphs/<dataset>)")
+    reference.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    reference.add_argument("--epochs", type=int, default=60)
+    reference.add_argument("--label-rate", type=float, default=0.62)
+    reference.add_argument("--threads", type=int, default=2)
+    reference.add_argument("--relative-targets", type=float, nargs="+", default=[0.95, 0.98, 0.99])
+    reference.set_defaults(func=mask_label_reference)
     baseline = commands.add_parser("pyg-epoch", help="(used by epoch-time) PyG's epoch time on a prepared graph")
     baseline.add_argument("--graph", type=Path, required=True)
     baseline.add_argument("--epochs", type=int, default=5)
     baseline.add_argument("--threads", type=int, default=2)
     baseline.add_argument("--hidden", type=int, default=256)
+    baseline.add_argument("--label-rate", type=float, default=0.0)
     baseline.set_defaults(func=pyg_epoch)
     args = parser.parse_args()
     args.func(args)
