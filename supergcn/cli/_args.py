@@ -28,6 +28,22 @@ def fraction(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    """A share in (0, 1] (a relative accuracy target)."""
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+def percentage(text: str) -> float:
+    """A percentage in (0, 100] (an accuracy target)."""
+    value = float(text)
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage in (0, 100], got {text}")
+    return value
+
+
 def non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supergcn.cli._args import output_dir, positive_int
+from supergcn.cli._args import output_dir, percentage, positive_int, share
 from supergcn.errors import SuperGCNError
 
 HELP = "result tables (CSV, Markdown, LaTeX) of a study"
@@ -16,10 +16,16 @@ def configure(parser) -> None:
     parser.add_argument("--hidden", type=positive_int, default=256, help="feature width of the volume table")
     parser.add_argument("--out-dir", type=output_dir, required=True)
     parser.add_argument("--baseline", help="variant to show every variant's speed-up over (e.g. post-fp32-nolp)")
+    parser.add_argument("--absolute-targets", nargs="*", type=percentage, default=[], metavar="PERCENT",
+                        help="accuracies (%%) whose time to reach the time_to_accuracy table gives")
+    parser.add_argument("--relative-targets", nargs="*", type=share, default=[0.95, 0.99], metavar="SHARE",
+                        help="accuracy targets as shares of the dataset's best accuracy in the study (default: "
+                             "0.95 0.99)")
 
 
 def run(args) -> None:
-    """Write runs, scaling, breakdown, accuracy (and volume, with ``--plans``) tables to ``args.out_dir``."""
+    """Write runs, scaling, breakdown, accuracy, time_to_accuracy (and volume, with ``--plans``) tables to
+    ``args.out_dir``."""
     from supergcn.report import tables
 
     plans = []
@@ -43,6 +49,11 @@ def run(args) -> None:
                      "Test accuracy (%) at the best-validation-accuracy epoch (OGB protocol) and at the "
                      "lowest-validation-loss epoch (upstream SuperGCN's model selection), mean ± std over seeds; "
                      "n/a where the runs had no validation nodes."),
+        "time_to_accuracy": (tables.time_to_accuracy_table(runs, args.absolute_targets, args.relative_targets),
+                             "First epoch and training seconds (epoch times summed, first epoch included, "
+                             "evaluation excluded) at which validation / test accuracy reaches each target (% or "
+                             "a share of the dataset's best accuracy in the study), mean over the seeds that "
+                             "reach it (reached: runs that do / runs)."),
     }
     if plans:
         written["volume"] = (tables.volume_table(plans, args.hidden),

@@ -13,6 +13,11 @@ Tables (each as CSV, Markdown and LaTeX, :func:`write_table`):
   elementwise, optimizer and remainder (:mod:`supergcn.distributed.timing`);
 * ``accuracy`` — test accuracy at the best-validation epoch, mean ± std over seeds
   (Table 3), and at the lowest validation loss (upstream's model selection);
+* ``time_to_accuracy`` — per split (validation, test) and accuracy target (absolute, or a
+  share of the best accuracy of the dataset in the study), the first epoch at which a run
+  reaches it and the training seconds until then (the sum of its epoch times, the first
+  epoch included; evaluation excluded), mean over the seeds that reach it (the check of the
+  paper's Fig. 11 claim that label propagation converges faster);
 * ``volume`` — bytes one layer exchanges at the hidden width under pre / post / hybrid
   and hybrid + Int2, data and parameters separately (Table 5).
 
@@ -36,6 +41,8 @@ from supergcn.train.metrics import read_metrics, timed_epochs
 
 #: An accuracy of runs without validation or test nodes.
 NOT_AVAILABLE = "n/a"
+#: The splits whose accuracy time to accuracy follows.
+TARGET_SPLITS = ("val", "test")
 #: The paper's categories, then the phases that split its ``other``.
 PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
 
@@ -128,6 +135,63 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table[[*keys[:2], "name", keys[2], "test_acc_mean", "test_acc_std", "seeds", "test_acc",
                   "val_loss_test_acc_mean",
                   "val_loss_test_acc_std", "val_loss_test_acc"]]
+
+
+def accuracy_curve(path: str | Path) -> pd.DataFrame:
+    """A run's accuracy per epoch (NaN where a split is empty) against ``seconds``, the
+    training time until the end of that epoch: its epoch times summed (max over ranks, the
+    first epoch included, evaluation excluded)."""
+    _, epochs, _ = read_metrics(path)
+    curve = pd.DataFrame({"epoch": [e["epoch"] for e in epochs],
+                          "seconds": np.cumsum([e["seconds"]["max"]["total"] for e in epochs])})
+    for split in TARGET_SPLITS:
+        curve[f"{split}_acc"] = pd.to_numeric(pd.Series([e[f"{split}_acc"] for e in epochs], dtype=object))
+    return curve
+
+
+def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.DataFrame:
+    """First epoch and training seconds at which each run's validation and test accuracy
+    reach each target, mean (and std of the seconds) over the seeds that reach it.
+
+    Args:
+        runs: :func:`runs_table`'s rows.
+        absolute: targets in % (e.g. 90).
+        relative: targets as a share of the best accuracy any run of the same dataset
+            reaches on that split in any epoch (e.g. 0.99).
+    """
+    keys = ["dataset", "variant", "P"]
+    curves = {path: accuracy_curve(path) for path in runs["metrics"]}
+    best = {(dataset, split): max(curves[path][f"{split}_acc"].max() for path in group["metrics"])
+            for dataset, group in runs.groupby("dataset") for split in TARGET_SPLITS}
+    rows = []
+    for run in runs.itertuples():
+        curve = curves[run.metrics]
+        for split in TARGET_SPLITS:
+            if np.isnan(best[run.dataset, split]):
+                continue  # no run of the dataset has this split
+            targets = ([(f"{a:g} %", a / 100) for a in absolute]
+                       + [(f"{r:g} x best", r * best[run.dataset, split]) for r in relative])
+            for target, accuracy in targets:
+                reached = curve[curve[f"{split}_acc"] >= accuracy]
+                first = reached.iloc[0] if len(reached) else {"epoch": np.nan, "seconds": np.nan}
+                rows.append({"dataset": run.dataset, "variant": run.variant, "P": run.P, "split": split,
+                             "target": target, "target_acc": 100 * accuracy, "epoch": first["epoch"],
+                             "seconds": first["seconds"]})
+    columns = [*keys, "split", "target", "target_acc"]
+    if not rows:
+        return pd.DataFrame(columns=[*keys[:2], "name", *columns[2:], "reached", "epoch_mean", "seconds_mean",
+                                     "seconds_std"])
+    table = (pd.DataFrame.from_records(rows)
+             .groupby(columns, sort=False)
+             .agg(runs=("epoch", "size"), reached_runs=("epoch", "count"), epoch_mean=("epoch", "mean"),
+                  seconds_mean=("seconds", "mean"), seconds_std=("seconds", "std"))
+             .reset_index()
+             .sort_values(["dataset", "split", "target_acc", "variant", "P"], kind="stable"))
+    table["seconds_std"] = table["seconds_std"].mask(table["epoch_mean"].notna() & table["seconds_std"].isna(), 0.0)
+    table.insert(2, "name", table["variant"].map(display_name))
+    table.insert(len(columns) + 1, "reached", [f"{k}/{n}" for k, n in zip(table.pop("reached_runs"),
+                                                                           table.pop("runs"))])
+    return table.reset_index(drop=True)
 
 
 def volume_table(plans: list[tuple[str, str | Path]], width: int) -> pd.DataFrame:

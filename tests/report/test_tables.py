@@ -7,7 +7,13 @@ import pytest
 
 from supergcn.distributed.timing import DETAIL, PhaseTimer
 from supergcn.errors import SuperGCNError
-from supergcn.report.tables import accuracy_table, breakdown_table, runs_table, scaling_table
+from supergcn.report.tables import (
+    accuracy_table,
+    breakdown_table,
+    runs_table,
+    scaling_table,
+    time_to_accuracy_table,
+)
 from supergcn.train.metrics import summary_record, write_metrics
 
 
@@ -86,3 +92,40 @@ def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp
     choices = "hybrid-int2-lp, post-fp32-nolp, pre-fp32-nolp-cd-5"
     with pytest.raises(SuperGCNError, match=f"not a variant of this study — choose one of {choices}"):
         scaling_table(runs, baseline="pre-fp32-nolp")
+
+
+def write_curve(path, label_rate, seed, seconds, val, test):
+    """A metrics file with these per-epoch times and accuracies."""
+    records = [{"type": "epoch", "epoch": e, "seconds": {"max": {"total": t}, "slowest_rank": {"total": t}},
+                "bytes": {"sent_total": 0}, "val_acc": v, "test_acc": a}
+               for e, (t, v, a) in enumerate(zip(seconds, val, test), start=1)]
+    header = {"type": "header", "dataset": "g", "num_ranks": 2, "strategy": "hybrid", "threads_per_rank": 1,
+              "config": {"bits": 2, "label_rate": label_rate, "seed": seed}}
+    best = {"val_acc": max(val), "epoch": 1, "test_acc": 0.5}
+    write_metrics(path, header, records, summary_record(records, best, {"test_acc": 0.5}, ["h", "h"], [1, 1]))
+    return path
+
+
+def test_time_to_accuracy_gives_the_first_epoch_and_the_seconds_summed_until_then(tmp_path):
+    runs = runs_table([
+        write_curve(tmp_path / "a0.jsonl", 0.0, 0, [2, 1, 1, 1], [0.5, 0.8, 0.9, 0.85], [0.4, 0.7, 0.88, 0.9]),
+        write_curve(tmp_path / "a1.jsonl", 0.0, 1, [2, 1, 1, 1], [0.6, 0.7, 0.75, 0.8], [0.5, 0.6, 0.7, 0.7]),
+        write_curve(tmp_path / "b0.jsonl", 0.62, 0, [3, 2, 2, 2], [0.85, 0.9, 0.95, 0.93], [0.8, 0.85, 0.9, 0.9]),
+    ])
+    table = time_to_accuracy_table(runs, absolute=[80], relative=[0.95]).set_index(["variant", "split", "target"])
+    no_lp, lp = "hybrid-int2-nolp", "hybrid-int2-lp"
+    # 80 %: epochs 2 (2 + 1 s) and 4 (2 + 1 + 1 + 1 s) without LP; epoch 1 (3 s) with it.
+    row = table.loc[(no_lp, "val", "80 %")]
+    assert (row["reached"], row["epoch_mean"], row["seconds_mean"]) == ("2/2", 3.0, 4.0)
+    assert row["seconds_std"] == pytest.approx(np.std([3, 5], ddof=1))
+    row = table.loc[(lp, "val", "80 %")]
+    assert (row["reached"], row["epoch_mean"], row["seconds_mean"], row["seconds_std"]) == ("1/1", 1.0, 3.0, 0.0)
+    # 0.95 x the best validation accuracy of the dataset (0.95, run b0) = 90.25 %: 0.9 falls short.
+    row = table.loc[(no_lp, "val", "0.95 x best")]
+    assert row["target_acc"] == pytest.approx(90.25) and row["reached"] == "0/2" and np.isnan(row["seconds_mean"])
+    row = table.loc[(lp, "val", "0.95 x best")]
+    assert (row["reached"], row["epoch_mean"], row["seconds_mean"]) == ("1/1", 3.0, 7.0)
+    # Test targets follow the test accuracies (best 0.9): 0.855 first at epoch 3 of a0 and b0.
+    assert table.loc[(no_lp, "test", "0.95 x best"), "reached"] == "1/2"
+    assert table.loc[(lp, "test", "0.95 x best"), "seconds_mean"] == 7.0
+    assert table.loc[(lp, "test", "0.95 x best"), "name"] == "SuperGCN w/ comm optimizations"

@@ -162,9 +162,13 @@ def edit_config(workdir, change):
 
 def test_outputs_of_the_study_exist_and_are_readable(finished_study):
     workdir, _, _ = finished_study
-    for table in ("runs", "scaling", "breakdown", "accuracy", "volume"):
+    for table in ("runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume"):
         for ext in ("csv", "md", "tex"):
             assert (workdir / TINY_RESULTS / "tables" / f"{table}.{ext}").stat().st_size > 0
+    # The default targets, 0.95 and 0.99 of the best accuracy, each reached by some run.
+    reached = pd.read_csv(workdir / TINY_RESULTS / "tables" / "time_to_accuracy.csv")
+    assert set(reached["target"]) == {"0.95 x best", "0.99 x best"} and set(reached["split"]) == {"val", "test"}
+    assert (reached.groupby(["split", "target"])["epoch_mean"].min() >= 1).all()
     for figure in ("scaling", "breakdown", "accuracy_curves", "volume"):
         png = (workdir / TINY_RESULTS / "figures" / f"{figure}.png").read_bytes()
         assert png.startswith(b"\x89PNG")

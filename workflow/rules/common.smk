@@ -95,6 +95,12 @@ def speedup_baseline_flag():
     return f"--baseline {shlex.quote(baseline)}"
 
 
+def accuracy_target_flags():
+    """The tables' target flags for the targets the config names (the others: the command's defaults)."""
+    targets = config.get("accuracy_targets", {})
+    return " ".join(f"--{kind}-targets " + " ".join(map(str, values)) for kind, values in targets.items())
+
+
 def machine_profiles():
     unknown = [name for name in PERF["machines"] if name not in config["machines"]]
     if unknown:

@@ -7,7 +7,7 @@ localrules:
     figures,
 
 
-TABLES = ["runs", "scaling", "breakdown", "accuracy", "volume"]
+TABLES = ["runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume"]
 FIGURES = ["scaling", "breakdown", "accuracy_curves", "volume"]
 
 
@@ -27,6 +27,7 @@ rule tables:
         plans=" ".join(shlex.quote(f"{dataset}={plan}") for dataset, plan in volume_plans()),
         hidden=TRAINING["hidden"],
         baseline=speedup_baseline_flag(),
+        targets=accuracy_target_flags(),
         code=code("tables"),
         out_dir=lambda wildcards, output: os.path.dirname(output.csv[0]),
     conda:
@@ -35,7 +36,7 @@ rule tables:
         "logs/results/tables.log",
     shell:
         "python -m supergcn.cli tables --runs {input.runs:q} --plans {params.plans} --hidden {params.hidden} "
-        "{params.baseline} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "{params.baseline} {params.targets} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule figures:
