@@ -72,8 +72,8 @@ class GNN(nn.Module):
     applies LayerNorm to the input (after the label embedding) before the first layer, so
     that, as in the paper's §6.1, every layer's input is normalised (the hidden layers'
     LayerNorm already precedes the next layer). The first layer takes this input factored
-    (:class:`~supergcn.train.inputs.LabelledInput`): neither the sum nor the norm is written
-    out where the layer transforms before it aggregates.
+    (:class:`~supergcn.train.inputs.LabelledInput`): the sum and the norm are written out
+    only in the cases :mod:`supergcn.train.inputs` names.
 
     Args:
         model: ``sage`` or ``gcn`` (:data:`supergcn.naming.GNN_MODELS`).

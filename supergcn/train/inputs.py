@@ -24,8 +24,8 @@ synchronous, :attr:`GraphOps.exact`),
     A(X') W^T = A(X) W^T + A(M) (E W^T),     M = S onehot(y) (n x C),
 
 so the label part is aggregated at width C (the one-hot rows of the label inputs) and
-the features' aggregation needs no gradient. Neither path has a gradient with respect to
-X; the results equal the written-out X' up to float rounding. Two cases write X' out
+the features' aggregation needs no gradient. None of these paths has a gradient with
+respect to X, and each equals the written-out X' up to float rounding. Two cases write X' out
 (:meth:`LabelledInput.dense`) and pay its n x F gradient:
 
 * a quantized or delayed exchange (Int2, AdaQP, DistGNN) of a layer that aggregates
