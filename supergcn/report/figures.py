@@ -124,7 +124,8 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
     (top row) and against the training seconds until then (bottom row, the paper's Fig. 11
     question: which variant gets there first in time, not only in epochs)."""
     datasets = _datasets(runs)
-    figure, axes = pyplot().subplots(2, len(datasets), figsize=(6 * len(datasets), 8), squeeze=False)
+    figure, axes = pyplot().subplots(2, len(datasets), figsize=(6 * len(datasets), 8), squeeze=False,
+                                     constrained_layout=True)
     for column, dataset in enumerate(datasets):
         data = runs[runs["dataset"] == dataset]
         largest = data["P"].max()
