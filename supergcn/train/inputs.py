@@ -77,7 +77,9 @@ class LabelledInput:
     def __init__(self, x: torch.Tensor, norm: nn.LayerNorm | None, embedding: nn.Embedding | None = None,
                  label_nodes: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> None:
         self.x, self.norm = x, norm
-        self.labelled = embedding is not None and label_nodes is not None and len(label_nodes) > 0
+        # Not "has label rows": a rank without any must still take the path (and run the
+        # exchanges) of the ranks that have some.
+        self.labelled = embedding is not None and label_nodes is not None
         self.embedding, self.label_nodes, self.labels = embedding, label_nodes, labels
 
     def dense(self) -> torch.Tensor:

@@ -32,7 +32,10 @@ x = torch.from_numpy(np.asarray(graph.features)[owned]).float()
 y = torch.from_numpy(np.asarray(graph.labels)[owned]).long()
 train_nodes = torch.from_numpy(np.flatnonzero(np.asarray(graph.train_mask)[owned]))
 order = train_nodes[torch.randperm(len(train_nodes), generator=torch.Generator().manual_seed(rank))]
-label_nodes, loss_nodes = order[: len(order) * 6 // 10], order[len(order) * 6 // 10:]
+# The last rank feeds no label (a rank of few training nodes can draw none): it must still
+# run the exchanges the others run.
+inputs = 0 if rank == size - 1 and size > 1 else len(order) * 6 // 10
+label_nodes, loss_nodes = order[:inputs], order[inputs:]
 global_loss_nodes = comm.allreduce(len(loss_nodes))
 
 

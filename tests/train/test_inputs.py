@@ -12,7 +12,7 @@ from conftest import run_rank_job
 
 @pytest.mark.parametrize("ranks", [1, 3])
 def test_factored_label_input_equals_the_written_out_one(ranks):
-    run_rank_job(Path(__file__).with_name("label_input_job.py"), ranks, timeout=300)
+    run_rank_job(Path(__file__).with_name("label_input_job.py"), ranks, timeout=180)
 
 
 class RowMixing:
