@@ -15,7 +15,7 @@ import pandas as pd
 from supergcn.data.storage import atomic_file
 from supergcn.distributed.timing import DETAIL
 from supergcn.errors import SuperGCNError, first_line
-from supergcn.report.tables import accuracy_curve
+from supergcn.report.curves import accuracy_curve
 
 #: The tables every study has, and the one only a study with plans has.
 STUDY_TABLES = ("runs", "scaling", "breakdown")

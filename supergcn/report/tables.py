@@ -37,12 +37,11 @@ from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
 from supergcn.naming import SYNCHRONOUS, Variant, display_name
 from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
 from supergcn.train.metrics import read_metrics, timed_epochs
 
 #: An accuracy of runs without validation or test nodes.
 NOT_AVAILABLE = "n/a"
-#: The splits whose accuracy time to accuracy follows.
-TARGET_SPLITS = ("val", "test")
 #: The paper's categories, then the phases that split its ``other``.
 PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
 
@@ -135,18 +134,6 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table[[*keys[:2], "name", keys[2], "test_acc_mean", "test_acc_std", "seeds", "test_acc",
                   "val_loss_test_acc_mean",
                   "val_loss_test_acc_std", "val_loss_test_acc"]]
-
-
-def accuracy_curve(path: str | Path) -> pd.DataFrame:
-    """A run's accuracy per epoch (NaN where a split is empty) against ``seconds``, the
-    training time until the end of that epoch: its epoch times summed (max over ranks, the
-    first epoch included, evaluation excluded)."""
-    _, epochs, _ = read_metrics(path)
-    curve = pd.DataFrame({"epoch": [e["epoch"] for e in epochs],
-                          "seconds": np.cumsum([e["seconds"]["max"]["total"] for e in epochs])})
-    for split in TARGET_SPLITS:
-        curve[f"{split}_acc"] = pd.to_numeric(pd.Series([e[f"{split}_acc"] for e in epochs], dtype=object))
-    return curve
 
 
 def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.DataFrame:
