@@ -24,7 +24,7 @@ from torch import nn
 from supergcn.distributed.aggregation import GraphOps
 from supergcn.kernels.activation import dropout_norm_relu
 from supergcn.naming import DENSE_DTYPES, GNN_MODELS
-from supergcn.train.inputs import LabelledInput, aggregate_and_project, project
+from supergcn.train.inputs import InputNorm, LabelledInput, aggregate_and_project, project
 
 
 class SAGELayer(nn.Module):
@@ -107,7 +107,7 @@ class GNN(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
                                    for _ in range(num_layers - 1))
         self.label_embedding = nn.Embedding(out_dim, in_dim) if label_propagation else None
-        self.input_norm = nn.LayerNorm(in_dim) if input_norm else None
+        self.input_norm = InputNorm(in_dim) if input_norm else None
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor, ops: GraphOps, label_nodes: torch.Tensor | None = None,

@@ -15,7 +15,8 @@ X' factored instead:
   at width C x out and added to the label rows of the product;
 * with N = LayerNorm(gamma, beta), ``N(z) W^T = z_hat (W diag(gamma))^T + W beta`` with
   ``z_hat`` the row standardised without affine: the rows without a label are the constant
-  ``X_hat``, and only the k label rows are standardised (and differentiated) afresh.
+  ``X_hat``, computed once (:class:`InputNorm`), and only the k label rows are
+  standardised (and differentiated) afresh.
 
 A layer that aggregates its input before transforming it (input narrower than the
 output, or ``aggregate_first``) has, without N and where the exchange is exact (float32,
@@ -37,6 +38,8 @@ respect to X, and each equals the written-out X' up to float rounding. Two cases
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -64,17 +67,40 @@ def project_onto(base: torch.Tensor | None, x: torch.Tensor, weight: torch.Tenso
     return base + linear(x, weight, bias, dtype)
 
 
+class InputNorm(nn.LayerNorm):
+    """The input LayerNorm, ``N(z) = gamma * z_hat + beta``, which also gives ``z_hat``, the
+    rows standardised without the affine map. The features' ``X_hat`` depends on no
+    parameter: it is computed once and reused while the features are the same tensor,
+    unchanged (the same object at the same version), so no epoch copies X for it."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__(width)
+        self._features: tuple[torch.Tensor, int, torch.Tensor] | None = None  # (X, its version, X_hat)
+
+    def standardise(self, z: torch.Tensor) -> torch.Tensor:
+        """``z_hat``: each row minus its mean, over its standard deviation (with ``eps``)."""
+        return F.layer_norm(z, self.normalized_shape, None, None, self.eps)
+
+    def standardised_features(self, x: torch.Tensor) -> torch.Tensor:
+        """``X_hat`` of the features ``x`` (no gradient), from the cache where it holds."""
+        cached = self._features
+        if cached is None or cached[0] is not x or cached[1] != x._version:
+            with torch.no_grad():
+                cached = self._features = (x, x._version, self.standardise(x))
+        return cached[2]
+
+
 class LabelledInput:
     """The first layer's input ``N(X + S E[y])`` kept factored (see the module docstring).
 
     Args:
         x: the n x F features (no gradient).
-        norm: the input LayerNorm, or None.
+        norm: the input LayerNorm (:class:`InputNorm`), or None.
         embedding: the label embedding E, or None for no label inputs.
         label_nodes, labels: the k rows that get a label embedding, and their labels.
     """
 
-    def __init__(self, x: torch.Tensor, norm: nn.LayerNorm | None, embedding: nn.Embedding | None = None,
+    def __init__(self, x: torch.Tensor, norm: InputNorm | None, embedding: nn.Embedding | None = None,
                  label_nodes: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> None:
         self.x, self.norm = x, norm
         # Not "has label rows": a rank without any must still take the path (and run the
@@ -104,15 +130,18 @@ class LabelledInput:
             return out
         scaled = weight * self.norm.weight  # W diag(gamma)
         shift = weight @ self.norm.bias     # W beta
-        out = project_onto(base, self._standardise(self.x), scaled, dtype, shift)
+        out = project_onto(base, self.norm.standardised_features(self.x), scaled, dtype, shift)
         if self.labelled:
-            rows = self._standardise(self.x[self.label_nodes] + self.embedding(self.labels))
             label_base = None if base is None else base[self.label_nodes]
-            out.index_copy_(0, self.label_nodes, project_onto(label_base, rows, scaled, dtype, shift))
+            out.index_copy_(0, self.label_nodes,
+                            project_onto(label_base, self.standardised_label_rows, scaled, dtype, shift))
         return out
 
-    def _standardise(self, x: torch.Tensor) -> torch.Tensor:
-        return F.layer_norm(x, self.norm.normalized_shape, None, None, self.norm.eps)
+    @functools.cached_property
+    def standardised_label_rows(self) -> torch.Tensor:
+        """The label rows of X + S E[y] standardised (differentiable in E); cached because
+        a SAGE layer projects its input twice (neighbour and self weights)."""
+        return self.norm.standardise(self.x[self.label_nodes] + self.embedding(self.labels))
 
 
 def aggregate_and_project(x: torch.Tensor | LabelledInput, ops, aggregate, weight: torch.Tensor,

@@ -59,3 +59,26 @@ def test_a_first_layer_that_transforms_first_differentiates_no_input_sized_tenso
         h = h if gnn.input_norm is None else gnn.input_norm(h)
         return gnn.convs[1](gnn._activate(gnn.convs[0](h, RowMixing()), gnn.norms[0]), RowMixing())
     assert input_sized(saved_for_backward(written_out))
+
+
+def test_the_input_norm_standardises_the_features_once_while_they_are_unchanged():
+    """X_hat is reused across passes over the same features, and recomputed when they are
+    edited in place: the output always equals a fresh model's (one that never cached)."""
+    torch.manual_seed(0)
+    gnn = GNN("sage", 40, 16, 3, num_layers=2, dropout=0.0, label_propagation=True, input_norm=True)
+    x, nodes, labels = torch.randn(50, 40), torch.tensor([3, 7]), torch.tensor([0, 2])
+
+    def fresh_output():
+        fresh = GNN("sage", 40, 16, 3, num_layers=2, dropout=0.0, label_propagation=True, input_norm=True)
+        fresh.load_state_dict(gnn.state_dict())
+        return fresh(x, RowMixing(), nodes, labels)
+
+    first = gnn(x, RowMixing(), nodes, labels)
+    standardised = gnn.input_norm.standardised_features(x)
+    torch.testing.assert_close(gnn(x, RowMixing(), nodes, labels), first)
+    assert gnn.input_norm.standardised_features(x) is standardised
+    torch.testing.assert_close(standardised, torch.nn.functional.layer_norm(x, (40,)))
+
+    x[5, :20].add_(2.0)  # an in-place edit of the features (not an affine map of the row, which X_hat ignores)
+    torch.testing.assert_close(gnn(x, RowMixing(), nodes, labels), fresh_output())
+    assert gnn.input_norm.standardised_features(x) is not standardised
