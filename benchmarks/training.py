@@ -319,13 +319,22 @@ def mask_label_reference(args) -> None:
         for share in args.relative_targets:
             epochs = [next((e for e, v in enumerate(r["val_acc"], 1) if v >= share * best_val), None) for r in mine]
             seconds = [None if e is None else float(np.sum(r["seconds"][:e])) for e, r in zip(epochs, mine)]
-            to_target[f"val {share:g} x best"] = {"epochs": epochs, "training_seconds": seconds}
+            reached = [e for e in epochs if e is not None]
+            summary = (f"{np.mean(reached):.1f} / {np.mean([t for t in seconds if t is not None]):.1f} s"
+                       if reached else "—")
+            to_target[f"val {share:g} x best"] = {"epochs": epochs, "training_seconds": seconds,
+                                                  "summary": f"{summary} ({len(reached)}/{len(mine)})"}
         report["models"][name] = {"test_acc_at_best_val": f"{np.mean(accuracy):.2f} ± {np.std(accuracy, ddof=1):.2f}"
                                   if len(accuracy) > 1 else f"{accuracy[0]:.2f}",
                                   "per_seed": accuracy, "epoch_seconds": float(np.mean([np.mean(r["seconds"][1:])
                                                                                         for r in mine])),
                                   **to_target}
     print(json.dumps(report, indent=2))
+    print(f"best validation accuracy of these runs: {100 * best_val:.2f} %; to each share of it: mean epochs / "
+          "training seconds over the seeds that reach it (reached/seeds)")
+    for name, model in report["models"].items():
+        print(f"{name:10s} test acc. {model['test_acc_at_best_val']}  epoch {model['epoch_seconds']:.3f} s  "
+              + "  ".join(f"{target}: {to['summary']}" for target, to in model.items() if target.startswith("val ")))
 
 
 def main():
