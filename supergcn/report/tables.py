@@ -204,9 +204,13 @@ def volume_table(plans: list[tuple[str, str | Path]], width: int) -> pd.DataFram
 
 
 def write_table(table: pd.DataFrame, stem: str | Path, caption: str) -> None:
-    """``stem``.csv, .md and .tex."""
+    """``stem``.csv, .md and .tex; a missing value (a target no run reaches, a ratio with a
+    zero denominator) is an empty CSV field and a dash in Markdown and LaTeX, not "nan"."""
     stem = Path(stem)
     write_text(stem.with_suffix(".csv"), table.to_csv(index=False))
-    write_text(stem.with_suffix(".md"), f"{caption}\n\n{table.to_markdown(index=False, floatfmt='.4g')}\n")
-    write_text(stem.with_suffix(".tex"), table.to_latex(index=False, float_format="%.4g", caption=caption,
-                                                        label=f"tab:{stem.name}", escape=True))
+    # tabulate formats NaN as "nan" and takes only None as missing.
+    markdown = table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt=".4g",
+                                                                           missingval="—")
+    write_text(stem.with_suffix(".md"), f"{caption}\n\n{markdown}\n")
+    write_text(stem.with_suffix(".tex"), table.to_latex(index=False, float_format="%.4g", na_rep="---",
+                                                        caption=caption, label=f"tab:{stem.name}", escape=True))

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from supergcn.distributed.timing import DETAIL, PhaseTimer
@@ -13,6 +14,7 @@ from supergcn.report.tables import (
     runs_table,
     scaling_table,
     time_to_accuracy_table,
+    write_table,
 )
 from supergcn.train.metrics import summary_record, write_metrics
 
@@ -129,3 +131,14 @@ def test_time_to_accuracy_gives_the_first_epoch_and_the_seconds_summed_until_the
     assert table.loc[(no_lp, "test", "0.95 x best"), "reached"] == "1/2"
     assert table.loc[(lp, "test", "0.95 x best"), "seconds_mean"] == 7.0
     assert table.loc[(lp, "test", "0.95 x best"), "name"] == "SuperGCN w/ comm optimizations"
+
+
+def test_written_tables_show_a_missing_value_as_a_dash_not_nan(tmp_path):
+    table = pd.DataFrame({"target": ["80 %", "90 %"], "reached": ["2/2", "0/2"], "seconds_mean": [4.0, np.nan]})
+    write_table(table, tmp_path / "t", "Caption.")
+    assert pd.read_csv(tmp_path / "t.csv")["seconds_mean"].isna().tolist() == [False, True]
+    markdown = (tmp_path / "t.md").read_text().splitlines()
+    assert markdown[0] == "Caption."
+    assert [cell.strip() for cell in markdown[-1].split("|")[1:-1]] == ["90 %", "0/2", "—"]
+    assert "nan" not in (tmp_path / "t.md").read_text() + (tmp_path / "t.tex").read_text()
+    assert "90 \\% & 0/2 & --- \\\\" in (tmp_path / "t.tex").read_text()
