@@ -14,6 +14,12 @@ import yaml
 from conftest import BIN, REPO, SNAKEMAKE, copy_workflow, snakemake
 
 
+def plan_from_scratch(*args, **kwargs) -> subprocess.CompletedProcess:
+    """A dry run of every job of the study, as if nothing were built: the checkout's own
+    results/ (after `make run`) must not change what a test of the plan sees."""
+    return snakemake("-n", "--forceall", *args, **kwargs)
+
+
 def planned_jobs(output: str) -> dict[str, int]:
     """The 'Job stats' table of a dry run: rule -> count."""
     match = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", output, re.S)
@@ -58,7 +64,7 @@ def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
     from supergcn.cluster.pjm import pjm_script, read_site
 
     overlay = write_overlay(tmp_path, process_counts=[1, 4, 6, 16])
-    result = snakemake("-n", "--profile", "workflow/profiles/fugaku", "--configfiles", "config/config.yaml",
+    result = plan_from_scratch("--profile", "workflow/profiles/fugaku", "--configfiles", "config/config.yaml",
                        "config/fugaku.yaml", overlay)
     assert result.returncode == 0, result.stderr
     jobs = train_jobs(result.stdout)
@@ -81,7 +87,7 @@ def test_profiles_resolve_by_name_once_installed(tmp_path):
     subprocess.run(["make", "-s", "profiles"], cwd=REPO, check=True, env=env)
     for name in ("fugaku", "fugaku-prepost", "slurm", "local"):
         assert (tmp_path / "snakemake" / name / "config.yaml").is_file()
-    result = snakemake("-n", "--profile", "fugaku", env_extra={"XDG_CONFIG_HOME": str(tmp_path)})
+    result = plan_from_scratch("--profile", "fugaku", env_extra={"XDG_CONFIG_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert "Using profile fugaku" in result.stdout + result.stderr
     assert train_jobs(result.stdout)[0]["resources"]["cpus_per_task"] == "12"
@@ -98,7 +104,7 @@ def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without
     # The SLURM executor refuses the `mpi` resource with one task; its srun needs --mpi=pmi2
     # where Slurm's MpiDefault is none, and SRUN_CPUS_PER_TASK since Slurm 22.05 (tests/cluster/test_slurm.py
     # runs all of it on a real Slurm).
-    result = snakemake("-n", "-p", "--profile", "workflow/profiles/slurm")
+    result = plan_from_scratch("-p", "--profile", "workflow/profiles/slurm")
     assert result.returncode == 0, result.stderr
     jobs = train_jobs(result.stdout)
     launcher = yaml.safe_load((REPO / "config" / "slurm.yaml").read_text())["execution"]["mpi"]
@@ -116,7 +122,7 @@ def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without
 
 def test_overriding_default_resources_keeps_every_job_s_runtime(tmp_path):
     # --default-resources replaces a profile's whole list; runtime lives in the rules instead.
-    result = snakemake("-n", "--profile", "workflow/profiles/slurm", "--default-resources", "slurm_account=a")
+    result = plan_from_scratch("--profile", "workflow/profiles/slurm", "--default-resources", "slurm_account=a")
     assert result.returncode == 0, result.stderr
     local = {"all", *(name for rules in (REPO / "workflow" / "rules").glob("*.smk")
                       for block in re.findall(r"^localrules:\n((?:    \w+,\n)+)", rules.read_text(), re.M)
@@ -366,21 +372,21 @@ def test_lint_is_clean():
 
 def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
     overlay = write_overlay(tmp_path, variants=[{"strategy": "hybrid", "bits": 2, "label_propagation": True}])
-    result = snakemake("-n", "-p", "--configfiles", "config/config.yaml", overlay)
+    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", overlay)
     assert result.returncode == 0, result.stderr
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
     assert commands and all("--bits 2 --label-rate 0.62" in c and "hybrid-int2-lp" in c for c in commands)
 
 
 def test_int2_accuracy_study_plans_every_run():
-    result = snakemake("-n", "--configfiles", "config/config.yaml", "config/studies/int2-accuracy.yaml")
+    result = plan_from_scratch("--configfiles", "config/config.yaml", "config/studies/int2-accuracy.yaml")
     assert result.returncode == 0, result.stderr
     assert planned_jobs(result.stdout)["train"] == 4 * 4 * 4 * 5
     assert "results/int2-accuracy/tables/accuracy.md" in result.stdout
 
 
 def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn():
-    result = snakemake("-n", "-p", "--configfiles", "config/config.yaml", "config/studies/paper-comparison.yaml")
+    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/paper-comparison.yaml")
     assert result.returncode == 0, result.stderr
     assert planned_jobs(result.stdout)["train"] == 6 * 2 * 3
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
@@ -437,6 +443,6 @@ def test_ruff_is_clean():
 
 
 def test_the_prepost_profile_preprocesses_and_stops_before_training():
-    result = snakemake("-n", "--profile", "workflow/profiles/fugaku-prepost")
+    result = plan_from_scratch("--profile", "workflow/profiles/fugaku-prepost")
     assert result.returncode == 0, result.stderr
     assert set(planned_jobs(result.stdout)) == {"prepare", "partition", "plan"}
