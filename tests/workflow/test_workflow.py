@@ -65,7 +65,7 @@ def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
 
     overlay = write_overlay(tmp_path, process_counts=[1, 4, 6, 16])
     result = plan_from_scratch("--profile", "workflow/profiles/fugaku", "--configfiles", "config/config.yaml",
-                       "config/fugaku.yaml", overlay)
+                               "config/fugaku.yaml", overlay)
     assert result.returncode == 0, result.stderr
     jobs = train_jobs(result.stdout)
     assert sorted({int(j["wildcards"]["P"]) for j in jobs}) == [1, 4, 6, 16]
