@@ -48,6 +48,8 @@ DENSE_DTYPES = ("float32", "bfloat16")
 KERNELS = ("numba", "torch")
 #: Vertex weights METIS can balance (:mod:`supergcn.partition.metis`).
 PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
+#: Partitioners (:mod:`supergcn.partition.metis`, :mod:`supergcn.partition.kaminpar`).
+PARTITION_ENGINES = ("metis", "kaminpar")
 #: Masked label propagation on / off, as it appears in variant names.
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
 #: A variant's label: strategy-precision-lp[-schedule] (:class:`Variant`).

@@ -22,7 +22,7 @@ def run(args) -> None:
     (:func:`supergcn.partition.plan.run_plan`); print the rows each strategy sends."""
     from supergcn.data.graph import load_graph, read_graph_meta
     from supergcn.partition.metis import load_partition
-    from supergcn.partition.plan import run_plan, strategy_summary
+    from supergcn.partition.plan import plan_strategy_rows, run_plan, strategy_summary
 
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)
@@ -30,4 +30,4 @@ def run(args) -> None:
     manifest = run_plan(graph, meta["hash"], partition, part_manifest["partition_hash"], args.strategy, args.out)
     print(f"plan {args.strategy} for P={partition.num_parts} on {graph.name} ({manifest['seconds']:.2f} s) "
           f"-> {args.out}")
-    print(strategy_summary(manifest))
+    print(strategy_summary(plan_strategy_rows(args.out)[1]))

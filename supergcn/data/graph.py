@@ -28,6 +28,8 @@ from supergcn.errors import SuperGCNError
 from supergcn.naming import DROP_SELF_LOOPS, SELF_LOOPS
 
 GRAPH_FORMAT = "supergcn-graph/1"
+#: Adjacency entries a streaming pass holds at once (a few arrays of them, 8 B each).
+ROW_BLOCK_ENTRIES = 1 << 24
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
 
 
@@ -103,6 +105,25 @@ class Graph:
         if problems:
             raise SuperGCNError(f"graph {self.name!r} is malformed: " + "; ".join(problems),
                                 "rerun `supergcn prepare` (or fix the loader of this dataset)")
+
+
+def row_blocks(indptr: np.ndarray, block_entries: int = ROW_BLOCK_ENTRIES):
+    """Yield ``(start, stop)`` row ranges covering every row, each holding about
+    ``block_entries`` entries (a single longer row makes a block of its own)."""
+    num_rows = len(indptr) - 1
+    start = 0
+    while start < num_rows:
+        stop = int(np.searchsorted(indptr, indptr[start] + block_entries, side="right")) - 1
+        stop = min(num_rows, max(stop, start + 1))
+        yield start, stop
+        start = stop
+
+
+def block_rows_and_indices(graph: "Graph", start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row id and neighbour id (int64) of every entry of rows ``start .. stop - 1``."""
+    lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
+    rows = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(graph.indptr[start:stop + 1]))
+    return rows, np.asarray(graph.indices[lo:hi], dtype=np.int64)
 
 
 def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ import resource
 import shutil
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -95,16 +96,16 @@ def read_json(path: str | os.PathLike, what: str) -> dict:
     return manifest
 
 
-def load_array(directory: Path, name: str, what: str, mmap: bool = False) -> np.ndarray:
-    """Load ``directory/name.npy`` or explain which step to rerun: the file is missing,
-    truncated or not an array."""
-    path = directory / f"{name}.npy"
+def load_array(directory: Path, name: str, what: str, mmap: bool = False, suffix: str = ".npy"):
+    """Load ``directory/name.npy`` (or, with ``suffix=".npz"``, open the archive) or explain
+    which step to rerun: the file is missing, truncated or not an array."""
+    path = directory / f"{name}{suffix}"
     if not path.is_file():
         raise SuperGCNError(f"{what} {directory} is incomplete: {path.name} is missing",
                             "rerun the step that wrote it")
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:  # numpy's words for a short or foreign file
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # numpy's words for a short or foreign file
         raise SuperGCNError(f"{what} {directory} is damaged: {path.name} is truncated or not a .npy array ({exc})",
                             "delete the directory and rerun the step that wrote it") from exc
 

@@ -38,12 +38,14 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.graph import Graph
+from supergcn.data.graph import Graph, block_rows_and_indices, row_blocks
 from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
-from supergcn.naming import PARTITION_CONSTRAINTS
+from supergcn.naming import PARTITION_CONSTRAINTS, PARTITION_ENGINES
 
-PARTITION_FORMAT = "supergcn-partition/1"
+#: Version 2 keeps the per-part totals in ``part_totals.npz`` and records the engine.
+PARTITION_FORMAT = "supergcn-partition/2"
+_TOTALS_FILE = "part_totals.npz"
 _METIS_WEIGHT_BUDGET = 2**30  # total vertex weight must stay well inside METIS's int32 idx_t
 _WEIGHT_RESOLUTION = 16
 
@@ -166,11 +168,7 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
     if not 0 < edge_fraction <= 1:
         raise SuperGCNError(f"the edge fraction METIS sees must be in (0, 1], got {edge_fraction}",
                             "pass --edge-fraction in (0, 1]")
-    if num_parts < 1:
-        raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}", "pass --parts 1 or more")
-    if num_parts > graph.num_nodes:
-        raise SuperGCNError(f"cannot split {graph.num_nodes} nodes into {num_parts} parts",
-                            "use P <= number of nodes")
+    _check_num_parts(graph, num_parts)
     if num_parts == 1:
         return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
     idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
@@ -179,54 +177,102 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
     vweights = combined_weight(constraint_weights(graph, constraints)).astype(idx_t) if constraints else None
     result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights,
                                 options=pymetis.Options(seed=seed), recursive=False)
-    parts = np.asarray(result.vertex_part, dtype=np.int32)
-    if np.any(np.bincount(parts, minlength=num_parts) == 0):
-        raise SuperGCNError(f"METIS left a part empty for P={num_parts} on {graph.num_nodes} nodes",
+    return _nonempty(Partition(np.asarray(result.vertex_part, dtype=np.int32), num_parts), "METIS", graph)
+
+
+def _check_num_parts(graph: Graph, num_parts: int) -> None:
+    if num_parts < 1:
+        raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}", "pass --parts 1 or more")
+    if num_parts > graph.num_nodes:
+        raise SuperGCNError(f"cannot split {graph.num_nodes} nodes into {num_parts} parts",
+                            "use P <= number of nodes")
+
+
+def _nonempty(partition: Partition, engine: str, graph: Graph) -> Partition:
+    if np.any(partition.sizes == 0):
+        raise SuperGCNError(f"{engine} left a part empty for P={partition.num_parts} on {graph.num_nodes} nodes",
                             "use fewer parts for this graph")
-    return Partition(parts, num_parts)
+    return partition
 
 
 def edge_cut(graph: Graph, parts: np.ndarray) -> int:
-    """Undirected edges whose endpoints lie in different parts."""
-    return int(np.count_nonzero(np.repeat(parts, graph.in_degree) != parts[graph.indices])) // 2
+    """Undirected edges whose endpoints lie in different parts (counted a block of rows at
+    a time, so no array as long as the adjacency is made)."""
+    cut = 0
+    for start, stop in row_blocks(graph.indptr):
+        rows, indices = block_rows_and_indices(graph, start, stop)
+        cut += int(np.count_nonzero(parts[rows] != parts[indices]))
+    return cut // 2
 
 
-def balance_report(graph: Graph, partition: Partition) -> dict:
-    """Per-part totals and max/mean imbalance of nodes, edges and training nodes."""
-    report = {}
-    for name, weight in (("nodes", None), ("edges", graph.in_degree), ("train_nodes", graph.train_mask)):
-        per_part = np.bincount(partition.parts, weights=weight, minlength=partition.num_parts).astype(np.int64)
-        mean = per_part.mean()
-        report[name] = {"per_part": per_part.tolist(),
-                        "imbalance_max_over_mean": float(per_part.max() / mean) if mean > 0 else None}
-    return report
+def part_totals(graph: Graph, partition: Partition) -> dict[str, np.ndarray]:
+    """Per part: its nodes, its edges (the in-degrees of its nodes) and its training nodes."""
+    return {name: np.bincount(partition.parts, weights=weight, minlength=partition.num_parts).astype(np.int64)
+            for name, weight in (("nodes", None), ("edges", graph.in_degree), ("train_nodes", graph.train_mask))}
+
+
+def balance_report(totals: dict[str, np.ndarray]) -> dict:
+    """Max/mean imbalance of each of :func:`part_totals` (None where a total is zero)."""
+    return {name: {"imbalance_max_over_mean": float(per_part.max() / per_part.mean()) if per_part.sum() > 0 else None}
+            for name, per_part in totals.items()}
+
+
+def read_part_totals(directory: str | Path) -> dict[str, np.ndarray]:
+    """A partition directory's :func:`part_totals`, as written beside ``parts.npy``."""
+    with load_array(Path(directory), _TOTALS_FILE.removesuffix(".npz"), "partition", suffix=".npz") as arrays:
+        return {name: arrays[name] for name in arrays.files}
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Which partitioner runs and how: ``metis`` (pymetis, one thread) or ``kaminpar``
+    (:mod:`supergcn.partition.kaminpar`, ``threads`` threads, ``preset`` up to k = 1,024
+    and ``large_k_preset`` beyond)."""
+
+    name: str = "metis"
+    threads: int = 1
+    preset: str = "terapart"
+    large_k_preset: str = "terapart-largek"
+
+    def describe(self, num_parts: int) -> dict:
+        """The manifest's record of the engine as it ran for ``num_parts``."""
+        if num_parts == 1:
+            return {"name": "single part"}
+        if self.name == "metis":
+            return {"name": "metis", "method": "pymetis k-way, combined vertex weight", "threads": 1}
+        from supergcn.partition.kaminpar import preset_for
+        return {"name": "kaminpar", "method": "KaMinPar, combined vertex weight", "threads": self.threads,
+                "preset": preset_for(num_parts, self.preset, self.large_k_preset)}
 
 
 def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir: str | Path,
-                   constraints, seconds: float, edge_fraction: float = 1.0) -> dict:
+                   constraints, seconds: float, edge_fraction: float = 1.0, engine: Engine = Engine()) -> dict:
+    totals = part_totals(graph, partition)
     manifest = {
         "format": PARTITION_FORMAT,
         "graph": graph.name,
         "graph_hash": graph_hash,
         "num_parts": partition.num_parts,
-        "method": "single part" if partition.num_parts == 1 else "pymetis k-way, combined vertex weight",
+        "engine": engine.describe(partition.num_parts),
         "constraints": list(constraints),
         "metis_edge_fraction": edge_fraction,
         "edge_cut": edge_cut(graph, partition.parts),
         "num_edges_undirected": graph.num_undirected_edges,
-        "balance": balance_report(graph, partition),
+        "balance": balance_report(totals),
         "partition_hash": partition.content_hash(),
         "seconds": seconds,
         "peak_memory_mib": peak_memory_mib(),
     }
     with atomic_output_dir(out_dir) as staging:
         np.save(staging / "parts.npy", partition.parts)
+        np.savez(staging / _TOTALS_FILE, **totals)
         write_json(staging / "partition.json", manifest)
     return manifest
 
 
-def load_partition(directory: str | Path, graph_hash: str | None = None) -> tuple[Partition, dict]:
-    """Load a partition, refusing one built from a different graph when ``graph_hash`` is given."""
+def read_partition_manifest(directory: str | Path, graph_hash: str | None = None) -> dict:
+    """``partition.json`` (a few hundred bytes whatever P), refusing a partition of another
+    format or, when ``graph_hash`` is given, of another graph."""
     directory = Path(directory)
     manifest = read_json(directory / "partition.json", "partition")
     if manifest.get("format") != PARTITION_FORMAT:
@@ -236,6 +282,13 @@ def load_partition(directory: str | Path, graph_hash: str | None = None) -> tupl
     if graph_hash is not None and manifest["graph_hash"] != graph_hash:
         raise SuperGCNError(f"partition {directory} was built from a different graph (hash {manifest['graph_hash']}, "
                             f"graph has {graph_hash})", "rerun `supergcn partition` on this graph")
+    return manifest
+
+
+def load_partition(directory: str | Path, graph_hash: str | None = None) -> tuple[Partition, dict]:
+    """Load a partition, refusing one built from a different graph when ``graph_hash`` is given."""
+    directory = Path(directory)
+    manifest = read_partition_manifest(directory, graph_hash)
     partition = Partition(load_array(directory, "parts", "partition"), manifest["num_parts"])
     if partition.content_hash() != manifest["partition_hash"]:
         raise SuperGCNError(f"{directory}/parts.npy does not match its manifest (modified or damaged)",
@@ -244,15 +297,36 @@ def load_partition(directory: str | Path, graph_hash: str | None = None) -> tupl
 
 
 def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constraints=PARTITION_CONSTRAINTS,
-                  seed: int = 0, edge_fraction: float = 1.0) -> dict:
-    """Partition ``graph`` (:func:`partition_graph`) and write ``out_dir`` atomically.
+                  seed: int = 0, edge_fraction: float = 1.0, engine: Engine = Engine()) -> dict:
+    """Partition ``graph`` with ``engine`` and write ``out_dir`` atomically.
 
     Returns:
-        The manifest written as ``partition.json``: graph hash, partition hash, the edge
-        fraction METIS saw, edge cut (of the whole graph),
-        per-part nodes / edges / training nodes with their imbalance, seconds, peak memory.
+        The manifest written as ``partition.json``: graph hash, partition hash, the engine
+        (and its preset and threads), the edge fraction METIS saw, edge cut (of the whole
+        graph), the imbalance of nodes / edges / training nodes (their per-part totals are
+        in ``part_totals.npz``), seconds, peak memory.
     """
     started = time.perf_counter()
-    partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction)
+    if engine.name == "metis" or num_parts == 1:
+        partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction)
+    elif engine.name == "kaminpar":
+        partition = kaminpar_partition(graph, num_parts, constraints, seed, engine, Path(out_dir).parent)
+    else:
+        raise SuperGCNError(f"unknown partition engine {engine.name!r}",
+                            f"choose one of {', '.join(PARTITION_ENGINES)}")
     return save_partition(partition, graph, graph_hash, out_dir, constraints, time.perf_counter() - started,
-                          edge_fraction)
+                          edge_fraction, engine)
+
+
+def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, engine: Engine,
+                       scratch_dir: Path) -> Partition:
+    """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS;
+    its graph file is written in ``scratch_dir`` (beside the output) and removed."""
+    from supergcn.partition.kaminpar import kaminpar_parts, preset_for
+
+    _check_num_parts(graph, num_parts)
+    weights = combined_weight(constraint_weights(graph, constraints)) if constraints else None
+    scratch_dir.mkdir(parents=True, exist_ok=True)
+    parts = kaminpar_parts(graph, num_parts, weights, seed, engine.threads,
+                           preset_for(num_parts, engine.preset, engine.large_k_preset), scratch_dir)
+    return _nonempty(Partition(parts, num_parts), "KaMinPar", graph)

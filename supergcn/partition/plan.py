@@ -29,7 +29,14 @@ A :class:`RankPlan` holds (all ids local to the rank):
   owned sources; ``send_pre_counts[i]`` of them go to rank i;
 * ``post_send_index`` — owned sources sent raw, ``send_post_counts[i]`` to rank i;
 * ``remote_indptr``/``remote_indices`` — owned destinations -> receive-buffer rows;
-* ``recv_counts[j]`` — rows received from rank j; ``in_degree`` — global deg(v).
+* ``recv_counts[j]`` — rows received from rank j; ``in_degree`` — global deg(v);
+* ``owned_old_ids`` — the graph's own ids of the owned nodes, so a rank reads its rows of
+  the graph without the partition (an N-long array) or its renumbering.
+
+On disk a plan directory holds ``plan.json`` (totals: its size does not grow with P),
+``pairs.npz`` (per pair of ranks with cut edges: rows sent, cut edges, distinct sources
+and destinations, cover), ``rank_hashes.npy`` (one hash per rank file) and one
+``rank_NNNNN.npz`` per rank, so that a training rank reads O(1) bytes besides its own file.
 """
 
 from __future__ import annotations
@@ -46,14 +53,19 @@ import scipy.sparse as sp
 from supergcn.data.graph import Graph
 from supergcn.data.keys import group_sorted
 from supergcn.data.ranges import block_starts, concatenated_ranges
-from supergcn.data.storage import atomic_output_dir, peak_memory_mib, read_json, write_json
+from supergcn.data.storage import atomic_output_dir, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
 from supergcn.partition.cover import minimum_vertex_cover
 from supergcn.partition.metis import Partition
 
-#: Version 2 records a hash of every rank file in ``plan.json``.
-PLAN_FORMAT = "supergcn-plan/2"
+#: Version 3 keeps per-pair statistics and rank-file hashes in arrays beside ``plan.json``
+#: and the owned nodes' original ids in each rank file.
+PLAN_FORMAT = "supergcn-plan/3"
+_PAIRS_FILE = "pairs.npz"
+#: Most cut edges matched in one call of scipy's Hopcroft–Karp, which indexes with int32.
+MATCHING_MAX_ENTRIES = 2**31 - 1
+_HASHES_FILE = "rank_hashes.npy"
 
 
 @dataclass
@@ -72,6 +84,7 @@ class RankPlan:
     remote_indptr: np.ndarray
     remote_indices: np.ndarray
     in_degree: np.ndarray
+    owned_old_ids: np.ndarray
 
     @property
     def num_owned(self) -> int:
@@ -130,20 +143,54 @@ def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hybrid_left_is_post(left_keys, left, right_keys, right, num_nodes, num_pairs):
-    """Alg. 1 over all pairs at once: the union of the pairs' bipartite cut graphs is one
-    bipartite graph whose minimum cover is the union of the pairs' minimum covers. Left
-    vertices are the (pair, source) groups, right ones the (pair, destination) groups;
-    returns whether each left vertex is in the cover (its edges are then POST)."""
-    biadjacency = sp.csr_matrix((np.ones(len(left), dtype=np.int8), (left, right)),
-                                shape=(len(left_keys), len(right_keys)))
-    cover = minimum_vertex_cover(biadjacency)
+    """Alg. 1 over all pairs: the union of the pairs' bipartite cut graphs is one bipartite
+    graph whose minimum cover is the union of the pairs' minimum covers. Left vertices are
+    the (pair, source) groups, right ones the (pair, destination) groups; returns whether
+    each left vertex is in the cover (its edges are then POST).
+
+    The pairs are matched in batches of whole pairs of at most :data:`MATCHING_MAX_ENTRIES`
+    cut edges, since scipy's Hopcroft–Karp indexes its matrix with 32-bit integers;
+    ``left`` and ``right`` come ordered by pair, and so do the keys.
+    """
     left_pair = left_keys // num_nodes
     right_pair = right_keys // num_nodes
-    return cover.left, {
-        "cover": np.bincount(left_pair[cover.left], minlength=num_pairs)
-        + np.bincount(right_pair[cover.right], minlength=num_pairs),
-        "matching": np.bincount(left_pair[cover.match_of_left >= 0], minlength=num_pairs),
+    edge_pair = left_pair[left]
+    left_is_post = np.zeros(len(left_keys), dtype=bool)
+    right_in_cover = np.zeros(len(right_keys), dtype=bool)
+    left_matched = np.zeros(len(left_keys), dtype=bool)
+    for pair_lo, pair_hi in _pair_batches(np.bincount(edge_pair, minlength=num_pairs), MATCHING_MAX_ENTRIES):
+        e_lo, e_hi = np.searchsorted(edge_pair, [pair_lo, pair_hi])
+        l_lo, l_hi = np.searchsorted(left_pair, [pair_lo, pair_hi])
+        r_lo, r_hi = np.searchsorted(right_pair, [pair_lo, pair_hi])
+        biadjacency = sp.csr_matrix((np.ones(e_hi - e_lo, dtype=np.int8), (left[e_lo:e_hi] - l_lo,
+                                                                           right[e_lo:e_hi] - r_lo)),
+                                    shape=(l_hi - l_lo, r_hi - r_lo))
+        cover = minimum_vertex_cover(biadjacency)
+        left_is_post[l_lo:l_hi] = cover.left
+        right_in_cover[r_lo:r_hi] = cover.right
+        left_matched[l_lo:l_hi] = cover.match_of_left >= 0
+    return left_is_post, {
+        "cover": np.bincount(left_pair[left_is_post], minlength=num_pairs)
+        + np.bincount(right_pair[right_in_cover], minlength=num_pairs),
+        "matching": np.bincount(left_pair[left_matched], minlength=num_pairs),
     }
+
+
+def _pair_batches(edges_per_pair: np.ndarray, max_entries: int):
+    """Yield ``(first pair, last pair + 1)`` of consecutive pairs with at most ``max_entries``
+    edges together; a pair with more cannot be matched and is refused."""
+    too_large = np.flatnonzero(edges_per_pair > max_entries)
+    if len(too_large):
+        raise SuperGCNError(f"one pair of ranks shares {int(edges_per_pair[too_large[0]]):,} cut edges, more than "
+                            f"the {max_entries:,} one maximum matching can index",
+                            "partition into more parts, or plan with --strategy pre or post")
+    ends = np.cumsum(edges_per_pair)
+    pair_lo = 0
+    while pair_lo < len(edges_per_pair):
+        before = ends[pair_lo - 1] if pair_lo else 0
+        pair_hi = int(np.searchsorted(ends, before + max_entries, side="right"))
+        yield pair_lo, pair_hi
+        pair_lo = pair_hi
 
 
 def _split_csr(rows: np.ndarray, cols: np.ndarray, num_rows: int, bounds: np.ndarray):
@@ -179,6 +226,7 @@ def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list
     offsets = partition.offsets
     owner = np.repeat(np.arange(num_ranks, dtype=np.int64), partition.sizes)
     dst, src = _renumbered_edges(graph, partition)
+    new_to_old = partition.new_to_old.astype(graph.indices.dtype)
     in_degree = np.bincount(dst, minlength=n)
     is_local = owner[dst] == owner[src]
     local_parts = list(_split_csr(dst[is_local], src[is_local], n, offsets))
@@ -256,35 +304,35 @@ def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list
             recv_counts=comm[:, r].copy(),
             remote_indptr=remote_indptr, remote_indices=remote_idx,
             in_degree=in_degree[offsets[r]:offsets[r + 1]],
+            owned_old_ids=new_to_old[offsets[r]:offsets[r + 1]],
         ))
     return plans, _plan_stats(strategy, comm, pre_counts, post_counts, cut_counts, num_ranks, cover_stats)
 
 
 def _plan_stats(strategy, comm, pre_counts, post_counts, cut_counts, num_ranks, cover_stats):
-    """plan.json's statistics; ``cut_counts`` holds per pair the cut edges, their distinct
-    sources (the rows post sends) and distinct destinations (the rows pre sends)."""
+    """The plan's statistics: totals (``plan.json``) and, under ``"pairs"``, one array entry
+    per ordered pair (j sends to i) with cut edges (``pairs.npz``); ``cut_counts`` holds per
+    pair the cut edges, their distinct sources (the rows post sends) and distinct
+    destinations (the rows pre sends)."""
     cut_edges, distinct_src, distinct_dst = cut_counts
-    pairs = []
-    for p in np.flatnonzero(cut_edges):
-        j, i = divmod(int(p), num_ranks)
-        entry = {"src": j, "dst": i, "cut_edges": int(cut_edges[p]), "rows": int(comm[j, i]),
-                 "pre_rows": int(pre_counts[j, i]), "post_rows": int(post_counts[j, i]),
-                 "distinct_sources": int(distinct_src[p]), "distinct_destinations": int(distinct_dst[p])}
-        if cover_stats:
-            entry["cover"] = int(cover_stats["cover"][p])
-            entry["matching"] = int(cover_stats["matching"][p])
-        pairs.append(entry)
+    cut = np.flatnonzero(cut_edges)
+    src, dst = np.divmod(cut, num_ranks)
+    pairs = {"src": src, "dst": dst, "cut_edges": cut_edges[cut], "rows": comm.reshape(-1)[cut],
+             "pre_rows": pre_counts.reshape(-1)[cut], "post_rows": post_counts.reshape(-1)[cut],
+             "distinct_sources": distinct_src[cut], "distinct_destinations": distinct_dst[cut]}
+    if cover_stats:
+        pairs["cover"] = cover_stats["cover"][cut]
+        pairs["matching"] = cover_stats["matching"][cut]
     return {
         "strategy": strategy,
         "num_ranks": num_ranks,
-        "comm_rows": comm.tolist(),
         "total_rows_sent": int(comm.sum()),
         "max_rows_sent_by_rank": int(comm.sum(axis=1).max()),
         "max_rows_received_by_rank": int(comm.sum(axis=0).max()),
         "cut_edges_directed": int(cut_edges.sum()),
         "rows_if_pre": int(distinct_dst.sum()),
         "rows_if_post": int(distinct_src.sum()),
-        "pairs": pairs,
+        "pairs": {name: np.asarray(values, dtype=np.int64) for name, values in pairs.items()},
     }
 
 
@@ -292,22 +340,30 @@ def _rank_file(directory: Path, rank: int) -> Path:
     return directory / f"rank_{rank:05d}.npz"
 
 
+_HASH_BYTES = 16
+
+
 def file_hash(data: bytes) -> str:
     """The content hash recorded for a rank file."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return hashlib.blake2b(data, digest_size=_HASH_BYTES).hexdigest()
 
 
 def save_plans(plans: list[RankPlan], stats: dict, out_dir: str | Path, graph_hash: str, partition_hash: str,
                seconds: float) -> dict:
-    """Write the plans (one ``rank_NNNNN.npz`` each) and ``plan.json`` (with every rank
-    file's hash) into ``out_dir`` atomically; return the manifest."""
+    """Write the plans (one ``rank_NNNNN.npz`` each, their hashes in ``rank_hashes.npy``),
+    the per-pair statistics (``pairs.npz``) and ``plan.json`` into ``out_dir`` atomically;
+    return the manifest."""
+    totals = {key: value for key, value in stats.items() if key != "pairs"}
     manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
-                **stats, "seconds": seconds, "peak_memory_mib": peak_memory_mib(), "rank_file_hashes": {}}
+                **totals, "seconds": seconds, "peak_memory_mib": peak_memory_mib()}
     with atomic_output_dir(out_dir) as staging:
+        hashes = np.empty(len(plans), dtype=f"S{2 * _HASH_BYTES}")
         for plan in plans:
             path = _rank_file(staging, plan.rank)
             np.savez(path, **{f.name: getattr(plan, f.name) for f in fields(RankPlan)})
-            manifest["rank_file_hashes"][path.name] = file_hash(path.read_bytes())
+            hashes[plan.rank] = file_hash(path.read_bytes())
+        np.save(staging / _HASHES_FILE, hashes)
+        np.savez(staging / _PAIRS_FILE, **stats["pairs"])
         write_json(staging / "plan.json", manifest)
     return manifest
 
@@ -327,46 +383,62 @@ def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
     return manifest
 
 
-def load_rank_plan(directory: str | Path, rank: int, manifest: dict | None = None) -> RankPlan:
+def read_plan_pairs(directory: str | Path) -> dict[str, np.ndarray]:
+    """A plan's per-pair statistics (:func:`build_plans`), one array entry per pair with cut edges."""
+    arrays = load_array(Path(directory), _PAIRS_FILE.removesuffix(".npz"), "plan", suffix=".npz")
+    with arrays:
+        return {name: arrays[name] for name in arrays.files}
+
+
+def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
     """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`save_plans`,
-    checked against the hash its ``manifest`` (read here when not given) recorded."""
+    checked against the hash recorded for it. Reads the rank's own file and its entry of
+    ``rank_hashes.npy``, nothing that grows with the number of ranks."""
     directory = Path(directory)
-    manifest = read_plan_manifest(directory) if manifest is None else manifest
     path = _rank_file(directory, rank)
     if not path.is_file():
         raise SuperGCNError(f"plan file {path} is missing", "rerun `supergcn plan`")
+    hashes = load_array(directory, _HASHES_FILE.removesuffix(".npy"), "plan", mmap=True)
     data = path.read_bytes()
-    if manifest["rank_file_hashes"].get(path.name) != file_hash(data):
-        raise SuperGCNError(f"plan file {path} does not match the hash plan.json records for it (damaged, "
+    if rank >= len(hashes) or hashes[rank].decode() != file_hash(data):
+        raise SuperGCNError(f"plan file {path} does not match the hash {_HASHES_FILE} records for it (damaged, "
                             "truncated or from another plan)", "delete the plan directory and rerun `supergcn plan`")
     with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+        missing = [f.name for f in fields(RankPlan) if f.name not in arrays.files]
+        if missing:
+            raise SuperGCNError(f"plan file {path} lacks {', '.join(missing)}", "rerun `supergcn plan`")
         values = {f.name: arrays[f.name] for f in fields(RankPlan)}
     for scalar in ("rank", "num_ranks", "offset"):
         values[scalar] = int(values[scalar])
     return RankPlan(**values)
 
 
-def strategy_rows(manifest: dict) -> dict[str, np.ndarray]:
+def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -> dict[str, np.ndarray]:
     """Comm[j][i], the rows rank j sends rank i per exchange, of pre, post and the plan's
-    own strategy, from one plan manifest.
+    own ``strategy``, from one plan's per-pair statistics (:func:`read_plan_pairs`).
 
     A plan of any strategy records, for every pair, its cut edges' distinct sources and
     distinct destinations: pre sends one partial row per distinct destination, post one
     raw row per distinct source, so both follow from any plan; hybrid from a hybrid plan.
     """
-    num_ranks = manifest["num_ranks"]
-    matrices = {strategy: np.zeros((num_ranks, num_ranks), dtype=np.int64) for strategy in ("pre", "post")}
-    for pair in manifest["pairs"]:
-        matrices["pre"][pair["src"], pair["dst"]] = pair["distinct_destinations"]
-        matrices["post"][pair["src"], pair["dst"]] = pair["distinct_sources"]
-    matrices[manifest["strategy"]] = np.asarray(manifest["comm_rows"], dtype=np.int64).reshape(num_ranks, num_ranks)
+    matrices = {}
+    for name, key in (("pre", "distinct_destinations"), ("post", "distinct_sources"), (strategy, "rows")):
+        matrix = np.zeros((num_ranks, num_ranks), dtype=np.int64)
+        matrix[pairs["src"], pairs["dst"]] = pairs[key]
+        matrices[name] = matrix
     return matrices
 
 
-def strategy_summary(manifest: dict) -> str:
+def plan_strategy_rows(directory: str | Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """A plan directory's manifest and its :func:`strategy_rows`."""
+    manifest = read_plan_manifest(directory)
+    return manifest, strategy_rows(read_plan_pairs(directory), manifest["num_ranks"], manifest["strategy"])
+
+
+def strategy_summary(rows_by_strategy: dict[str, np.ndarray]) -> str:
     """A small text table: rows sent in total and by the busiest rank, per strategy."""
     lines = [f"{'strategy':<8} {'rows sent':>12} {'max by a rank':>14}"]
-    for name, rows in strategy_rows(manifest).items():
+    for name, rows in rows_by_strategy.items():
         lines.append(f"{name:<8} {int(rows.sum()):>12,} {int(rows.sum(axis=1).max(initial=0)):>14,}")
     return "\n".join(lines)
 

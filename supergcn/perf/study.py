@@ -21,7 +21,8 @@ from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, STRATEGIES
-from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.partition.metis import read_part_totals
+from supergcn.partition.plan import plan_strategy_rows
 from supergcn.perf import model as perfmodel
 from supergcn.perf.machines import load_profile
 from supergcn.perf.model import MachineProfile
@@ -30,23 +31,17 @@ from supergcn.report.tables import write_table
 PREDICTION_FORMAT = "supergcn-prediction/1"
 
 
-def _edges_per_part(partition_dir: str | Path) -> np.ndarray:
-    manifest = read_json(Path(partition_dir) / "partition.json", "partition")
-    return np.asarray(manifest["balance"]["edges"]["per_part"], dtype=np.int64)
-
-
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
             hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict:
     """Every strategy x bit width x machine prediction for one (graph, P); quantization
     parameters travel as ``parameter_dtype`` (bfloat16 or float32)."""
     meta = read_graph_meta(graph_dir)
-    plan = read_plan_manifest(plan_dir)
+    plan, rows = plan_strategy_rows(plan_dir)
     partition = read_json(Path(partition_dir) / "partition.json", "partition")
     if plan["strategy"] != "hybrid":
         raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan",
                             "pass a hybrid plan: the study reads pre, post and hybrid volumes from its manifest")
-    rows = strategy_rows(plan)
-    edges = _edges_per_part(partition_dir)
+    edges = read_part_totals(partition_dir)["edges"]
     num_ranks = plan["num_ranks"]
     predictions = []
     for machine in machines:
@@ -170,8 +165,8 @@ def validation_table(measurements: list[tuple[str, Path, dict]], profile: Machin
     seconds of one exchange and the relative error (predicted / measured - 1)."""
     records = []
     for strategy, plan_dir, measured in measurements:
-        plan = read_plan_manifest(plan_dir)
-        rows = strategy_rows(plan)[strategy]
+        plan, rows = plan_strategy_rows(plan_dir)
+        rows = rows[strategy]
         predicted = perfmodel.exchange_time(rows, measured["features"], measured["bits"], profile,
                                             measured["parameter_dtype"])
         seconds = measured["seconds"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.partition.plan import plan_strategy_rows
 
 
 def rows_table(plan_dirs: list[str | Path]) -> pd.DataFrame:
@@ -14,8 +14,7 @@ def rows_table(plan_dirs: list[str | Path]) -> pd.DataFrame:
     busiest rank), with the rows pre and post would send for comparison."""
     records = []
     for directory in plan_dirs:
-        manifest = read_plan_manifest(directory)
-        rows = strategy_rows(manifest)
+        manifest, rows = plan_strategy_rows(directory)
         own = rows[manifest["strategy"]]
         total = int(own.sum())
         records.append({

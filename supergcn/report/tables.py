@@ -36,7 +36,7 @@ from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
 from supergcn.naming import SYNCHRONOUS, Variant, display_name
-from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.partition.plan import plan_strategy_rows
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
 from supergcn.train.metrics import read_metrics, timed_epochs
 
@@ -185,9 +185,8 @@ def volume_table(plans: list[tuple[str, str | Path]], width: int) -> pd.DataFram
     """Bytes of one layer's exchange at ``width`` features for every (dataset, plan)."""
     records = {}
     for dataset, directory in plans:
-        manifest = read_plan_manifest(directory)
+        manifest, rows = plan_strategy_rows(directory)
         key = (dataset, manifest["num_ranks"])
-        rows = strategy_rows(manifest)
         row = records.setdefault(key, {"dataset": dataset, "P": manifest["num_ranks"]})
         row["pre_bytes"] = layer_bytes(rows["pre"], width, 32)[0]
         row["post_bytes"] = layer_bytes(rows["post"], width, 32)[0]

@@ -11,7 +11,7 @@ import torch
 
 from supergcn.data.graph import load_graph, read_graph_meta
 from supergcn.errors import wrong_world_size
-from supergcn.partition.metis import load_partition
+from supergcn.partition.metis import read_partition_manifest
 from supergcn.partition.plan import RankPlan, load_rank_plan, read_plan_manifest
 from supergcn.train.config import TrainConfig
 
@@ -36,18 +36,22 @@ class RankData:
 def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     """Rank ``rank``'s rows of the graph, checked against its partition and plan.
 
+    What a rank reads does not grow with the graph or the number of ranks beyond its own
+    share: three small manifests, its plan file (which carries its nodes' original ids),
+    its entry of the plan's hash list, and its own rows of the memory-mapped node arrays.
+
     Raises:
         SuperGCNError: the partition or plan belongs to another graph or partition, or the
             plan is for another number of ranks than ``world_size``.
     """
     meta = read_graph_meta(config.graph)
-    partition, part_manifest = load_partition(config.partition, meta["hash"])
+    part_manifest = read_partition_manifest(config.partition, meta["hash"])
     plan_manifest = read_plan_manifest(config.plan, meta["hash"], part_manifest["partition_hash"])
     if plan_manifest["num_ranks"] != world_size:
         raise wrong_world_size(f"plan {config.plan}", plan_manifest["num_ranks"], world_size)
-    plan = load_rank_plan(config.plan, rank, plan_manifest)
+    plan = load_rank_plan(config.plan, rank)
     graph = load_graph(config.graph, mmap=True)
-    owned = partition.new_to_old[plan.offset:plan.offset + plan.num_owned]
+    owned = plan.owned_old_ids
 
     def rows(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(array[owned]))

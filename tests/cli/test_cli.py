@@ -39,12 +39,12 @@ def test_pipeline_steps_and_summary(workspace):
     assert manifest["graph_hash"] == meta["hash"] == part["graph_hash"]
     assert manifest["partition_hash"] == part["partition_hash"]
     assert sorted(p.name for p in (workspace / "plan").iterdir()) == [
-        "plan.json", "rank_00000.npz", "rank_00001.npz", "rank_00002.npz"]
+        "pairs.npz", "plan.json", "rank_00000.npz", "rank_00001.npz", "rank_00002.npz", "rank_hashes.npy"]
     # The summary prints every strategy with its total and busiest rank.
     summary = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:]}
     assert set(summary) == {"pre", "post", "hybrid"}
     assert int(summary["hybrid"][0].replace(",", "")) == manifest["total_rows_sent"]
-    assert int(summary["hybrid"][1].replace(",", "")) == np.array(manifest["comm_rows"]).sum(1).max()
+    assert int(summary["hybrid"][1].replace(",", "")) == manifest["max_rows_sent_by_rank"]
 
 
 def test_unknown_dataset(tmp_path):

@@ -13,6 +13,7 @@ from supergcn.partition.metis import (
     load_partition,
     metis_adjacency,
     partition_graph,
+    read_part_totals,
     run_partition,
     sampled_adjacency,
 )
@@ -103,8 +104,11 @@ def test_single_part_and_bad_part_counts(cora):
 def test_manifest_reports_balance_and_detects_foreign_graph(tmp_path, cora):
     manifest = run_partition(cora, "hash-a", 4, tmp_path / "p")
     assert manifest["graph_hash"] == "hash-a" and manifest["num_parts"] == 4
-    sizes = manifest["balance"]["nodes"]["per_part"]
-    assert sum(sizes) == cora.num_nodes
+    totals = read_part_totals(tmp_path / "p")
+    assert totals["nodes"].sum() == cora.num_nodes and totals["edges"].sum() == cora.num_edges
+    assert totals["train_nodes"].sum() == cora.train_mask.sum()
+    assert manifest["balance"]["edges"]["imbalance_max_over_mean"] == totals["edges"].max() / totals["edges"].mean()
+    assert manifest["engine"]["name"] == "metis"
     assert manifest["balance"]["train_nodes"]["imbalance_max_over_mean"] >= 1.0
     assert manifest["edge_cut"] == edge_cut(cora, np.load(tmp_path / "p" / "parts.npy"))
     partition, _ = load_partition(tmp_path / "p", "hash-a")

@@ -81,9 +81,9 @@ def test_hybrid_is_optimal_per_pair(cora, num_parts):
     _, hybrid = build_plans(cora, partition, "hybrid")
     _, pre = build_plans(cora, partition, "pre")
     _, post = build_plans(cora, partition, "post")
-    rows = {s: {(p["src"], p["dst"]): p["rows"] for p in stats["pairs"]}
+    rows = {s: {(p["src"], p["dst"]): p["rows"] for p in pair_records(stats["pairs"])}
             for s, stats in (("pre", pre), ("post", post), ("hybrid", hybrid))}
-    for pair in hybrid["pairs"]:
+    for pair in pair_records(hybrid["pairs"]):
         key = (pair["src"], pair["dst"])
         assert pair["cover"] == pair["matching"] == pair["rows"]
         assert pair["rows"] <= min(rows["pre"][key], rows["post"][key])
@@ -95,7 +95,7 @@ def test_hybrid_is_optimal_per_pair(cora, num_parts):
 def test_send_and_receive_counts_agree(cora):
     partition = partition_graph(cora, 4)
     plans, stats = build_plans(cora, partition, "hybrid")
-    comm = np.array(stats["comm_rows"])
+    comm = strategy_rows(stats["pairs"], 4, "hybrid")["hybrid"]
     for plan in plans:
         np.testing.assert_array_equal(plan.send_counts, comm[plan.rank])
         np.testing.assert_array_equal(plan.recv_counts, comm[:, plan.rank])
@@ -132,9 +132,11 @@ def test_strategy_rows_of_a_hybrid_manifest_match_pre_and_post_plans(awkward_gra
     those plans does, and hybrid never sends more than either on any pair."""
     partition = partition_graph(awkward_graph, num_parts)
     built = {strategy: build_plans(awkward_graph, partition, strategy)[1] for strategy in ("pre", "post", "hybrid")}
-    rows = strategy_rows(built["hybrid"])
+    rows = strategy_rows(built["hybrid"]["pairs"], num_parts, "hybrid")
     for strategy in ("pre", "post", "hybrid"):
-        np.testing.assert_array_equal(rows[strategy], np.array(built[strategy]["comm_rows"]))
+        own = strategy_rows(built[strategy]["pairs"], num_parts, strategy)[strategy]
+        np.testing.assert_array_equal(rows[strategy], own)
+        assert own.sum() == built[strategy]["total_rows_sent"]
     assert (rows["hybrid"] <= np.minimum(rows["pre"], rows["post"])).all()
 
 
@@ -142,11 +144,31 @@ def test_strategy_rows_of_a_hybrid_manifest_match_pre_and_post_plans(awkward_gra
                                                 ("post", "b3100484870d02e4a96f0abffda53e3a"),
                                                 ("hybrid", "150a06e9d4a939405e75a323147ef787")])
 def test_plans_are_pinned_to_the_straightforward_builder(awkward_graph, strategy, expected):
-    """Every plan array (values and dtypes) and plan.json's statistics, on random parts,
+    """Every plan array (values and dtypes) and the plan's statistics, on random parts,
     hash as they did with the builder that lexsorted the cut edges and ran np.unique on
-    each key set (before the sort-once rewrite for products scale)."""
+    each key set (before the sort-once rewrite for products scale). The statistics are
+    put back into the JSON form of plan format 2, and the original ids each rank file
+    gained in format 3 are left out, so the pin is the one of format 2."""
     partition = Partition(np.random.default_rng(3).integers(0, 6, awkward_graph.num_nodes).astype(np.int32), 6)
     plans, stats = build_plans(awkward_graph, partition, strategy)
-    arrays = {f"{p.rank}.{f.name}": np.asarray(getattr(p, f.name)) for p in plans for f in fields(RankPlan)}
-    arrays["stats"] = np.frombuffer(json.dumps(stats).encode(), dtype=np.uint8)
+    arrays = {f"{p.rank}.{f.name}": np.asarray(getattr(p, f.name)) for p in plans for f in fields(RankPlan)
+              if f.name != "owned_old_ids"}
+    arrays["stats"] = np.frombuffer(json.dumps(format2_stats(stats)).encode(), dtype=np.uint8)
     assert hash_arrays(arrays) == expected
+    for plan in plans:
+        owned = partition.new_to_old[plan.offset:plan.offset + plan.num_owned]
+        np.testing.assert_array_equal(plan.owned_old_ids, owned)
+
+
+def pair_records(pairs):
+    """The per-pair arrays as one dict per pair."""
+    return [{name: int(values[k]) for name, values in pairs.items()} for k in range(len(pairs["src"]))]
+
+
+def format2_stats(stats):
+    """Plan format 2's plan.json statistics, rebuilt from format 3's arrays."""
+    num_ranks, strategy = stats["num_ranks"], stats["strategy"]
+    totals = {key: value for key, value in stats.items() if key not in ("strategy", "num_ranks", "pairs")}
+    comm = strategy_rows(stats["pairs"], num_ranks, strategy)[strategy]
+    return {"strategy": strategy, "num_ranks": num_ranks, "comm_rows": comm.tolist(), **totals,
+            "pairs": pair_records(stats["pairs"])}

@@ -11,7 +11,7 @@ from supergcn.data.graph import load_graph, save_graph
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph, run_partition
-from supergcn.partition.plan import run_plan
+from supergcn.partition.plan import read_plan_pairs, run_plan
 from supergcn.train.allocator import find_jemalloc
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import read_metrics
@@ -209,8 +209,7 @@ def test_int2_exchange_moves_a_sixteenth_of_the_data(workspace, tmp_path):
     for out, bits in ((fp32, 32), (int2, 2)):
         result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 3, "--bits", bits))
         assert result.returncode == 0, result.stderr
-    plan = json.loads((root / "p3hybrid" / "plan.json").read_text())
-    rows = [p["rows"] for p in plan["pairs"]]
+    rows = read_plan_pairs(root / "p3hybrid")["rows"].tolist()
     widths = (32 + HIDDEN + 5) + (HIDDEN + 5)  # forward layers 1-3, backward layers 2-3
     data, params = layer_bytes(rows, 1, 2)
     for epoch_fp32, epoch_int2 in zip(read_metrics(fp32)[1], read_metrics(int2)[1]):

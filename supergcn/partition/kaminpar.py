@@ -1,0 +1,111 @@
+"""KaMinPar partitioning: multi-threaded, a few bytes per adjacency entry, up to k in the thousands.
+
+METIS (:mod:`supergcn.partition.metis`) runs on one thread and keeps every level of its
+coarsening at 16 bytes per adjacency entry each (about 110 B per entry on products-shaped
+graphs). KaMinPar (Gottesbüren et al., PyPI ``kaminpar``, 64-bit ids) partitions in
+parallel from a graph file and, with its ``terapart`` presets, keeps the graph compressed:
+11 B per entry for the whole partitioning process was measured on a products-shaped graph
+(issue 29). Its Python binding reads graphs only from METIS or ParHIP files, so the
+canonical CSR is streamed into a ParHIP file here, row block by row block, never copied
+whole into memory.
+
+ParHIP's binary layout (KaMinPar's ``kaminpar-io/parhip_parser.cc``): three uint64 header
+words — a version whose bits, when *clear*, say that the file has edge weights (bit 0),
+node weights (bit 1), 64-bit edge offsets (2), 64-bit node ids (3), 64-bit node weights
+(4), 64-bit edge weights (5) — then n; then m (directed entries). Then n + 1 edge offsets
+given as byte positions in the file (``header + (n+1)·8 + e·id_width``), the m neighbour
+ids, and n node weights. Self loops are left out, as for METIS.
+
+Constraints: KaMinPar balances one node weight, so the constraints are folded into one as
+for METIS (:func:`supergcn.partition.metis.combined_weight`); the partition manifest
+reports the balance of each constraint separately.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from supergcn.data.graph import ROW_BLOCK_ENTRIES, Graph, block_rows_and_indices, row_blocks
+from supergcn.errors import SuperGCNError
+
+#: KaMinPar's own presets are tuned for k up to this; beyond it the large-k presets apply.
+LARGE_K = 1024
+#: Allowed imbalance: KaMinPar's default, and METIS's (ufactor 30 = 3 %).
+IMBALANCE = 0.03
+_HEADER_WORDS = 3
+
+
+def parhip_version(node_weights: bool, wide_ids: bool) -> int:
+    """The header's version word: no edge weights, 64-bit edge offsets and node weights,
+    node ids 64-bit only where ``wide_ids``."""
+    no_edge_weights, no_node_weights = 1, 0 if node_weights else 2
+    narrow_ids = 0 if wide_ids else 8
+    return no_edge_weights | no_node_weights | narrow_ids | 32  # bit 5: 32-bit edge weights (none stored)
+
+
+def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None = None,
+                 block_entries: int = ROW_BLOCK_ENTRIES) -> int:
+    """Write ``graph`` without its self loops as a ParHIP file; return the entries written.
+
+    Memory beyond the (memory-mapped) graph: n + 1 offsets and one block of about
+    ``block_entries`` adjacency entries at a time.
+    """
+    n = graph.num_nodes
+    wide_ids = n >= 2**31
+    id_dtype = np.dtype("<u8" if wide_ids else "<u4")
+    loops_before = np.zeros(n + 1, dtype=np.int64)
+    for start, stop in row_blocks(graph.indptr, block_entries):
+        rows, indices = block_rows_and_indices(graph, start, stop)
+        loops = rows[indices == rows]
+        loops_before[start + 1:stop + 1] = np.bincount(loops - start, minlength=stop - start)
+    np.cumsum(loops_before, out=loops_before)
+    xadj = graph.indptr - loops_before
+    del loops_before
+    num_entries = int(xadj[-1])
+    header = np.array([parhip_version(node_weights is not None, wide_ids), n, num_entries], dtype="<u8")
+    first_entry_byte = 8 * (_HEADER_WORDS + n + 1)
+    xadj *= id_dtype.itemsize
+    xadj += first_entry_byte
+    with open(path, "wb") as out:
+        out.write(header.tobytes())
+        out.write(xadj.astype("<u8", copy=False).tobytes())
+        del xadj
+        for start, stop in row_blocks(graph.indptr, block_entries):
+            rows, indices = block_rows_and_indices(graph, start, stop)
+            out.write(indices[indices != rows].astype(id_dtype).tobytes())
+        if node_weights is not None:
+            out.write(np.asarray(node_weights, dtype="<i8").tobytes())
+    return num_entries
+
+
+def preset_for(num_parts: int, preset: str, large_k_preset: str) -> str:
+    """The KaMinPar preset for ``num_parts``: ``large_k_preset`` beyond :data:`LARGE_K`."""
+    return large_k_preset if num_parts > LARGE_K else preset
+
+
+def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed: int, threads: int,
+                   preset: str, scratch_dir: str | Path) -> np.ndarray:
+    """KaMinPar's part of every node (int32), the graph handed over as a ParHIP file
+    written in ``scratch_dir`` and removed afterwards. ``terapart`` presets read it
+    compressed."""
+    import kaminpar
+
+    if preset not in kaminpar.context_names():
+        raise SuperGCNError(f"KaMinPar has no preset {preset!r}",
+                            f"choose one of {', '.join(sorted(kaminpar.context_names()))}")
+    handle, path = tempfile.mkstemp(prefix=".kaminpar-", suffix=".parhip", dir=scratch_dir)
+    os.close(handle)
+    try:
+        write_parhip(graph, path, node_weights)
+        kaminpar.reseed(seed)
+        solver = kaminpar.KaMinPar(threads, kaminpar.context_by_name(preset))
+        loaded = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP, compress=preset.startswith("terapart"))
+    finally:
+        Path(path).unlink(missing_ok=True)
+    # The binding returns a Python list (about 36 B per node); it is converted and dropped at once.
+    parts = np.array(solver.compute_partition(loaded, num_parts, IMBALANCE), dtype=np.int32)
+    return parts
