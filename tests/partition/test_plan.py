@@ -14,6 +14,7 @@ from supergcn.partition.plan import (
     build_plans,
     load_rank_plan,
     read_plan_manifest,
+    read_plan_pairs,
     run_plan,
     strategy_rows,
 )
@@ -172,3 +173,43 @@ def format2_stats(stats):
     comm = strategy_rows(stats["pairs"], num_ranks, strategy)[strategy]
     return {"strategy": strategy, "num_ranks": num_ranks, "comm_rows": comm.tolist(), **totals,
             "pairs": pair_records(stats["pairs"])}
+
+
+@pytest.mark.parametrize("max_entries", [1, 40, 500])
+def test_hybrid_cover_matched_in_batches_stays_exact_and_minimal(awkward_graph, monkeypatch, max_entries):
+    """The path for more than 2^31 - 1 cut edges (scipy's matching indexes with int32),
+    forced on a small graph: pairs matched in batches give a minimum cover per pair (the
+    matching size, König) and an exact aggregation; a pair larger than a batch is refused."""
+    import supergcn.partition.plan as plan_module
+
+    partition = Partition(np.random.default_rng(3).integers(0, 6, awkward_graph.num_nodes).astype(np.int32), 6)
+    _, whole = build_plans(awkward_graph, partition, "hybrid")
+    largest_pair = int(whole["pairs"]["cut_edges"].max())
+    monkeypatch.setattr(plan_module, "MATCHING_MAX_ENTRIES", max_entries)
+    if max_entries < largest_pair:
+        with pytest.raises(SuperGCNError, match="more than the"):
+            build_plans(awkward_graph, partition, "hybrid")
+        monkeypatch.setattr(plan_module, "MATCHING_MAX_ENTRIES", largest_pair)
+    plans, batched = build_plans(awkward_graph, partition, "hybrid")
+    np.testing.assert_array_equal(batched["pairs"]["rows"], whole["pairs"]["rows"])
+    np.testing.assert_array_equal(batched["pairs"]["cover"], batched["pairs"]["matching"])
+    x = np.random.default_rng(0).standard_normal((awkward_graph.num_nodes, 3))
+    a = awkward_graph.adjacency().astype(np.float64)
+    expected = (a @ x) / np.maximum(np.asarray(a.sum(1)).ravel(), 1)[:, None]
+    got = aggregate_in_process(plans, x[partition.new_to_old])
+    np.testing.assert_allclose(got, expected[partition.new_to_old], rtol=0, atol=1e-10)
+
+
+def test_plan_manifest_does_not_grow_with_the_number_of_ranks(tmp_path):
+    """plan.json, which every rank reads, holds totals only: its size is the same at P = 2
+    and P = 64 (the per-pair statistics are arrays in pairs.npz)."""
+    from supergcn.data.datasets import prepare_dataset
+
+    graph = prepare_dataset("synthetic-tiny", seed=0)
+    sizes = {}
+    for num_parts in (2, 64):
+        partition = Partition(np.arange(graph.num_nodes, dtype=np.int32) % num_parts, num_parts)
+        run_plan(graph, "g", partition, "p", "hybrid", tmp_path / f"P{num_parts}")
+        sizes[num_parts] = (tmp_path / f"P{num_parts}" / "plan.json").stat().st_size
+        assert num_parts * (num_parts - 1) / 2 < len(read_plan_pairs(tmp_path / f"P{num_parts}")["src"])
+    assert abs(sizes[64] - sizes[2]) < 64, sizes

@@ -1,0 +1,77 @@
+import kaminpar
+import numpy as np
+import pytest
+
+from supergcn.errors import SuperGCNError
+from supergcn.partition.kaminpar import LARGE_K, preset_for, write_parhip
+from supergcn.partition.metis import (
+    Engine,
+    combined_weight,
+    constraint_weights,
+    edge_cut,
+    partition_graph,
+    read_part_totals,
+    run_partition,
+)
+
+from test_metis import grid_graph, imbalance
+
+KAMINPAR = Engine("kaminpar", threads=1, preset="fast", large_k_preset="largek-fast")
+
+
+@pytest.mark.parametrize("block_entries", [7, 1 << 24])
+def test_parhip_file_is_the_graph_without_self_loops_as_kaminpar_reads_it(tmp_path, awkward_graph, block_entries):
+    """KaMinPar's own parser, reading the streamed file, sees every row of the CSR less
+    its self loop, and every node weight."""
+    weights = np.arange(awkward_graph.num_nodes) % 5 + 1
+    path = tmp_path / "g.parhip"
+    entries = write_parhip(awkward_graph, path, weights, block_entries=block_entries)
+    assert awkward_graph.num_self_loops > 0
+    assert entries == awkward_graph.num_edges - awkward_graph.num_self_loops
+    loaded = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP)
+    assert (loaded.n(), loaded.m()) == (awkward_graph.num_nodes, entries)
+    assert loaded.is_node_weighted() and not loaded.is_edge_weighted()
+    adjacency = awkward_graph.adjacency().tolil()
+    adjacency.setdiag(0)
+    adjacency = adjacency.tocsr()
+    adjacency.eliminate_zeros()
+    for u in range(awkward_graph.num_nodes):
+        neighbours = sorted(v for v, _ in loaded.neighbors(u))
+        assert neighbours == adjacency.indices[adjacency.indptr[u]:adjacency.indptr[u + 1]].tolist()
+        assert loaded.node_weight(u) == weights[u]
+
+
+def test_kaminpar_partition_is_balanced_recorded_and_cuts_like_metis(tmp_path):
+    g = grid_graph()
+    manifest = run_partition(g, "hash", 4, tmp_path / "k", constraints=("nodes", "train"), engine=KAMINPAR)
+    parts = np.load(tmp_path / "k" / "parts.npy")
+    assert manifest["engine"] == {"name": "kaminpar", "method": "KaMinPar, combined vertex weight", "threads": 1,
+                                  "preset": "fast"}
+    assert np.bincount(parts, minlength=4).min() > 0
+    np.testing.assert_array_equal(read_part_totals(tmp_path / "k")["nodes"], np.bincount(parts, minlength=4))
+    assert manifest["edge_cut"] == edge_cut(g, parts)
+    # The combined weight is what KaMinPar balances, within its 3 %.
+    weight = combined_weight(constraint_weights(g, ("nodes", "train")))
+    assert imbalance(parts, weight, 4) <= 1.03 + weight.max() * 4 / weight.sum()
+    metis_cut = edge_cut(g, partition_graph(g, 4, constraints=("nodes", "train")).parts)
+    assert manifest["edge_cut"] <= 1.5 * metis_cut
+    assert not list(tmp_path.glob(".kaminpar-*")), "the graph file handed to KaMinPar was left behind"
+
+
+def test_kaminpar_is_seeded(tmp_path):
+    g = grid_graph()
+    first = run_partition(g, "hash", 3, tmp_path / "a", seed=5, engine=KAMINPAR)
+    again = run_partition(g, "hash", 3, tmp_path / "b", seed=5, engine=KAMINPAR)
+    assert first["partition_hash"] == again["partition_hash"]
+
+
+def test_large_k_preset_beyond_1024_parts():
+    assert preset_for(LARGE_K, "terapart", "terapart-largek") == "terapart"
+    assert preset_for(LARGE_K + 1, "terapart", "terapart-largek") == "terapart-largek"
+    assert Engine("kaminpar").describe(8192)["preset"] == "terapart-largek"
+
+
+def test_unknown_preset_is_refused_before_work(tmp_path):
+    with pytest.raises(SuperGCNError, match="no preset 'quick'"):
+        run_partition(grid_graph(), "hash", 2, tmp_path / "x", engine=Engine("kaminpar", preset="quick"))
+    assert not (tmp_path / "x").exists()

@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from supergcn.data.datasets import prepare_dataset
+from supergcn.data.graph import save_graph
+from supergcn.errors import SuperGCNError
+from supergcn.partition.metis import load_partition, run_partition
+from supergcn.partition.plan import run_plan
+from supergcn.train.config import TrainConfig
+from supergcn.train.data import load_rank_data
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rank-data")
+    graph = prepare_dataset("synthetic-tiny", seed=0)
+    meta = save_graph(graph, root / "g")
+    run_partition(graph, meta["hash"], 3, root / "p")
+    partition, part_manifest = load_partition(root / "p", meta["hash"])
+    run_plan(graph, meta["hash"], partition, part_manifest["partition_hash"], "hybrid", root / "plan")
+    return root, graph, partition
+
+
+def config(root):
+    return TrainConfig(graph=root / "g", partition=root / "p", plan=root / "plan", out=root / "m.jsonl")
+
+
+def test_a_rank_loads_its_rows_without_the_partition_array(prepared, tmp_path):
+    """A rank reads the manifests, its own plan file and its rows: with parts.npy (N ids)
+    gone, every rank still gets exactly the rows the partition gives it."""
+    root, graph, partition = prepared
+    parts = root / "p" / "parts.npy"
+    saved = parts.read_bytes()
+    parts.unlink()
+    try:
+        for rank in range(3):
+            data = load_rank_data(config(root), rank, 3)
+            owned = partition.new_to_old[partition.offsets[rank]:partition.offsets[rank + 1]]
+            np.testing.assert_array_equal(data.owned_old_ids, owned)
+            np.testing.assert_array_equal(data.x.numpy(), graph.features[owned])
+            np.testing.assert_array_equal(data.y.numpy(), graph.labels[owned])
+            np.testing.assert_array_equal(data.train_mask.numpy(), graph.train_mask[owned])
+    finally:
+        parts.write_bytes(saved)
+    with pytest.raises(SuperGCNError, match="3 ranks"):
+        load_rank_data(config(root), 0, 2)
+
+
+def test_a_rank_refuses_a_plan_file_that_does_not_match_its_hash(prepared):
+    root, _, _ = prepared
+    rank_file = root / "plan" / "rank_00001.npz"
+    saved = rank_file.read_bytes()
+    rank_file.write_bytes(saved[:-1] + bytes([saved[-1] ^ 1]))
+    try:
+        load_rank_data(config(root), 0, 3)  # the other ranks' files are not read
+        with pytest.raises(SuperGCNError, match="does not match the hash"):
+            load_rank_data(config(root), 1, 3)
+    finally:
+        rank_file.write_bytes(saved)
