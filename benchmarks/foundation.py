@@ -2,11 +2,14 @@
 
     .venv/bin/python benchmarks/foundation.py [--dataset synthetic-arxiv] [--parts 64 ...]
         [--scale 0.125] [--edge-fraction 1] [--workdir DIR] [--graph DIR] [--pairs 40]
+        [--engines metis kaminpar] [--threads 2] [--metis-max-parts 1024]
 
-Prints one JSON document: per step (prepare, then partition and hybrid plan for each P)
-the seconds and the peak resident memory of that step alone, the balance of each METIS
-constraint, and the cover computation of the largest rank pairs timed against networkx
-on exactly the same bipartite graphs (``--pairs 0`` skips it).
+Prints one JSON document: per step (prepare, then partition with each engine and hybrid
+plan for each P) the seconds, the peak resident memory of that step alone and that peak
+per directed adjacency entry, the edge cut, the rows pre / post / hybrid send and the
+balance of each constraint, and the cover computation of the largest rank pairs timed
+against networkx on exactly the same bipartite graphs (``--pairs 0`` skips it). Last, a
+table of the same figures, one line per step.
 
 Each step runs in a fresh spawned process that reports its own ``ru_maxrss``, so one
 step's peak is not hidden behind an earlier one's, and the figures match what the
@@ -22,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import multiprocessing
+import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -35,8 +39,9 @@ from supergcn.data.datasets import prepare_dataset
 from supergcn.data.datasets.synthetic import PLANTED_PRESETS
 from supergcn.data.graph import load_graph, read_graph_meta, save_graph
 from supergcn.data.storage import peak_memory_mib
+from supergcn.naming import PARTITION_ENGINES
 from supergcn.partition.cover import minimum_vertex_cover
-from supergcn.partition.metis import load_partition, run_partition
+from supergcn.partition.metis import Engine, load_partition, run_partition
 from supergcn.partition.plan import _renumbered_edges, run_plan
 
 
@@ -52,9 +57,10 @@ def prepare_step(dataset: str, scale: float, out: Path) -> dict:
     return save_graph(graph, out, seconds=time.perf_counter() - started)
 
 
-def partition_step(graph_dir: Path, parts: int, out: Path, edge_fraction: float) -> dict:
+def partition_step(graph_dir: Path, parts: int, out: Path, edge_fraction: float, engine: Engine) -> dict:
     graph = load_graph(graph_dir, mmap=True)
-    return run_partition(graph, read_graph_meta(graph_dir)["hash"], parts, out, edge_fraction=edge_fraction)
+    return run_partition(graph, read_graph_meta(graph_dir)["hash"], parts, out, edge_fraction=edge_fraction,
+                         engine=engine)
 
 
 def plan_step(graph_dir: Path, partition_dir: Path, out: Path) -> dict:
@@ -127,31 +133,60 @@ def cover_comparison(graph_dir: Path, partition_dir: Path, pairs: int) -> dict:
 
 
 def run(args, workdir: Path) -> dict:
-    report = {"dataset": args.dataset, "scale": args.scale, "edge_fraction": args.edge_fraction, "steps": {}}
+    report = {"dataset": args.dataset, "scale": args.scale, "edge_fraction": args.edge_fraction,
+              "threads": args.threads, "steps": {}}
     graph_dir = args.graph or workdir / "graph"
     if args.graph is None:
         meta, report["steps"]["prepare"] = in_child(prepare_step, args.dataset, args.scale, graph_dir)
     else:
         meta = read_graph_meta(graph_dir)
     report.update(graph=str(graph_dir), num_nodes=meta["num_nodes"], num_edges_undirected=meta["num_edges_undirected"])
+    report["num_edges_directed"] = meta["num_edges_directed"]
     report["parts"] = {}
     for parts in args.parts:
-        partition_dir, plan_dir = workdir / f"partition-p{parts}", workdir / f"plan-p{parts}-hybrid"
-        part_manifest, report["steps"][f"partition_p{parts}"] = in_child(partition_step, graph_dir, parts,
-                                                                         partition_dir, args.edge_fraction)
-        plan_manifest, report["steps"][f"plan_hybrid_p{parts}"] = in_child(plan_step, graph_dir, partition_dir,
-                                                                           plan_dir)
-        entry = {"edge_cut": part_manifest["edge_cut"],
-                 "imbalance_max_over_mean": {k: v["imbalance_max_over_mean"]
-                                             for k, v in part_manifest["balance"].items()},
-                 "partition_hash": part_manifest["partition_hash"],
-                 "rows": {"pre": plan_manifest["rows_if_pre"], "post": plan_manifest["rows_if_post"],
-                          "hybrid": plan_manifest["total_rows_sent"]}}
-        if args.pairs:
-            entry["cover"], _ = in_child(cover_comparison, graph_dir, partition_dir, args.pairs)
-        report["parts"][parts] = entry
+        for name in args.engines:
+            if name == "metis" and parts > args.metis_max_parts:
+                continue
+            engine = Engine(name, threads=args.threads)
+            partition_dir = workdir / f"partition-p{parts}-{name}"
+            plan_dir = workdir / f"plan-p{parts}-{name}-hybrid"
+            part_manifest, report["steps"][f"partition_p{parts}_{name}"] = in_child(
+                partition_step, graph_dir, parts, partition_dir, args.edge_fraction, engine)
+            plan_manifest, report["steps"][f"plan_hybrid_p{parts}_{name}"] = in_child(plan_step, graph_dir,
+                                                                                      partition_dir, plan_dir)
+            entry = {"engine": part_manifest["engine"], "edge_cut": part_manifest["edge_cut"],
+                     "imbalance_max_over_mean": {k: v["imbalance_max_over_mean"]
+                                                 for k, v in part_manifest["balance"].items()},
+                     "partition_hash": part_manifest["partition_hash"],
+                     "rows": {"pre": plan_manifest["rows_if_pre"], "post": plan_manifest["rows_if_post"],
+                              "hybrid": plan_manifest["total_rows_sent"]}}
+            if args.pairs:
+                entry["cover"], _ = in_child(cover_comparison, graph_dir, partition_dir, args.pairs)
+            report["parts"][f"{parts}-{name}"] = entry
+            if name == "metis":
+                shutil.rmtree(plan_dir)  # the largest outputs; the next P's steps need the disk
+    for step in report["steps"].values():
+        step["bytes_per_entry"] = round(step["peak_gib"] * 2**30 / meta["num_edges_directed"], 1)
     report["total_seconds"] = round(sum(step["seconds"] for step in report["steps"].values()), 2)
     return report
+
+
+def summary(report: dict) -> str:
+    """One line per step: seconds, peak GiB and bytes per entry; partitions add cut and rows."""
+    lines = [f"{report['dataset']} x{report['scale']:g}: {report['num_edges_directed']:,} adjacency entries, "
+             f"{report['threads']} threads",
+             f"{'step':<30} {'seconds':>8} {'peak GiB':>9} {'B/entry':>8} {'edge cut':>12} {'hybrid rows':>12} "
+             f"{'imbalance n/e/t':>16}"]
+    for name, step in report["steps"].items():
+        extra = ""
+        if name.startswith("partition_"):
+            entry = report["parts"][name.removeprefix("partition_p").replace("_", "-")]
+            ratios = entry["imbalance_max_over_mean"].values()
+            imbalance = "/".join(f"{v:.2f}" if v is not None else "-" for v in ratios)
+            extra = f" {entry['edge_cut']:>12,} {entry['rows']['hybrid']:>12,} {imbalance:>16}"
+        lines.append(f"{name:<30} {step['seconds']:>8.1f} {step['peak_gib']:>9.2f} {step['bytes_per_entry']:>8.1f}"
+                     + extra)
+    return "\n".join(lines)
 
 
 def main():
@@ -165,6 +200,11 @@ def main():
     parser.add_argument("--graph", type=Path, help="a prepared graph directory to reuse (skips prepare)")
     parser.add_argument("--workdir", type=Path, help="keep the outputs here instead of a temporary directory")
     parser.add_argument("--pairs", type=int, default=40, help="largest rank pairs timed against networkx (0: skip)")
+    parser.add_argument("--engines", nargs="+", choices=PARTITION_ENGINES, default=["metis"],
+                        help="partition engines to compare on the same graph")
+    parser.add_argument("--threads", type=int, default=2, help="KaMinPar's threads")
+    parser.add_argument("--metis-max-parts", type=int, default=1024,
+                        help="skip METIS beyond this P (single-threaded, hours at k in the thousands)")
     args = parser.parse_args()
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
@@ -173,6 +213,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             report = run(args, Path(tmp))
     print(json.dumps(report, indent=2))
+    print(summary(report))
 
 
 if __name__ == "__main__":

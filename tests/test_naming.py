@@ -24,6 +24,7 @@ def schema_at(*path):
 
 @pytest.mark.parametrize("path, python", [
     (("partition", "constraints", "[]"), naming.PARTITION_CONSTRAINTS),
+    (("partition", "engine"), naming.PARTITION_ENGINES),
     (("variants", "[]", "strategy"), naming.STRATEGIES),
     (("variants", "[]", "bits"), naming.BIT_CHOICES),
     (("training", "model"), naming.GNN_MODELS),

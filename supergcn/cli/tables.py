@@ -13,6 +13,12 @@ HELP = "result tables (CSV, Markdown, LaTeX) of a study"
 def configure(parser) -> None:
     parser.add_argument("--runs", nargs="+", type=Path, required=True, help="metrics files of training runs")
     parser.add_argument("--plans", nargs="*", default=[], help="DATASET=PLAN_DIR for the volume table")
+    parser.add_argument("--graphs", nargs="*", type=Path, default=[],
+                        help="prepared graph directories, for the preprocessing table")
+    parser.add_argument("--partitions", nargs="*", type=Path, default=[],
+                        help="partition directories, for the preprocessing table")
+    parser.add_argument("--plan-dirs", nargs="*", type=Path, default=[],
+                        help="plan directories of any strategy, for the preprocessing table")
     parser.add_argument("--hidden", type=positive_int, default=256, help="feature width of the volume table")
     parser.add_argument("--out-dir", type=output_dir, required=True)
     parser.add_argument("--baseline", help="variant to show every variant's speed-up over (e.g. post-fp32-nolp)")
@@ -24,8 +30,8 @@ def configure(parser) -> None:
 
 
 def run(args) -> None:
-    """Write runs, scaling, breakdown, accuracy, time_to_accuracy (and volume, with ``--plans``) tables to
-    ``args.out_dir``."""
+    """Write runs, scaling, breakdown, accuracy, time_to_accuracy (and volume, with ``--plans``, and
+    preprocessing, with ``--graphs``) tables to ``args.out_dir``."""
     from supergcn.report import tables
 
     plans = []
@@ -59,5 +65,10 @@ def run(args) -> None:
         written["volume"] = (tables.volume_table(plans, args.hidden),
                              f"Bytes exchanged by one layer at width {args.hidden}: pre / post / hybrid (FP32) and "
                              "hybrid with Int2 data plus bfloat16 parameters.")
+    if args.graphs:
+        written["preprocessing"] = (tables.preprocessing_table(args.graphs, args.partitions, args.plan_dirs),
+                                    "Preprocessing steps per dataset and P: seconds of the step's own work and "
+                                    "peak resident memory of its process (GiB, and bytes per directed adjacency "
+                                    "entry of the graph), from the manifests the steps write.")
     for stem, (table, caption) in written.items():
         tables.write_table(table, args.out_dir / stem, caption)

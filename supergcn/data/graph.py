@@ -23,7 +23,14 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, read_json, write_json
+from supergcn.data.storage import (
+    atomic_output_dir,
+    hash_arrays,
+    load_array,
+    peak_memory_mib,
+    read_json,
+    write_json,
+)
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DROP_SELF_LOOPS, SELF_LOOPS
 
@@ -211,6 +218,7 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) 
         "provenance": graph.provenance,
         "hash": content_hash,
         "seconds": {"prepare": seconds, "hash": time.perf_counter() - started},
+        "peak_memory_mib": peak_memory_mib(),
     }
     with atomic_output_dir(out_dir) as staging:
         for name in _ARRAYS:

@@ -31,12 +31,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
 from supergcn.naming import SYNCHRONOUS, Variant, display_name
-from supergcn.partition.plan import plan_strategy_rows
+from supergcn.partition.metis import read_partition_manifest
+from supergcn.partition.plan import plan_strategy_rows, read_plan_manifest
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
 from supergcn.train.metrics import read_metrics, timed_epochs
 
@@ -200,6 +202,42 @@ def volume_table(plans: list[tuple[str, str | Path]], width: int) -> pd.DataFram
         table["hybrid_reduction"] = best_single / table["hybrid_bytes"].replace(0, np.nan)
         table["int2_reduction"] = table["hybrid_bytes"] / table["hybrid_int2_data_bytes"].replace(0, np.nan)
     return table
+
+
+def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
+    """Seconds and peak memory of each preprocessing step, from the manifests the steps
+    write (peak resident memory of the step's process, ``getrusage``), per dataset and P,
+    with the peak per adjacency entry of the graph (directed CSR entries)."""
+    graphs = {}
+    records = []
+    for directory in graph_dirs:
+        meta = read_graph_meta(directory)
+        graphs[meta["hash"]] = meta
+        records.append({"hash": meta["hash"], "P": None, "step": "prepare",
+                        "seconds": meta["seconds"]["prepare"], "peak_mib": meta.get("peak_memory_mib")})
+    for directory in partition_dirs:
+        manifest = read_partition_manifest(directory)
+        records.append({"hash": manifest["graph_hash"], "P": manifest["num_parts"],
+                        "step": f"partition ({manifest['engine']['name']})", "seconds": manifest["seconds"],
+                        "peak_mib": manifest["peak_memory_mib"]})
+    for directory in plan_dirs:
+        manifest = read_plan_manifest(directory)
+        records.append({"hash": manifest["graph_hash"], "P": manifest["num_ranks"],
+                        "step": f"plan ({manifest['strategy']})", "seconds": manifest["seconds"],
+                        "peak_mib": manifest["peak_memory_mib"]})
+    rows = []
+    for record in records:
+        meta = graphs.get(record.pop("hash"))
+        if meta is None:
+            raise SuperGCNError(f"a partition or plan of the preprocessing table ({record['step']}, "
+                                f"P={record['P']}) belongs to none of its graphs", "pass the graph it was built from")
+        peak = record.pop("peak_mib")
+        rows.append({"dataset": meta["name"], **record, "adjacency_entries": meta["num_edges_directed"],
+                     "peak_gib": None if peak is None else peak / 1024,
+                     "bytes_per_entry": None if peak is None else peak * 2**20 / max(1, meta["num_edges_directed"])})
+    table = pd.DataFrame.from_records(rows)
+    table["P"] = table["P"].astype("Int64")
+    return table.sort_values(["dataset", "P", "step"], na_position="first", kind="stable").reset_index(drop=True)
 
 
 def write_table(table: pd.DataFrame, stem: str | Path, caption: str) -> None:

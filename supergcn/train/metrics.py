@@ -69,18 +69,20 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
     epoch of a process, whose time the means leave out (:func:`timed_epochs`).
     """
     per_rank = comm.gather(seconds, root=0)
-    traffic = comm.gather(traffic, root=0)
+    # Each rank sums its per-peer counts first: rank 0 gathers O(P) numbers, not P^2.
+    traffic = comm.gather({"sent": {kind: int(counts.sum()) for kind, counts in traffic["sent"].items()},
+                           "received": int(sum(counts.sum() for counts in traffic["received"].values()))}, root=0)
     if comm.Get_rank() != 0:
         return None
     slowest = max(per_rank, key=lambda r: r["total"])
     return {"type": "epoch", "epoch": epoch, "warm_up": warm_up, "loss": loss, **accuracy,
             "seconds": {"max": {k: max(r[k] for r in per_rank) for k in RECORDED_TIMES},
                         "slowest_rank": slowest, "per_rank": per_rank},
-            "bytes": {"sent_total": int(sum(t["sent"][k].sum() for t in traffic for k in t["sent"])),
-                      "data_sent_total": int(sum(t["sent"]["data"].sum() for t in traffic)),
-                      "params_sent_total": int(sum(t["sent"]["params"].sum() for t in traffic)),
-                      "sent_per_rank": [int(sum(v.sum() for v in t["sent"].values())) for t in traffic],
-                      "received_per_rank": [int(sum(v.sum() for v in t["received"].values())) for t in traffic],
+            "bytes": {"sent_total": sum(sum(t["sent"].values()) for t in traffic),
+                      "data_sent_total": sum(t["sent"]["data"] for t in traffic),
+                      "params_sent_total": sum(t["sent"]["params"] for t in traffic),
+                      "sent_per_rank": [sum(t["sent"].values()) for t in traffic],
+                      "received_per_rank": [t["received"] for t in traffic],
                       "allreduce_per_rank": allreduce_bytes}}
 
 

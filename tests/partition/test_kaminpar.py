@@ -1,6 +1,7 @@
 import kaminpar
 import numpy as np
 import pytest
+from test_metis import grid_graph, imbalance
 
 from supergcn.errors import SuperGCNError
 from supergcn.partition.kaminpar import LARGE_K, preset_for, write_parhip
@@ -13,8 +14,6 @@ from supergcn.partition.metis import (
     read_part_totals,
     run_partition,
 )
-
-from test_metis import grid_graph, imbalance
 
 KAMINPAR = Engine("kaminpar", threads=1, preset="fast", large_k_preset="largek-fast")
 

@@ -11,6 +11,7 @@ from supergcn.errors import SuperGCNError
 from supergcn.report.tables import (
     accuracy_table,
     breakdown_table,
+    preprocessing_table,
     runs_table,
     scaling_table,
     time_to_accuracy_table,
@@ -142,3 +143,27 @@ def test_written_tables_show_a_missing_value_as_a_dash_not_nan(tmp_path):
     assert [cell.strip() for cell in markdown[-1].split("|")[1:-1]] == ["90 %", "0/2", "—"]
     assert "nan" not in (tmp_path / "t.md").read_text() + (tmp_path / "t.tex").read_text()
     assert "90 \\% & 0/2 & --- \\\\" in (tmp_path / "t.tex").read_text()
+
+
+def test_preprocessing_table_reports_each_steps_manifest_per_adjacency_entry(tmp_path):
+    from supergcn.data.datasets import prepare_dataset
+    from supergcn.data.graph import save_graph
+    from supergcn.partition.metis import load_partition, run_partition
+    from supergcn.partition.plan import run_plan
+
+    graph = prepare_dataset("synthetic-tiny", seed=0)
+    meta = save_graph(graph, tmp_path / "g", seconds=1.5)
+    part = run_partition(graph, meta["hash"], 2, tmp_path / "p2")
+    partition, _ = load_partition(tmp_path / "p2")
+    plan = run_plan(graph, meta["hash"], partition, part["partition_hash"], "post", tmp_path / "post")
+    table = preprocessing_table([tmp_path / "g"], [tmp_path / "p2"], [tmp_path / "post"])
+    assert table["step"].tolist() == ["prepare", "partition (metis)", "plan (post)"]
+    assert table["P"].isna().tolist() == [True, False, False] and table["P"].iloc[1] == 2
+    assert table["seconds"].tolist() == [1.5, part["seconds"], plan["seconds"]]
+    entries = graph.num_edges
+    assert (table["adjacency_entries"] == entries).all()
+    np.testing.assert_allclose(table["bytes_per_entry"],
+                               np.array([meta["peak_memory_mib"], part["peak_memory_mib"],
+                                         plan["peak_memory_mib"]]) * 2**20 / entries)
+    with pytest.raises(SuperGCNError, match="belongs to none of its graphs"):
+        preprocessing_table([], [tmp_path / "p2"], [])

@@ -1,5 +1,6 @@
 """The Snakemake pipeline: schema validation, profiles and rerun behaviour (dry runs)."""
 
+import json
 import math
 import os
 import re
@@ -181,6 +182,16 @@ def test_outputs_of_the_study_exist_and_are_readable(finished_study):
         assert (workdir / TINY_RESULTS / "figures" / f"{figure}.pdf").read_bytes().startswith(b"%PDF")
     for log in ("prepare/synthetic-tiny.log", "train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"):
         assert (workdir / "logs" / log).exists()
+    # Every step's cost: Snakemake's benchmark records, and the manifests' figures in a table.
+    for record in ("prepare/synthetic-tiny.tsv", "partition/synthetic-tiny/P2.tsv", "plan/synthetic-tiny/P2/hybrid.tsv",
+                   "train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.tsv"):
+        assert pd.read_csv(workdir / "logs" / "benchmarks" / record, sep="\t")["s"].iloc[0] > 0
+    steps = pd.read_csv(workdir / TINY_RESULTS / "tables" / "preprocessing.csv")
+    partition = json.loads((workdir / "data" / "partitions" / "synthetic-tiny" / "P2" / "partition.json").read_text())
+    row = steps[(steps["step"] == "partition (metis)") & (steps["P"] == 2)].iloc[0]
+    assert row["seconds"] == pytest.approx(partition["seconds"])
+    assert row["bytes_per_entry"] == pytest.approx(partition["peak_memory_mib"] * 2**20 / row["adjacency_entries"])
+    assert "prepare" in set(steps["step"]) and "plan (hybrid)" in set(steps["step"])
     perf = workdir / TINY_RESULTS / "perf"
     for table in ("perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost",
                   "perf_validation"):

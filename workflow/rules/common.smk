@@ -41,6 +41,11 @@ def code(command):
     return command_hash(command)
 
 
+def partition_threads(wildcards):
+    """KaMinPar's threads; METIS runs on one, so its jobs ask for no more."""
+    return config["partition"]["threads"] if config["partition"]["engine"] == "kaminpar" else 1
+
+
 def variants():
     """The study's variants; one that cannot run with the training options is an error now."""
     chosen = [Variant.from_config(entry) for entry in config["variants"]]
@@ -81,6 +86,22 @@ def volume_plans():
         for dataset in config["datasets"]
         for P in config["process_counts"]
     ]
+
+
+def preprocessing_dirs():
+    """Every step output the preprocessing table reports: graphs, partitions at every P, and
+    the plans of every strategy the study trains or tabulates (hybrid, for the volumes)."""
+    strategies = sorted({variant.strategy for variant in variants()} | {"hybrid"})
+    return {
+        "graphs": [f"{DATA}/graphs/{dataset}" for dataset in config["datasets"]],
+        "partitions": [f"{DATA}/partitions/{dataset}/P{P}" for dataset in config["datasets"] for P in config["process_counts"]],
+        "plan_dirs": [
+            f"{DATA}/plans/{dataset}/P{P}/{strategy}"
+            for dataset in config["datasets"]
+            for P in config["process_counts"]
+            for strategy in strategies
+        ],
+    }
 
 
 def speedup_baseline_flag():

@@ -16,6 +16,8 @@ rule plan:
         "../envs/supergcn.yaml"
     log:
         "logs/plan/{dataset}/P{P}/{strategy}.log",
+    benchmark:
+        "logs/benchmarks/plan/{dataset}/P{P}/{strategy}.tsv"
     shell:
         "python -m supergcn.cli plan --graph {input.graph:q} --partition {input.partition:q} "
         "--strategy {wildcards.strategy} --out {output:q} > {log:q} 2>&1"

@@ -18,6 +18,8 @@ rule prepare:
         "../envs/supergcn.yaml"
     log:
         "logs/prepare/{dataset}.log",
+    benchmark:
+        "logs/benchmarks/prepare/{dataset}.tsv"
     shell:
         "python -m supergcn.cli prepare {wildcards.dataset} --raw-root {params.raw_root:q} --seed {params.seed} "
         "--self-loops {params.self_loops} --out {output:q} > {log:q} 2>&1"

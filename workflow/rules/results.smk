@@ -7,7 +7,7 @@ localrules:
     figures,
 
 
-TABLES = ["runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume"]
+TABLES = ["runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume", "preprocessing"]
 FIGURES = ["scaling", "breakdown", "accuracy_curves", "volume"]
 
 
@@ -15,6 +15,7 @@ rule tables:
     input:
         runs=all_run_files(),
         plans=[plan for _, plan in volume_plans()],
+        **preprocessing_dirs(),
     output:
         # The CSV files also go into `snakemake --report` (rendered as tables there).
         csv=[
@@ -36,7 +37,8 @@ rule tables:
         "logs/results/tables.log",
     shell:
         "python -m supergcn.cli tables --runs {input.runs:q} --plans {params.plans} --hidden {params.hidden} "
-        "{params.baseline} {params.targets} --out-dir {params.out_dir:q} > {log:q} 2>&1"
+        "{params.baseline} {params.targets} --graphs {input.graphs:q} --partitions {input.partitions:q} "
+        "--plan-dirs {input.plan_dirs:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule figures:

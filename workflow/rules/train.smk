@@ -38,6 +38,8 @@ rule train:
         "../envs/supergcn.yaml"
     log:
         "logs/train/{dataset}/P{P}/{variant}/seed{seed}.log",
+    benchmark:
+        "logs/benchmarks/train/{dataset}/P{P}/{variant}/seed{seed}.tsv"
     shell:
         # Launchers that write each rank's output to files of its own (Fujitsu MPI) are
         # given execution.rank_output; those files are appended to the log afterwards.
