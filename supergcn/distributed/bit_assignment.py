@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from supergcn.errors import SuperGCNError
 
@@ -108,13 +109,16 @@ def solve(groups: Groups, weight: float, num_ranks: int, latency_s: float = 0.0,
     # that every coefficient is of order one (seconds of microseconds defeat the tolerances).
     num_x = num_groups * num_widths
     objective = np.concatenate([(weight / v_span * groups.variance()).ravel(), [1 - weight]])
-    one_width = np.zeros((num_groups, num_x + 1))
-    one_width[np.repeat(np.arange(num_groups), num_widths), np.arange(num_x)] = 1
+    # Sparse constraints: a group's row has its three widths, a sender's row its groups' and
+    # z; dense ones would be G x 3G (terabytes for papers100M's groups).
+    one_width = sp.csr_matrix((np.ones(num_x), (np.repeat(np.arange(num_groups), num_widths), np.arange(num_x))),
+                              shape=(num_groups, num_x + 1))
     # Each sender: latency + its groups' seconds <= Z, i.e. seconds / T_span - z <= (T_best - latency) / T_span.
     seconds = groups.data_bytes() / bandwidth[groups.sender][:, None]
-    slowest = np.zeros((num_ranks, num_x + 1))
-    slowest[np.repeat(groups.sender, num_widths), np.arange(num_x)] = seconds.ravel() / t_span
-    slowest[:, -1] = -1
+    slowest = sp.csr_matrix((np.concatenate([seconds.ravel() / t_span, -np.ones(num_ranks)]),
+                             (np.concatenate([np.repeat(groups.sender, num_widths), np.arange(num_ranks)]),
+                              np.concatenate([np.arange(num_x), np.full(num_ranks, num_x)]))),
+                            shape=(num_ranks, num_x + 1))
     problem = {"integrality": np.concatenate([np.ones(num_x), [0]]),
                "bounds": Bounds(np.concatenate([np.zeros(num_x), [-np.inf]]),
                                 np.concatenate([np.ones(num_x), [np.inf]])),
