@@ -102,8 +102,9 @@ class Communicator:
                out: np.ndarray | None):
         if send.ndim != 2 or not send.flags.c_contiguous:
             raise ValueError("exchange buffers must be C-contiguous 2-D arrays")
-        if max(int(send_counts.max(initial=0)), int(recv_counts.max(initial=0))) > _MAX_COUNT:
-            raise SuperGCNError("a rank would exchange more than 2^31-1 rows with one peer", "use more ranks")
+        # Counts and displacements are in rows (one MPI datatype per row), and MPI's are int.
+        if max(int(send_counts.sum()), int(recv_counts.sum())) > _MAX_COUNT:
+            raise SuperGCNError("a rank would exchange more than 2^31-1 rows in one exchange", "use more ranks")
         width = send.shape[1]
         shape = (int(recv_counts.sum()), width)
         if out is None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from supergcn.data.storage import atomic_file
+from supergcn.data.storage import atomic_file, check_output_path
 
 
 def save_model(model: torch.nn.Module, path: Path) -> None:
@@ -17,13 +18,22 @@ def save_model(model: torch.nn.Module, path: Path) -> None:
 
 
 def save_logits(comm, owned_old_ids: np.ndarray, logits: torch.Tensor, path: Path) -> None:
-    """Every rank's log-probabilities, gathered by rank 0 and written as one ``.npy``
-    array in the graph's original node order (collective)."""
-    gathered = comm.gather((owned_old_ids, logits.numpy()), root=0)
-    if comm.Get_rank() != 0:
-        return
-    ids = np.concatenate([g[0] for g in gathered])
-    full = np.empty((len(ids), logits.shape[1]), dtype=np.float32)
-    full[ids] = np.concatenate([g[1] for g in gathered])
-    with atomic_file(path) as tmp, open(tmp, "wb") as handle:
-        np.save(handle, full)
+    """Every rank's log-probabilities as one ``.npy`` array in the graph's original node
+    order (collective). Rank 0 creates the file under a temporary name, every rank writes
+    its own rows into it through a memory map, and rank 0 renames it once all have: no
+    rank ever holds more than its own rows (gathering them took N x C floats on rank 0,
+    153 GB for papers100M)."""
+    num_nodes = comm.allreduce(len(owned_old_ids))
+    tmp = path.with_name(f".{path.name}.tmp")
+    if comm.Get_rank() == 0:
+        check_output_path(path, directory=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(num_nodes, logits.shape[1])).flush()
+    comm.Barrier()
+    out = np.lib.format.open_memmap(tmp, mode="r+")
+    out[owned_old_ids] = logits.numpy()
+    out.flush()
+    del out
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        os.replace(tmp, path)
