@@ -42,7 +42,7 @@ from supergcn.data.storage import peak_memory_mib
 from supergcn.naming import PARTITION_ENGINES
 from supergcn.partition.cover import minimum_vertex_cover
 from supergcn.partition.metis import Engine, load_partition, run_partition
-from supergcn.partition.plan import _renumbered_edges, run_plan
+from supergcn.partition.plan import rank_edges, run_plan
 
 
 def prepare_step(dataset: str, scale: float, out: Path) -> dict:
@@ -86,13 +86,19 @@ def in_child(step, *args) -> tuple[dict, dict]:
 def pair_biadjacencies(graph, partition, count):
     """Biadjacency matrices of the ``count`` rank pairs with the most cut edges."""
     owner = np.repeat(np.arange(partition.num_parts), partition.sizes)
-    dst, src = _renumbered_edges(graph, partition)
-    cut = owner[dst] != owner[src]
-    pair = owner[src[cut]] * partition.num_parts + owner[dst[cut]]
+    old_to_new, new_to_old = partition.old_to_new, partition.new_to_old
+    srcs, dsts = [], []
+    for rank in range(partition.num_parts):
+        local_dst, src = rank_edges(graph, partition, rank, old_to_new, new_to_old)
+        cut = owner[src] != rank
+        srcs.append(src[cut])
+        dsts.append(local_dst[cut] + partition.offsets[rank])
+    src, dst = np.concatenate(srcs), np.concatenate(dsts)
+    pair = owner[src] * partition.num_parts + owner[dst]
     largest = np.argsort(np.bincount(pair))[::-1][:count]
     matrices = []
     for p in largest:
-        u, v = src[cut][pair == p], dst[cut][pair == p]
+        u, v = src[pair == p], dst[pair == p]
         _, left = np.unique(u, return_inverse=True)
         _, right = np.unique(v, return_inverse=True)
         matrices.append(sp.csr_matrix((np.ones(len(u)), (left, right)), shape=(left.max() + 1, right.max() + 1)))

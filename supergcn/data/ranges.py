@@ -13,7 +13,7 @@ import numpy as np
 def block_starts(counts) -> np.ndarray:
     """The first row of each block: the exclusive prefix sum of ``counts`` (int64)."""
     counts = np.asarray(counts, dtype=np.int64)
-    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    return np.cumsum(counts) - counts
 
 
 def concatenated_ranges(starts, sizes) -> np.ndarray:

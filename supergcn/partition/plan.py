@@ -43,7 +43,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -121,16 +123,20 @@ class RankPlan:
                 "remote": csr(self.remote_indptr, self.remote_indices, int(self.recv_counts.sum()))}
 
 
-def _renumbered_edges(graph: Graph, partition: Partition) -> tuple[np.ndarray, np.ndarray]:
-    """(dst, src) of every directed edge in new ids, sorted by dst then src, in the graph's
-    index dtype (int32 below 2**31 nodes: half the memory of int64 on the largest arrays)."""
-    ids = graph.indices.dtype
-    old_to_new = partition.old_to_new.astype(ids)
-    matrix = sp.csr_matrix((np.ones(graph.num_edges, dtype=np.int8), old_to_new[graph.indices], graph.indptr),
-                           shape=(graph.num_nodes, graph.num_nodes))[partition.new_to_old]
-    matrix.sort_indices()
-    dst = np.repeat(np.arange(graph.num_nodes, dtype=ids), np.diff(matrix.indptr))
-    return dst, matrix.indices.astype(ids, copy=False)
+def rank_edges(graph: Graph, partition: Partition, rank: int, old_to_new: np.ndarray,
+               new_to_old: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The directed edges into ``rank``'s nodes: (destination as a local id 0..n_r-1,
+    source as a new id), sorted by destination then source. Reads only the rank's rows of
+    the (memory-mapped) graph."""
+    lo, hi = int(partition.offsets[rank]), int(partition.offsets[rank + 1])
+    old_rows = new_to_old[lo:hi]
+    starts = graph.indptr[old_rows]
+    degree = graph.indptr[old_rows + 1] - starts
+    src = old_to_new[graph.indices[concatenated_ranges(starts, degree)]]
+    dst = np.repeat(np.arange(hi - lo, dtype=np.int64), degree)
+    # Renumbering unsorted each row: sort by (dst, src); the keys are distinct, rows stay put.
+    src = src[np.argsort(dst * graph.num_nodes + src)]
+    return dst, src
 
 
 def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,26 +148,25 @@ def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, inverse
 
 
-def _hybrid_left_is_post(left_keys, left, right_keys, right, num_nodes, num_pairs):
-    """Alg. 1 over all pairs: the union of the pairs' bipartite cut graphs is one bipartite
-    graph whose minimum cover is the union of the pairs' minimum covers. Left vertices are
-    the (pair, source) groups, right ones the (pair, destination) groups; returns whether
-    each left vertex is in the cover (its edges are then POST).
+def _left_in_cover(left_sender, left, right_sender, right, num_ranks):
+    """Alg. 1 for the pairs into one destination rank: the union of the pairs' bipartite
+    cut graphs is one bipartite graph whose minimum cover is the union of the pairs'
+    minimum covers. Left vertices are the (sender, source) groups, right ones the (sender,
+    destination) groups; returns whether each left vertex is in the cover (its edges are
+    then POST) and, per sender, the cover and matching sizes.
 
     The pairs are matched in batches of whole pairs of at most :data:`MATCHING_MAX_ENTRIES`
     cut edges, since scipy's Hopcroft–Karp indexes its matrix with 32-bit integers;
-    ``left`` and ``right`` come ordered by pair, and so do the keys.
+    ``left`` and ``right`` come ordered by sender, and so do the groups.
     """
-    left_pair = left_keys // num_nodes
-    right_pair = right_keys // num_nodes
-    edge_pair = left_pair[left]
-    left_is_post = np.zeros(len(left_keys), dtype=bool)
-    right_in_cover = np.zeros(len(right_keys), dtype=bool)
-    left_matched = np.zeros(len(left_keys), dtype=bool)
-    for pair_lo, pair_hi in _pair_batches(np.bincount(edge_pair, minlength=num_pairs), MATCHING_MAX_ENTRIES):
-        e_lo, e_hi = np.searchsorted(edge_pair, [pair_lo, pair_hi])
-        l_lo, l_hi = np.searchsorted(left_pair, [pair_lo, pair_hi])
-        r_lo, r_hi = np.searchsorted(right_pair, [pair_lo, pair_hi])
+    edge_sender = left_sender[left]
+    left_is_post = np.zeros(len(left_sender), dtype=bool)
+    right_in_cover = np.zeros(len(right_sender), dtype=bool)
+    left_matched = np.zeros(len(left_sender), dtype=bool)
+    for first, stop in _pair_batches(np.bincount(edge_sender, minlength=num_ranks), MATCHING_MAX_ENTRIES):
+        e_lo, e_hi = np.searchsorted(edge_sender, [first, stop])
+        l_lo, l_hi = np.searchsorted(left_sender, [first, stop])
+        r_lo, r_hi = np.searchsorted(right_sender, [first, stop])
         biadjacency = sp.csr_matrix((np.ones(e_hi - e_lo, dtype=np.int8), (left[e_lo:e_hi] - l_lo,
                                                                            right[e_lo:e_hi] - r_lo)),
                                     shape=(l_hi - l_lo, r_hi - r_lo))
@@ -170,9 +175,9 @@ def _hybrid_left_is_post(left_keys, left, right_keys, right, num_nodes, num_pair
         right_in_cover[r_lo:r_hi] = cover.right
         left_matched[l_lo:l_hi] = cover.match_of_left >= 0
     return left_is_post, {
-        "cover": np.bincount(left_pair[left_is_post], minlength=num_pairs)
-        + np.bincount(right_pair[right_in_cover], minlength=num_pairs),
-        "matching": np.bincount(left_pair[left_matched], minlength=num_pairs),
+        "cover": np.bincount(left_sender[left_is_post], minlength=num_ranks)
+        + np.bincount(right_sender[right_in_cover], minlength=num_ranks),
+        "matching": np.bincount(left_sender[left_matched], minlength=num_ranks),
     }
 
 
@@ -185,154 +190,204 @@ def _pair_batches(edges_per_pair: np.ndarray, max_entries: int):
                             f"the {max_entries:,} one maximum matching can index",
                             "partition into more parts, or plan with --strategy pre or post")
     ends = np.cumsum(edges_per_pair)
-    pair_lo = 0
-    while pair_lo < len(edges_per_pair):
-        before = ends[pair_lo - 1] if pair_lo else 0
-        pair_hi = int(np.searchsorted(ends, before + max_entries, side="right"))
-        yield pair_lo, pair_hi
-        pair_lo = pair_hi
+    first = 0
+    while first < len(edges_per_pair):
+        before = ends[first - 1] if first else 0
+        stop = int(np.searchsorted(ends, before + max_entries, side="right"))
+        yield first, stop
+        first = stop
 
 
-def _split_csr(rows: np.ndarray, cols: np.ndarray, num_rows: int, bounds: np.ndarray):
-    """Yield (indptr, cols) of the CSR with the given (row-sorted) entries, cut into the
-    row ranges ``bounds[r] .. bounds[r+1]``."""
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)
-    for r in range(len(bounds) - 1):
-        lo, hi = indptr[bounds[r]], indptr[bounds[r + 1]]
-        yield indptr[bounds[r]:bounds[r + 1] + 1] - lo, cols[lo:hi]
+def _csr_indptr(rows: np.ndarray, num_rows: int) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)
 
 
-def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list[RankPlan], dict]:
-    """Every rank's communication plan for ``strategy`` (the module docstring's operators).
+class _SenderPieces:
+    """What each destination rank's pass leaves for the senders, appended to files in
+    ``directory``: the PRE rows' lengths and sources and the POST rows' sources (local ids
+    of the sender), and per pair (j -> i) where those start. Read back by sender."""
 
-    Cut edges are put in (pair, dst, src) order once: the edges come sorted by (dst, src)
-    and a destination's rank i grows with its id, so a stable sort by the sender rank j
-    alone gives it. Keys pair * n + dst are then already sorted, which is the order of the
-    PRE rows; only the (pair, src) groups need a sort of their own.
+    FILES = {"pre_lengths": np.int64, "pre_sources": np.int64, "post_sources": np.int64}
 
-    Args:
-        graph: the prepared graph.
-        partition: its partition into P parts.
-        strategy: ``pre``, ``post`` or ``hybrid`` (minimum vertex cover per pair of ranks).
+    def __init__(self, directory: Path) -> None:
+        self.paths = {name: directory / f"sender-{name}.bin" for name in self.FILES}
+        self.files = {name: open(path, "wb") for name, path in self.paths.items()}
+        self.written = dict.fromkeys(self.FILES, 0)
+        self.pairs: list[dict[str, np.ndarray]] = []
+
+    def add(self, receiver: int, senders: np.ndarray, counts: dict[str, np.ndarray], arrays: dict[str, np.ndarray],
+            stats: dict[str, np.ndarray]) -> None:
+        """``arrays`` hold the receiver's pieces in sender order, ``counts`` each sender's share."""
+        record = {"src": senders, "dst": np.full(len(senders), receiver, dtype=np.int64), **stats}
+        for name, dtype in self.FILES.items():
+            record[f"{name}_start"] = self.written[name] + block_starts(counts[name])
+            record[f"{name}_count"] = counts[name]
+            self.files[name].write(np.ascontiguousarray(arrays[name], dtype=dtype).tobytes())
+            self.written[name] += int(counts[name].sum())
+        self.pairs.append(record)
+
+    def finish(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """The per-pair records sorted by (sender, receiver), and the pieces memory-mapped."""
+        for handle in self.files.values():
+            handle.close()
+        table = {name: np.concatenate([p[name] for p in self.pairs]) for name in self.pairs[0]}
+        order = np.lexsort((table["dst"], table["src"]))
+        table = {name: values[order] for name, values in table.items()}
+        pieces = {name: np.memmap(self.paths[name], dtype=dtype, mode="r") if self.written[name]
+                  else np.empty(0, dtype=dtype) for name, dtype in self.FILES.items()}
+        return table, pieces
+
+
+def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: str | Path,
+               emit: Callable[[RankPlan], None]) -> dict:
+    """Build every rank's communication plan for ``strategy`` (the module docstring's
+    operators) and hand each to ``emit`` in rank order; return the statistics.
+
+    Memory follows the largest rank's share, not the graph: a first pass takes the
+    destination ranks one at a time, reading only their rows of the graph. Everything a
+    rank receives depends on its own incoming edges alone — the pairs (j -> i) into rank i
+    are cut from i's rows, and so are their minimum covers — so the pass writes rank i's
+    receiving side (local and remote CSR) to ``scratch_dir`` and appends what each sender
+    j sends it (PRE rows, POST rows) to files there. A second pass assembles each sender's
+    pieces in destination order with its receiving side and emits the rank's plan. Besides
+    one rank's edges, the builder holds the N-long renumbering (two arrays of the graph's
+    index type) and one record per pair of ranks with cut edges.
+
+    Within a pair, cut edges are in (destination, source) order: the rank's edges come so
+    sorted, and a stable sort by the sender keeps it. Keys sender * n + dst are then sorted,
+    which is the order of the PRE rows; the (sender, source) groups need a sort of their own.
 
     Returns:
-        (one :class:`RankPlan` per rank, the statistics recorded in ``plan.json``: the
-        rows-sent matrix ``comm_rows[j][i]``, totals, and per pair the cut edges and the
-        rows pre, post and this strategy send).
+        The statistics recorded with the plan: totals, and under ``"pairs"`` one array
+        entry per ordered pair (j sends to i) with cut edges: the cut edges, rows sent,
+        PRE and POST rows, distinct sources (what post sends) and destinations (what pre
+        sends), and for hybrid the cover and matching sizes.
     """
     if strategy not in STRATEGIES:
         raise SuperGCNError(f"unknown strategy {strategy!r}", f"choose one of {', '.join(STRATEGIES)}")
     num_ranks, n = partition.num_parts, graph.num_nodes
     offsets = partition.offsets
-    owner = np.repeat(np.arange(num_ranks, dtype=np.int64), partition.sizes)
-    dst, src = _renumbered_edges(graph, partition)
-    new_to_old = partition.new_to_old.astype(graph.indices.dtype)
-    in_degree = np.bincount(dst, minlength=n)
-    is_local = owner[dst] == owner[src]
-    local_parts = list(_split_csr(dst[is_local], src[is_local], n, offsets))
-    cut_src, cut_dst = src[~is_local], dst[~is_local]
-    del dst, src, is_local  # the largest arrays; everything below works on the cut edges
+    ids = graph.indices.dtype
+    new_to_old = partition.new_to_old.astype(ids)
+    old_to_new = partition.old_to_new.astype(ids)
+    owner = np.repeat(np.arange(num_ranks, dtype=np.int16 if num_ranks <= 2**15 else np.int64), partition.sizes)
+    scratch_dir = Path(scratch_dir)
+    senders = _SenderPieces(scratch_dir)
+    for i in range(num_ranks):
+        base = int(offsets[i])
+        num_owned = int(offsets[i + 1]) - base
+        dst, src = rank_edges(graph, partition, i, old_to_new, new_to_old)
+        in_degree = np.bincount(dst, minlength=num_owned)
+        src_owner = owner[src]
+        is_local = src_owner == i
+        local_indptr = _csr_indptr(dst[is_local], num_owned)
+        local_indices = src[is_local].astype(np.int64) - base
+        # numpy sorts 16-bit keys stably by radix, several times faster than wider ones.
+        by_sender = np.argsort(src_owner[~is_local], kind="stable")
+        cut_src = src[~is_local][by_sender].astype(np.int64)
+        cut_dst = dst[~is_local][by_sender]
+        del dst, src, src_owner, is_local, by_sender
+        sender = owner[cut_src].astype(np.int64)
+        right_keys, right = group_sorted(sender * n + cut_dst)  # (sender, destination) groups
+        left_keys, left = _unique_inverse(sender * n + cut_src)  # (sender, source) groups
+        left_sender, right_sender = left_keys // n, right_keys // n
+        cover_stats = {}
+        if strategy == "pre":
+            left_is_post = np.zeros(len(left_keys), dtype=bool)
+        elif strategy == "post":
+            left_is_post = np.ones(len(left_keys), dtype=bool)
+        else:
+            left_is_post, cover_stats = _left_in_cover(left_sender, left, right_sender, right, num_ranks)
+        is_post = left_is_post[left]
+        # PRE partial rows: one per (sender, destination); entries already in (sender, dst, src) order.
+        pre_keys, pre_row = group_sorted(sender[~is_post] * n + cut_dst[~is_post])
+        pre_row_sender, pre_row_dst = pre_keys // n, pre_keys % n
+        # POST raw rows: one per (sender, source) in the cover.
+        post_keys = left_keys[left_is_post]
+        post_row_of_edge = (np.cumsum(left_is_post) - 1)[left[is_post]]
+        post_row_sender, post_row_src = post_keys // n, post_keys % n
+        pre_counts = np.bincount(pre_row_sender, minlength=num_ranks)
+        post_counts = np.bincount(post_row_sender, minlength=num_ranks)
+        recv_counts = pre_counts + post_counts
+        recv_start = block_starts(recv_counts)
+        pre_row_pos = recv_start[pre_row_sender] + np.arange(len(pre_keys)) - block_starts(pre_counts)[pre_row_sender]
+        post_row_pos = (recv_start[post_row_sender] + pre_counts[post_row_sender] + np.arange(len(post_keys))
+                        - block_starts(post_counts)[post_row_sender])
+        # Receiver side: owned destination <- receive-buffer row, for PRE rows and POST edges.
+        # Every (destination, position) is distinct, so one key orders them as a lexsort would.
+        remote_dst = np.concatenate([pre_row_dst, cut_dst[is_post]])
+        remote_pos = np.concatenate([pre_row_pos, post_row_pos[post_row_of_edge]])
+        order = np.argsort(remote_dst * max(1, int(recv_counts.sum())) + remote_pos)
+        np.savez(scratch_dir / f"receiver-{i}.npz", local_indptr=local_indptr, local_indices=local_indices,
+                 remote_indptr=_csr_indptr(remote_dst[order], num_owned), remote_indices=remote_pos[order],
+                 recv_counts=recv_counts, in_degree=in_degree)
+        del remote_dst, remote_pos, order
+        # Sender side, for every j with cut edges into i, in sender order.
+        cut_per_sender = np.bincount(sender, minlength=num_ranks)
+        active = np.flatnonzero(cut_per_sender)
+        pre_entries = cut_src[~is_post] - offsets[sender[~is_post]]
+        stats = {"cut_edges": cut_per_sender[active], "rows": recv_counts[active],
+                 "pre_rows": pre_counts[active], "post_rows": post_counts[active],
+                 "distinct_sources": np.bincount(left_sender, minlength=num_ranks)[active],
+                 "distinct_destinations": np.bincount(right_sender, minlength=num_ranks)[active],
+                 **{name: values[active] for name, values in cover_stats.items()}}
+        senders.add(i, active, {"pre_lengths": pre_counts[active],
+                                "pre_sources": np.bincount(sender[~is_post], minlength=num_ranks)[active],
+                                "post_sources": post_counts[active]},
+                    {"pre_lengths": np.bincount(pre_row, minlength=len(pre_keys)), "pre_sources": pre_entries,
+                     "post_sources": post_row_src - offsets[post_row_sender]}, stats)
+    table, pieces = senders.finish()
+    bounds = np.searchsorted(table["src"], np.arange(num_ranks + 1))
+    for j in range(num_ranks):
+        rows = slice(bounds[j], bounds[j + 1])
+        send_pre_counts = np.zeros(num_ranks, dtype=np.int64)
+        send_post_counts = np.zeros(num_ranks, dtype=np.int64)
+        send_pre_counts[table["dst"][rows]] = table["pre_rows"][rows]
+        send_post_counts[table["dst"][rows]] = table["post_rows"][rows]
+        gathered = {name: np.asarray(pieces[name][concatenated_ranges(table[f"{name}_start"][rows],
+                                                                      table[f"{name}_count"][rows])])
+                    for name in _SenderPieces.FILES}
+        with np.load(scratch_dir / f"receiver-{j}.npz") as receiver:
+            receiving = {name: receiver[name] for name in receiver.files}
+        (scratch_dir / f"receiver-{j}.npz").unlink()
+        emit(RankPlan(rank=j, num_ranks=num_ranks, offset=int(offsets[j]),
+                      pre_indptr=np.concatenate([[0], np.cumsum(gathered["pre_lengths"])]).astype(np.int64),
+                      pre_indices=gathered["pre_sources"], send_pre_counts=send_pre_counts,
+                      post_send_index=gathered["post_sources"], send_post_counts=send_post_counts,
+                      owned_old_ids=new_to_old[offsets[j]:offsets[j + 1]], **receiving))
+    del pieces
+    for path in senders.paths.values():
+        path.unlink()
+    return _plan_stats(strategy, table, num_ranks)
 
-    # numpy sorts 16-bit keys stably by radix, several times faster than wider ones.
-    sender = owner[cut_src].astype(np.int16 if num_ranks <= 2**15 else np.int64)
-    by_pair = np.argsort(sender, kind="stable")
-    del sender
-    cut_src, cut_dst = cut_src[by_pair], cut_dst[by_pair]
-    del by_pair
-    pair = owner[cut_src] * num_ranks + owner[cut_dst]  # j * P + i, j = sender; ascending
-    num_pairs = num_ranks * num_ranks
-    right_keys, right = group_sorted(pair * n + cut_dst)  # (pair, destination) groups
-    left_keys, left = _unique_inverse(pair * n + cut_src)  # (pair, source) groups
-    cover_stats = {}
-    if strategy == "pre":
-        left_is_post = np.zeros(len(left_keys), dtype=bool)
-    elif strategy == "post":
-        left_is_post = np.ones(len(left_keys), dtype=bool)
-    else:
-        left_is_post, cover_stats = _hybrid_left_is_post(left_keys, left, right_keys, right, n, num_pairs)
-    cut_counts = (np.bincount(pair, minlength=num_pairs), np.bincount(left_keys // n, minlength=num_pairs),
-                  np.bincount(right_keys // n, minlength=num_pairs))
-    del right
-    is_post = left_is_post[left]
 
-    # PRE partial rows: one per (pair, destination), entries already sorted by (pair, dst, src).
-    pre_src, pre_dst, pre_pair = cut_src[~is_post], cut_dst[~is_post], pair[~is_post]
-    pre_keys, pre_row = group_sorted(pre_pair * n + pre_dst)
-    pre_row_pair, pre_row_dst = pre_keys // n, pre_keys % n
-    # POST raw rows: one per (pair, source), i.e. per left group in the cover.
-    post_keys = left_keys[left_is_post]
-    post_row_of_edge = (np.cumsum(left_is_post) - 1)[left[is_post]]
-    post_dst = cut_dst[is_post]
-    post_row_pair, post_row_src = post_keys // n, post_keys % n
-    del cut_src, cut_dst, pair, pre_dst, pre_pair, left, is_post
-
-    pre_counts = np.bincount(pre_row_pair, minlength=num_pairs).reshape(num_ranks, num_ranks)
-    post_counts = np.bincount(post_row_pair, minlength=num_pairs).reshape(num_ranks, num_ranks)
-    comm = pre_counts + post_counts  # comm[j, i]: rows j sends to i
-    recv_start = (np.cumsum(comm, axis=0) - comm).reshape(-1)  # start of j's chunk in i's buffer
-    first_pre_row = block_starts(pre_counts.reshape(-1))
-    first_post_row = block_starts(post_counts.reshape(-1))
-    pre_row_pos = recv_start[pre_row_pair] + np.arange(len(pre_keys)) - first_pre_row[pre_row_pair]
-    post_row_pos = (recv_start[post_row_pair] + pre_counts.reshape(-1)[post_row_pair]
-                    + np.arange(len(post_keys)) - first_post_row[post_row_pair])
-
-    # Receiver side: owned destination <- receive-buffer row, for PRE rows and POST edges.
-    # Every (destination, position) is distinct, so one key orders them as a lexsort would.
-    remote_dst = np.concatenate([pre_row_dst, post_dst])
-    remote_pos = np.concatenate([pre_row_pos, post_row_pos[post_row_of_edge]])
-    order = np.argsort(remote_dst * max(1, int(comm.sum())) + remote_pos)
-    remote_parts = _split_csr(remote_dst[order], remote_pos[order], n, offsets)
-    # Sender side: PRE rows and POST rows are both sorted sender-major.
-    pre_row_bounds = np.searchsorted(pre_row_pair // num_ranks, np.arange(num_ranks + 1))
-    pre_entry_bounds = np.searchsorted(pre_row, pre_row_bounds)
-    pre_indptr_global = np.concatenate([[0], np.cumsum(np.bincount(pre_row, minlength=len(pre_keys)))])
-    post_bounds = np.searchsorted(post_row_pair // num_ranks, np.arange(num_ranks + 1))
-
-    plans = []
-    for r, ((local_indptr, local_src), (remote_indptr, remote_idx)) in enumerate(zip(local_parts, remote_parts)):
-        base = offsets[r]
-        rows = slice(pre_row_bounds[r], pre_row_bounds[r + 1])
-        entries = slice(pre_entry_bounds[r], pre_entry_bounds[r + 1])
-        plans.append(RankPlan(
-            rank=r, num_ranks=num_ranks, offset=int(base),
-            local_indptr=local_indptr, local_indices=local_src - base,
-            pre_indptr=pre_indptr_global[rows.start:rows.stop + 1] - pre_indptr_global[rows.start],
-            pre_indices=pre_src[entries] - base,
-            send_pre_counts=pre_counts[r].copy(),
-            post_send_index=post_row_src[post_bounds[r]:post_bounds[r + 1]] - base,
-            send_post_counts=post_counts[r].copy(),
-            recv_counts=comm[:, r].copy(),
-            remote_indptr=remote_indptr, remote_indices=remote_idx,
-            in_degree=in_degree[offsets[r]:offsets[r + 1]],
-            owned_old_ids=new_to_old[offsets[r]:offsets[r + 1]],
-        ))
-    return plans, _plan_stats(strategy, comm, pre_counts, post_counts, cut_counts, num_ranks, cover_stats)
+def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list[RankPlan], dict]:
+    """Every rank's plan in memory, and the statistics (:func:`plan_ranks`)."""
+    plans: list[RankPlan] = []
+    with tempfile.TemporaryDirectory(prefix="supergcn-plan-") as scratch:
+        stats = plan_ranks(graph, partition, strategy, scratch, plans.append)
+    return plans, stats
 
 
-def _plan_stats(strategy, comm, pre_counts, post_counts, cut_counts, num_ranks, cover_stats):
-    """The plan's statistics: totals (``plan.json``) and, under ``"pairs"``, one array entry
-    per ordered pair (j sends to i) with cut edges (``pairs.npz``); ``cut_counts`` holds per
-    pair the cut edges, their distinct sources (the rows post sends) and distinct
-    destinations (the rows pre sends)."""
-    cut_edges, distinct_src, distinct_dst = cut_counts
-    cut = np.flatnonzero(cut_edges)
-    src, dst = np.divmod(cut, num_ranks)
-    pairs = {"src": src, "dst": dst, "cut_edges": cut_edges[cut], "rows": comm.reshape(-1)[cut],
-             "pre_rows": pre_counts.reshape(-1)[cut], "post_rows": post_counts.reshape(-1)[cut],
-             "distinct_sources": distinct_src[cut], "distinct_destinations": distinct_dst[cut]}
-    if cover_stats:
-        pairs["cover"] = cover_stats["cover"][cut]
-        pairs["matching"] = cover_stats["matching"][cut]
+def _plan_stats(strategy: str, table: dict[str, np.ndarray], num_ranks: int) -> dict:
+    """The plan's statistics from the per-pair records: totals (``plan.json``) and, under
+    ``"pairs"``, the records' statistics (``pairs.npz``)."""
+    names = ["src", "dst", "cut_edges", "rows", "pre_rows", "post_rows", "distinct_sources", "distinct_destinations"]
+    if strategy == "hybrid":
+        names += ["cover", "matching"]
+    pairs = {name: np.asarray(table.get(name, np.empty(0)), dtype=np.int64) for name in names}
+    sent_by = np.bincount(pairs["src"], weights=pairs["rows"], minlength=num_ranks)
+    received_by = np.bincount(pairs["dst"], weights=pairs["rows"], minlength=num_ranks)
     return {
         "strategy": strategy,
         "num_ranks": num_ranks,
-        "total_rows_sent": int(comm.sum()),
-        "max_rows_sent_by_rank": int(comm.sum(axis=1).max()),
-        "max_rows_received_by_rank": int(comm.sum(axis=0).max()),
-        "cut_edges_directed": int(cut_edges.sum()),
-        "rows_if_pre": int(distinct_dst.sum()),
-        "rows_if_post": int(distinct_src.sum()),
-        "pairs": {name: np.asarray(values, dtype=np.int64) for name, values in pairs.items()},
+        "total_rows_sent": int(pairs["rows"].sum()),
+        "max_rows_sent_by_rank": int(sent_by.max()),
+        "max_rows_received_by_rank": int(received_by.max()),
+        "cut_edges_directed": int(pairs["cut_edges"].sum()),
+        "rows_if_pre": int(pairs["distinct_destinations"].sum()),
+        "rows_if_post": int(pairs["distinct_sources"].sum()),
+        "pairs": pairs,
     }
 
 
@@ -348,24 +403,26 @@ def file_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=_HASH_BYTES).hexdigest()
 
 
-def save_plans(plans: list[RankPlan], stats: dict, out_dir: str | Path, graph_hash: str, partition_hash: str,
-               seconds: float) -> dict:
-    """Write the plans (one ``rank_NNNNN.npz`` each, their hashes in ``rank_hashes.npy``),
-    the per-pair statistics (``pairs.npz``) and ``plan.json`` into ``out_dir`` atomically;
-    return the manifest."""
+def _write_rank_file(directory: Path, plan: RankPlan, hashes: np.ndarray) -> None:
+    path = _rank_file(directory, plan.rank)
+    np.savez(path, **{f.name: getattr(plan, f.name) for f in fields(RankPlan)})
+    hashes[plan.rank] = file_hash(path.read_bytes())
+
+
+def _write_plan_index(directory: Path, stats: dict, hashes: np.ndarray, graph_hash: str, partition_hash: str,
+                      seconds: float) -> dict:
+    """``rank_hashes.npy``, ``pairs.npz`` and ``plan.json`` beside the rank files; the manifest."""
     totals = {key: value for key, value in stats.items() if key != "pairs"}
     manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
                 **totals, "seconds": seconds, "peak_memory_mib": peak_memory_mib()}
-    with atomic_output_dir(out_dir) as staging:
-        hashes = np.empty(len(plans), dtype=f"S{2 * _HASH_BYTES}")
-        for plan in plans:
-            path = _rank_file(staging, plan.rank)
-            np.savez(path, **{f.name: getattr(plan, f.name) for f in fields(RankPlan)})
-            hashes[plan.rank] = file_hash(path.read_bytes())
-        np.save(staging / _HASHES_FILE, hashes)
-        np.savez(staging / _PAIRS_FILE, **stats["pairs"])
-        write_json(staging / "plan.json", manifest)
+    np.save(directory / _HASHES_FILE, hashes)
+    np.savez(directory / _PAIRS_FILE, **stats["pairs"])
+    write_json(directory / "plan.json", manifest)
     return manifest
+
+
+def _empty_hashes(num_ranks: int) -> np.ndarray:
+    return np.empty(num_ranks, dtype=f"S{2 * _HASH_BYTES}")
 
 
 def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
@@ -391,7 +448,7 @@ def read_plan_pairs(directory: str | Path) -> dict[str, np.ndarray]:
 
 
 def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
-    """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`save_plans`,
+    """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`run_plan`,
     checked against the hash recorded for it. Reads the rank's own file and its entry of
     ``rank_hashes.npy``, nothing that grows with the number of ranks."""
     directory = Path(directory)
@@ -445,7 +502,7 @@ def strategy_summary(rows_by_strategy: dict[str, np.ndarray]) -> str:
 
 def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash: str, strategy: str,
              out_dir) -> dict:
-    """Build every rank's plan (:func:`build_plans`) and write them to ``out_dir``.
+    """Build every rank's plan (:func:`plan_ranks`), writing each as it is built, into ``out_dir``.
 
     Args:
         graph, graph_hash: the prepared graph and its content hash.
@@ -457,8 +514,13 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
         The manifest written as ``plan.json``.
     """
     started = time.perf_counter()
-    plans, stats = build_plans(graph, partition, strategy)
-    return save_plans(plans, stats, out_dir, graph_hash, partition_hash, time.perf_counter() - started)
+    with atomic_output_dir(out_dir) as staging:
+        hashes = _empty_hashes(partition.num_parts)
+        scratch = staging / ".scratch"
+        scratch.mkdir()
+        stats = plan_ranks(graph, partition, strategy, scratch, lambda plan: _write_rank_file(staging, plan, hashes))
+        scratch.rmdir()
+        return _write_plan_index(staging, stats, hashes, graph_hash, partition_hash, time.perf_counter() - started)
 
 
 def aggregate_in_process(plans: list[RankPlan], features: np.ndarray) -> np.ndarray:

@@ -178,12 +178,13 @@ def format2_stats(stats):
 @pytest.mark.parametrize("max_entries", [1, 40, 500])
 def test_hybrid_cover_matched_in_batches_stays_exact_and_minimal(awkward_graph, monkeypatch, max_entries):
     """The path for more than 2^31 - 1 cut edges (scipy's matching indexes with int32),
-    forced on a small graph: pairs matched in batches give a minimum cover per pair (the
-    matching size, König) and an exact aggregation; a pair larger than a batch is refused."""
+    forced on a small graph: pairs matched in batches give the same plans, a minimum cover
+    per pair (the matching size, König) and an exact aggregation; a pair larger than a
+    batch is refused."""
     import supergcn.partition.plan as plan_module
 
     partition = Partition(np.random.default_rng(3).integers(0, 6, awkward_graph.num_nodes).astype(np.int32), 6)
-    _, whole = build_plans(awkward_graph, partition, "hybrid")
+    whole_plans, whole = build_plans(awkward_graph, partition, "hybrid")
     largest_pair = int(whole["pairs"]["cut_edges"].max())
     monkeypatch.setattr(plan_module, "MATCHING_MAX_ENTRIES", max_entries)
     if max_entries < largest_pair:
@@ -191,6 +192,11 @@ def test_hybrid_cover_matched_in_batches_stays_exact_and_minimal(awkward_graph, 
             build_plans(awkward_graph, partition, "hybrid")
         monkeypatch.setattr(plan_module, "MATCHING_MAX_ENTRIES", largest_pair)
     plans, batched = build_plans(awkward_graph, partition, "hybrid")
+    # Hopcroft-Karp on a disjoint union finds each part's matching as it would alone: the
+    # batched plans are the same plans, array for array.
+    for plan, plan_whole in zip(plans, whole_plans):
+        for field in fields(RankPlan):
+            np.testing.assert_array_equal(getattr(plan, field.name), getattr(plan_whole, field.name))
     np.testing.assert_array_equal(batched["pairs"]["rows"], whole["pairs"]["rows"])
     np.testing.assert_array_equal(batched["pairs"]["cover"], batched["pairs"]["matching"])
     x = np.random.default_rng(0).standard_normal((awkward_graph.num_nodes, 3))
