@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from supergcn.cli._args import output_dir, positive_int
@@ -20,6 +21,9 @@ def configure(parser) -> None:
     parser.add_argument("--engine", choices=PARTITION_ENGINES, default="metis",
                         help="metis (one thread, the reference) or kaminpar (threaded, a few bytes per edge)")
     parser.add_argument("--threads", type=positive_int, default=1, help="KaMinPar's threads")
+    parser.add_argument("--separate-constraints", action=argparse.BooleanOptionalAction, default=False,
+                        help="METIS balances each constraint on its own (needs the METIS library, libmetis) instead "
+                             "of one combined weight")
     parser.add_argument("--kaminpar-preset", default="terapart", help="KaMinPar preset up to 1,024 parts")
     parser.add_argument("--kaminpar-large-k-preset", default="terapart-largek",
                         help="KaMinPar preset beyond 1,024 parts")
@@ -36,7 +40,8 @@ def run(args) -> None:
 
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)
-    engine = Engine(args.engine, args.threads, args.kaminpar_preset, args.kaminpar_large_k_preset)
+    engine = Engine(args.engine, args.threads, args.kaminpar_preset, args.kaminpar_large_k_preset,
+                    args.separate_constraints)
     manifest = run_partition(graph, meta["hash"], args.parts, args.out, args.constraints, args.seed,
                              args.edge_fraction, engine)
     balance = ", ".join(f"{name} {value['imbalance_max_over_mean']:.3f}" for name, value in manifest["balance"].items()

@@ -8,12 +8,14 @@ The installed ``pymetis`` cannot pass several constraints: its wrapper derives `
 from the length of the weight list divided by ``len(xadj) = n + 1``, which is 1 for
 any ``ncon * n`` weights, and METIS then reads only the first ``n`` entries of the
 interleaved list (see ``tests/partition/test_metis.py::test_pymetis_ignores_multiconstraint``,
-which measures it). We therefore combine the constraints into one integer weight
+which measures it). By default we therefore combine the constraints into one integer weight
 
     w(v) = sum_k round(S * c_k(v) / mean(c_k)),
 
 so each constraint contributes the same total weight, and report the balance of each
-constraint separately in ``partition.json`` so its effect is visible.
+constraint separately in ``partition.json`` so its effect is visible. With
+``separate_constraints`` METIS balances each constraint on its own (``ncon`` weights per
+vertex), through the METIS library itself (:mod:`supergcn.partition.libmetis`).
 
 Memory. METIS keeps every level of its coarsening hierarchy, each with an adjacency and
 an edge-weight array of its ``idx_t`` (64-bit in pymetis's build): about 16 bytes per
@@ -142,7 +144,7 @@ def sampled_adjacency(graph: Graph, idx_t, fraction: float, seed: int) -> tuple[
 
 
 def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAINTS, seed: int = 0,
-                    edge_fraction: float = 1.0) -> Partition:
+                    edge_fraction: float = 1.0, separate_constraints: bool = False) -> Partition:
     """METIS k-way partition of ``graph`` into ``num_parts`` parts.
 
     Args:
@@ -156,6 +158,9 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
             and on graphs whose edges hardly merge as vertices pair up its memory is about
             levels x 16 bytes per adjacency entry (see the module docstring); sampling
             trades cut quality for that memory. 1 partitions the whole graph.
+        separate_constraints: balance each constraint on its own (METIS's ``ncon``),
+            through the METIS library itself (:mod:`supergcn.partition.libmetis`), instead
+            of pymetis with the constraints folded into one weight.
 
     Returns:
         The :class:`Partition`: a part id per node and the contiguous renumbering.
@@ -171,9 +176,19 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
     _check_num_parts(graph, num_parts)
     if num_parts == 1:
         return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
-    idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
+    if separate_constraints and constraints:
+        from supergcn.partition.libmetis import load_metis, part_graph_kway
+
+        idx_t = load_metis()[1]
+    else:
+        idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
     xadj, adjncy = (metis_adjacency(graph, idx_t) if edge_fraction == 1
                     else sampled_adjacency(graph, idx_t, edge_fraction, seed))
+    if separate_constraints and constraints:
+        active = [w for w in constraint_weights(graph, constraints).values() if w.sum() > 0]
+        # Every vertex weighs something in every constraint METIS sees; none may be all zero.
+        parts = part_graph_kway(xadj, adjncy, np.stack(active, axis=1), num_parts, seed)
+        return _nonempty(Partition(parts, num_parts), "METIS", graph)
     vweights = combined_weight(constraint_weights(graph, constraints)).astype(idx_t) if constraints else None
     result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights,
                                 options=pymetis.Options(seed=seed), recursive=False)
@@ -233,11 +248,14 @@ class Engine:
     threads: int = 1
     preset: str = "terapart"
     large_k_preset: str = "terapart-largek"
+    separate_constraints: bool = False
 
     def describe(self, num_parts: int) -> dict:
         """The manifest's record of the engine as it ran for ``num_parts``."""
         if num_parts == 1:
             return {"name": "single part"}
+        if self.name == "metis" and self.separate_constraints:
+            return {"name": "metis", "method": "METIS library k-way, one constraint per weight", "threads": 1}
         if self.name == "metis":
             return {"name": "metis", "method": "pymetis k-way, combined vertex weight", "threads": 1}
         from supergcn.partition.kaminpar import preset_for
@@ -307,8 +325,11 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
         in ``part_totals.npz``), seconds, peak memory.
     """
     started = time.perf_counter()
+    if engine.name == "kaminpar" and engine.separate_constraints:
+        raise SuperGCNError("KaMinPar balances one weight: it cannot keep the constraints separate",
+                            "set partition.separate_constraints to false, or partition.engine to metis")
     if engine.name == "metis" or num_parts == 1:
-        partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction)
+        partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate_constraints)
     elif engine.name == "kaminpar":
         partition = kaminpar_partition(graph, num_parts, constraints, seed, engine, Path(out_dir).parent)
     else:

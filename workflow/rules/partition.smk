@@ -14,6 +14,7 @@ rule partition:
         kaminpar_preset=config["partition"]["kaminpar_preset"],
         kaminpar_large_k_preset=config["partition"]["kaminpar_large_k_preset"],
         edge_fraction=config["partition"]["edge_fraction"],
+        separate="--separate-constraints" if config["partition"]["separate_constraints"] else "--no-separate-constraints",
     threads: partition_threads
     # In the rule, not the profile's default-resources, which --default-resources replaces whole.
     resources:
@@ -28,4 +29,4 @@ rule partition:
         "python -m supergcn.cli partition --graph {input:q} --parts {wildcards.P} --constraints {params.constraints} "
         "--seed {params.seed} --engine {params.engine} --threads {threads} "
         "--kaminpar-preset {params.kaminpar_preset:q} --kaminpar-large-k-preset {params.kaminpar_large_k_preset:q} "
-        "--edge-fraction {params.edge_fraction} --out {output:q} > {log:q} 2>&1"
+        "--edge-fraction {params.edge_fraction} {params.separate} --out {output:q} > {log:q} 2>&1"
