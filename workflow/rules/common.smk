@@ -2,6 +2,7 @@
 # light modules supergcn.naming, supergcn.sources, supergcn.train.config,
 # supergcn.workflow_config and (in the onstart hook) supergcn.cluster.slurm, so parsing
 # the workflow pays for no scientific library.
+import errno
 import json
 import math
 import os
@@ -39,6 +40,35 @@ def code(command):
     hash among its parameters, editing any module the command can run reruns the job.
     """
     return command_hash(command)
+
+
+#: Peak resident bytes per directed adjacency entry of the graph-sized steps, measured on
+#: products-shaped graphs (README, "Preparing the paper's graphs") and rounded up, and the
+#: interpreter's own share. A job asks the scheduler for both (mem_mb).
+STEP_BYTES_PER_ENTRY = {"partition-metis": 140, "partition-kaminpar": 16, "plan": 16}
+STEP_BASE_MB = 1024
+
+
+def adjacency_entries(graph_dir):
+    """Directed adjacency entries of a prepared graph, from its manifest. Before the graph
+    exists the error names the graph directory, an input, so Snakemake defers the value."""
+    meta = os.path.join(graph_dir, "meta.json")
+    if not os.path.exists(meta):
+        raise FileNotFoundError(errno.ENOENT, "graph not prepared yet", str(graph_dir))
+    with open(meta) as handle:
+        return json.load(handle)["num_edges_directed"]
+
+
+def step_mem_mb(step, graph_dir):
+    return STEP_BASE_MB + math.ceil(STEP_BYTES_PER_ENTRY[step] * adjacency_entries(graph_dir) / 2**20)
+
+
+def partition_mem_mb(wildcards, input):
+    return step_mem_mb(f"partition-{config['partition']['engine']}", input[0])
+
+
+def plan_mem_mb(wildcards, input):
+    return step_mem_mb("plan", input.graph)
 
 
 def partition_threads(wildcards):

@@ -19,6 +19,7 @@ rule partition:
     # In the rule, not the profile's default-resources, which --default-resources replaces whole.
     resources:
         runtime=EXECUTION["runtime_minutes"],
+        mem_mb=partition_mem_mb,
     conda:
         "../envs/supergcn.yaml"
     log:

@@ -12,6 +12,7 @@ rule plan:
     # In the rule, not the profile's default-resources, which --default-resources replaces whole.
     resources:
         runtime=EXECUTION["runtime_minutes"],
+        mem_mb=plan_mem_mb,
     conda:
         "../envs/supergcn.yaml"
     log:
