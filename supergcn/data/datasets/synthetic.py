@@ -172,6 +172,11 @@ PLANTED_PRESETS = {
     # classes, sales-rank split 196,615 / 39,323 / 2,213,091.
     "synthetic-products": PlantedPreset(2_449_029, 61_859_140, 100, 47, (0.0803, 0.0161, 0.9036),
                                         "shaped like ogbn-products"),
+    # ogbn-papers100M: 111,059,956 nodes, 1,615,685,872 citation edges (undirected here:
+    # 3.23 B adjacency entries), 128 features, 172 classes, split 1,207,179 / 125,265 /
+    # 214,338. Whole, for a large-memory node; benchmarks/scale.py generates it shrunk.
+    "synthetic-papers100M": PlantedPreset(111_059_956, 1_615_685_872, 128, 172, (0.01087, 0.00113, 0.00193),
+                                          "shaped like ogbn-papers100M"),
 }
 
 RMAT_EDGE_FACTOR = 16
