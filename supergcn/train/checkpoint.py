@@ -99,10 +99,13 @@ class Checkpointer:
     def restore(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, epochs: int) -> Restored | None:
         """Load a compatible checkpoint into ``model`` and ``optimizer`` (collective).
 
-        Rank 0 alone reads the file and broadcasts it, so every rank takes the same
-        decision even where the file system shows the file to some ranks only. A
-        checkpoint of another configuration, another rank count, a model of other shapes
-        or a run longer than ``epochs`` is ignored, with a message: returns None.
+        Rank 0 alone reads the file and broadcasts what every rank needs (model,
+        optimizer, epoch, best), so every rank takes the same decision even where the file
+        system shows the file to some ranks only; each rank's own state is scattered, and
+        the epoch records, which rank 0 alone writes, stay there (broadcasting them and
+        every rank's state sent P times the history to every rank). A checkpoint of
+        another configuration, another rank count, a model of other shapes or a run longer
+        than ``epochs`` is ignored, with a message: returns None.
         """
         state, problem = None, None
         if self.rank == 0 and self.path is not None and self.path.exists():
@@ -110,22 +113,25 @@ class Checkpointer:
                 state = read_checkpoint(self.path)
             except SuperGCNError as exc:
                 problem = str(exc)
-        state, problem = self.comm.bcast((state, problem), root=0)
+        own = ("rank_states", "records")
+        shared = None if state is None else {key: value for key, value in state.items() if key not in own}
+        shared, problem = self.comm.bcast((shared, problem), root=0)
         if problem is not None:
             raise CollectiveError(problem)
-        if state is None:
+        if shared is None:
             return None
-        reason = self.incompatibility(state, model, epochs)
+        reason = self.incompatibility(shared, model, epochs)
         if reason:
             if self.rank == 0:
                 print(f"ignoring checkpoint {self.path}: {reason}; training from scratch", flush=True)
             return None
+        rank_state = self.comm.scatter(state["rank_states"] if self.rank == 0 else None, root=0)
+        records = state["records"] if self.rank == 0 else []
         if self.rank == 0:
-            print(f"resuming from checkpoint {self.path} after epoch {state['epoch']}", flush=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        return Restored(epoch=state["epoch"], rank_state=state["rank_states"][self.rank], records=state["records"],
-                        best=state["best"])
+            print(f"resuming from checkpoint {self.path} after epoch {shared['epoch']}", flush=True)
+        model.load_state_dict(shared["model"])
+        optimizer.load_state_dict(shared["optimizer"])
+        return Restored(epoch=shared["epoch"], rank_state=rank_state, records=records, best=shared["best"])
 
     def incompatibility(self, state: dict, model: torch.nn.Module, epochs: int) -> str | None:
         """Why ``state`` cannot continue this run, or None."""
