@@ -69,6 +69,7 @@ def run(args) -> None:
         written["preprocessing"] = (tables.preprocessing_table(args.graphs, args.partitions, args.plan_dirs),
                                     "Preprocessing steps per dataset and P: seconds of the step's own work and "
                                     "peak resident memory of its process (GiB, and bytes per directed adjacency "
-                                    "entry of the graph), from the manifests the steps write.")
+                                    "entry of the graph), from the manifests the steps write; partitions add the "
+                                    "edge cut and the max/mean imbalance of nodes, edges and training nodes.")
     for stem, (table, caption) in written.items():
         tables.write_table(table, args.out_dir / stem, caption)

@@ -36,6 +36,8 @@ from supergcn.errors import SuperGCNError
 LARGE_K = 1024
 #: Allowed imbalance: KaMinPar's default, and METIS's (ufactor 30 = 3 %).
 IMBALANCE = 0.03
+#: Graphs with this many nodes or more get 64-bit node ids in the file.
+WIDE_IDS_FROM = 2**31
 _HEADER_WORDS = 3
 
 
@@ -55,7 +57,7 @@ def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None
     ``block_entries`` adjacency entries at a time.
     """
     n = graph.num_nodes
-    wide_ids = n >= 2**31
+    wide_ids = n >= WIDE_IDS_FROM
     id_dtype = np.dtype("<u8" if wide_ids else "<u4")
     loops_before = np.zeros(n + 1, dtype=np.int64)
     for start, stop in row_blocks(graph.indptr, block_entries):

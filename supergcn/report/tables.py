@@ -207,7 +207,8 @@ def volume_table(plans: list[tuple[str, str | Path]], width: int) -> pd.DataFram
 def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
     """Seconds and peak memory of each preprocessing step, from the manifests the steps
     write (peak resident memory of the step's process, ``getrusage``), per dataset and P,
-    with the peak per adjacency entry of the graph (directed CSR entries)."""
+    with the peak per adjacency entry of the graph (directed CSR entries); partitions add
+    their edge cut and the max/mean imbalance of each constraint."""
     graphs = {}
     records = []
     for directory in graph_dirs:
@@ -219,7 +220,9 @@ def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
         manifest = read_partition_manifest(directory)
         records.append({"hash": manifest["graph_hash"], "P": manifest["num_parts"],
                         "step": f"partition ({manifest['engine']['name']})", "seconds": manifest["seconds"],
-                        "peak_mib": manifest["peak_memory_mib"]})
+                        "peak_mib": manifest["peak_memory_mib"], "edge_cut": manifest["edge_cut"],
+                        **{f"imbalance_{name}": value["imbalance_max_over_mean"]
+                           for name, value in manifest["balance"].items()}})
     for directory in plan_dirs:
         manifest = read_plan_manifest(directory)
         records.append({"hash": manifest["graph_hash"], "P": manifest["num_ranks"],

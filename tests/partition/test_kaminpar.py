@@ -18,15 +18,24 @@ from supergcn.partition.metis import (
 KAMINPAR = Engine("kaminpar", threads=1, preset="fast", large_k_preset="largek-fast")
 
 
+@pytest.mark.parametrize("wide_ids_from", [0, 2**31])
 @pytest.mark.parametrize("block_entries", [7, 1 << 24])
-def test_parhip_file_is_the_graph_without_self_loops_as_kaminpar_reads_it(tmp_path, awkward_graph, block_entries):
+def test_parhip_file_is_the_graph_without_self_loops_as_kaminpar_reads_it(tmp_path, awkward_graph, block_entries,
+                                                                          wide_ids_from, monkeypatch):
     """KaMinPar's own parser, reading the streamed file, sees every row of the CSR less
-    its self loop, and every node weight."""
+    its self loop, and every node weight; also with the 64-bit node ids of graphs past
+    2^31 nodes, forced here on a small one."""
+    import supergcn.partition.kaminpar as kaminpar_module
+
+    monkeypatch.setattr(kaminpar_module, "WIDE_IDS_FROM", wide_ids_from)
     weights = np.arange(awkward_graph.num_nodes) % 5 + 1
     path = tmp_path / "g.parhip"
     entries = write_parhip(awkward_graph, path, weights, block_entries=block_entries)
     assert awkward_graph.num_self_loops > 0
     assert entries == awkward_graph.num_edges - awkward_graph.num_self_loops
+    id_bytes = 8 if wide_ids_from == 0 else 4
+    n = awkward_graph.num_nodes
+    assert path.stat().st_size == 8 * (3 + n + 1) + id_bytes * entries + 8 * n  # header, offsets, ids, weights
     loaded = kaminpar.load_graph(str(path), kaminpar.GraphFileFormat.PARHIP)
     assert (loaded.n(), loaded.m()) == (awkward_graph.num_nodes, entries)
     assert loaded.is_node_weighted() and not loaded.is_edge_weighted()

@@ -162,6 +162,10 @@ def test_preprocessing_table_reports_each_steps_manifest_per_adjacency_entry(tmp
     assert table["seconds"].tolist() == [1.5, part["seconds"], plan["seconds"]]
     entries = graph.num_edges
     assert (table["adjacency_entries"] == entries).all()
+    partition_row = table.iloc[1]
+    assert partition_row["edge_cut"] == part["edge_cut"]
+    for name in ("nodes", "edges", "train_nodes"):
+        assert partition_row[f"imbalance_{name}"] == part["balance"][name]["imbalance_max_over_mean"]
     np.testing.assert_allclose(table["bytes_per_entry"],
                                np.array([meta["peak_memory_mib"], part["peak_memory_mib"],
                                          plan["peak_memory_mib"]]) * 2**20 / entries)
