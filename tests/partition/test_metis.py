@@ -7,6 +7,7 @@ from supergcn.data.graph import build_graph
 from supergcn.errors import SuperGCNError
 from supergcn.partition.metis import (
     Partition,
+    capped_weight,
     combined_weight,
     constraint_weights,
     edge_cut,
@@ -154,3 +155,14 @@ def test_edge_fraction_is_recorded_and_the_cut_measured_on_the_whole_graph(tmp_p
     assert run_partition(g, "hash", 4, tmp_path / "q")["metis_edge_fraction"] == 1.0
     with pytest.raises(SuperGCNError, match="edge fraction"):
         partition_graph(g, 4, edge_fraction=0)
+
+
+def test_capped_weight_leaves_no_node_heavier_than_a_parts_share():
+    """Hubs that outweigh a part make any balance infeasible: capped (repeatedly, as the
+    total shrinks), no node exceeds total / P, and lighter nodes keep their weight."""
+    weight = np.array([1000, 900, 5, 5, 5, 5, 5, 5, 5, 5])
+    capped = capped_weight(weight, 4)
+    assert capped.max() <= capped.sum() // 4
+    np.testing.assert_array_equal(capped[2:], weight[2:])
+    assert capped[0] == capped[1] < 900
+    np.testing.assert_array_equal(capped_weight(np.full(8, 3), 4), np.full(8, 3))
