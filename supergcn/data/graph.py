@@ -75,7 +75,12 @@ class Graph:
 
     @property
     def num_self_loops(self) -> int:
-        return int(np.count_nonzero(self.indices == np.repeat(np.arange(self.num_nodes), self.in_degree)))
+        """Entries v -> v, counted a block of rows at a time (no adjacency-long temporaries)."""
+        loops = 0
+        for start, stop in row_blocks(self.indptr):
+            rows, indices = block_rows_and_indices(self, start, stop)
+            loops += int(np.count_nonzero(indices == rows))
+        return loops
 
     @property
     def num_undirected_edges(self) -> int:
