@@ -38,7 +38,7 @@ from supergcn.naming import DROP_SELF_LOOPS, SELF_LOOPS
 
 GRAPH_FORMAT = "supergcn-graph/1"
 #: Adjacency entries a streaming pass holds at once (a few arrays of them, 8 B each).
-ROW_BLOCK_ENTRIES = 1 << 24
+ROW_BLOCK_ENTRIES = 1 << 22
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
 
 

@@ -9,8 +9,11 @@ based on in-degree of nodes and training masks"). This module calls
 METIS is built with 32- or 64-bit integers (``idx_t``; Debian's is 32-bit). The width is
 probed, not assumed: ``METIS_SetDefaultOptions`` writes ``METIS_NOPTIONS`` idx_t values of
 -1, so in a buffer of that many int64 sentinels a 32-bit build leaves the second half
-untouched. Weights are row-major, ``ncon`` per vertex, as METIS reads them; the allowed
-imbalance is METIS's default for every constraint (ufactor 30: 3 %).
+untouched. The seed's place in the options array is probed too: METIS 5.2 inserted an
+option before it (5.1: index 8; 5.2: index 9, where 8 is ``NCUTS``). A two-vertex graph
+partitioned with index 8 set to 0 succeeds under 5.1 (seed 0) and is refused as bad input
+under 5.2 (no cuts). Weights are row-major, ``ncon`` per vertex, as METIS reads them; the
+allowed imbalance is METIS's default for every constraint (ufactor 30: 3 %).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import numpy as np
 
 from supergcn.errors import SuperGCNError
 
-#: From metis.h (METIS 5): the options array's length, the seed's index, the success code.
+#: From metis.h (METIS 5): the options array's length, the seed's index in 5.1 and in 5.2,
+#: and the return codes for success and for bad input.
 METIS_NOPTIONS = 40
-METIS_OPTION_SEED = 8
-METIS_OK = 1
+METIS_OPTION_SEED = {"5.1": 8, "5.2": 9}
+METIS_OK, METIS_ERROR_INPUT = 1, -2
 #: Environment variable naming the library file, where it is not on the loader's path.
 LIBRARY_VARIABLE = "SUPERGCN_LIBMETIS"
 _ABSENT_FIX = ("install the METIS library (Debian/Ubuntu: apt-get install libmetis5; Spack: spack load metis) or "
@@ -36,8 +40,9 @@ _ABSENT_FIX = ("install the METIS library (Debian/Ubuntu: apt-get install libmet
 
 
 @functools.cache
-def load_metis() -> tuple[ctypes.CDLL, np.dtype]:
-    """The METIS library and its integer type, or a one-line error saying how to get it."""
+def load_metis() -> tuple[ctypes.CDLL, np.dtype, int]:
+    """The METIS library, its integer type and its seed option's index, or a one-line
+    error saying how to get a usable one."""
     path = os.environ.get(LIBRARY_VARIABLE) or ctypes.util.find_library("metis")
     if not path:
         raise SuperGCNError("balancing the constraints separately needs the METIS library (libmetis), "
@@ -50,7 +55,39 @@ def load_metis() -> tuple[ctypes.CDLL, np.dtype]:
         raise SuperGCNError(f"{path} is not a usable METIS library ({exc})", _ABSENT_FIX) from exc
     probe = np.full(METIS_NOPTIONS, 7, dtype=np.int64)
     library.METIS_SetDefaultOptions(probe.ctypes.data_as(ctypes.c_void_p))
-    return library, np.dtype(np.int64 if probe[-1] == -1 else np.int32)
+    idx_t = np.dtype(np.int64 if probe[-1] == -1 else np.int32)
+    return library, idx_t, seed_option_index(library, idx_t, path)
+
+
+def seed_option_index(library, idx_t: np.dtype, path: str) -> int:
+    """Where this METIS takes its seed (module docstring): 5.1 accepts a 0 at index 8."""
+    options = np.empty(METIS_NOPTIONS, dtype=idx_t)
+    library.METIS_SetDefaultOptions(options.ctypes.data_as(ctypes.c_void_p))
+    options[METIS_OPTION_SEED["5.1"]] = 0
+    status = _call_kway(library, np.array([0, 1, 2], dtype=idx_t), np.array([1, 0], dtype=idx_t),
+                        np.ones((2, 1), dtype=idx_t), 2, options)[0]
+    if status == METIS_OK:
+        return METIS_OPTION_SEED["5.1"]
+    if status == METIS_ERROR_INPUT:
+        return METIS_OPTION_SEED["5.2"]
+    raise SuperGCNError(f"{path} answered a two-vertex test partition with status {status}: not METIS 5.1 or 5.2",
+                        _ABSENT_FIX)
+
+
+def _call_kway(library, xadj, adjncy, vwgt, num_parts, options) -> tuple[int, np.ndarray]:
+    """``METIS_PartGraphKway`` with no edge weights, sizes or target weights: (status, parts)."""
+    idx_t = xadj.dtype
+
+    def pointer(array):
+        return array.ctypes.data_as(ctypes.c_void_p)
+
+    nvtxs, ncon = np.array([len(xadj) - 1], dtype=idx_t), np.array([vwgt.shape[1]], dtype=idx_t)
+    nparts, objval = np.array([num_parts], dtype=idx_t), np.zeros(1, dtype=idx_t)
+    part = np.empty(len(xadj) - 1, dtype=idx_t)
+    status = library.METIS_PartGraphKway(pointer(nvtxs), pointer(ncon), pointer(xadj), pointer(adjncy),
+                                         pointer(vwgt), None, None, pointer(nparts), None, None, pointer(options),
+                                         pointer(objval), pointer(part))
+    return status, part
 
 
 def part_graph_kway(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, num_parts: int,
@@ -62,7 +99,7 @@ def part_graph_kway(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, n
         SuperGCNError: the library is missing, the graph or a weight total does not fit
             its integer type, or METIS fails.
     """
-    library, idx_t = load_metis()
+    library, idx_t, seed_index = load_metis()
     limit = np.iinfo(idx_t).max
     totals = weights.sum(axis=0)
     if len(adjncy) > limit or int(totals.max(initial=0)) > limit:
@@ -70,23 +107,12 @@ def part_graph_kway(xadj: np.ndarray, adjncy: np.ndarray, weights: np.ndarray, n
                             f"{len(adjncy):,} adjacency entries and weight totals up to {int(totals.max()):,}",
                             "use a METIS built with IDXTYPEWIDTH=64, or partition.engine kaminpar")
     num_vertices, num_weights = weights.shape
-
-    def scalar(value):
-        return np.array([value], dtype=idx_t)
-
-    def pointer(array):
-        return array.ctypes.data_as(ctypes.c_void_p)
-
-    xadj, adjncy = np.ascontiguousarray(xadj, dtype=idx_t), np.ascontiguousarray(adjncy, dtype=idx_t)
-    vwgt = np.ascontiguousarray(weights, dtype=idx_t)
     options = np.empty(METIS_NOPTIONS, dtype=idx_t)
-    library.METIS_SetDefaultOptions(pointer(options))
-    options[METIS_OPTION_SEED] = seed
-    nvtxs, ncon, nparts, objval = scalar(num_vertices), scalar(num_weights), scalar(num_parts), scalar(0)
-    part = np.empty(num_vertices, dtype=idx_t)
-    status = library.METIS_PartGraphKway(pointer(nvtxs), pointer(ncon), pointer(xadj), pointer(adjncy),
-                                         pointer(vwgt), None, None, pointer(nparts), None, None, pointer(options),
-                                         pointer(objval), pointer(part))
+    library.METIS_SetDefaultOptions(options.ctypes.data_as(ctypes.c_void_p))
+    options[seed_index] = seed
+    status, part = _call_kway(library, np.ascontiguousarray(xadj, dtype=idx_t),
+                              np.ascontiguousarray(adjncy, dtype=idx_t), np.ascontiguousarray(weights, dtype=idx_t),
+                              num_parts, options)
     if status != METIS_OK:
         raise SuperGCNError(f"METIS_PartGraphKway failed with status {status} on {num_vertices:,} vertices, "
                             f"{num_weights} constraints, {num_parts} parts",

@@ -197,7 +197,7 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
     if separate_constraints and constraints:
         from supergcn.partition.libmetis import load_metis, part_graph_kway
 
-        idx_t = load_metis()[1]
+        idx_t = load_metis()[1]  # the library's own integer type
     else:
         idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
     xadj, adjncy = (metis_adjacency(graph, idx_t) if edge_fraction == 1

@@ -22,8 +22,31 @@ def metis_library():
 
 
 def test_the_seed_index_is_metis_own():
-    """metis.h's option indices, as pymetis's binding of the same header numbers them."""
-    assert libmetis.METIS_OPTION_SEED == pymetis.OptionKey.SEED
+    """metis.h 5.1's option indices, as pymetis's binding of the same header numbers them."""
+    assert libmetis.METIS_OPTION_SEED["5.1"] == pymetis.OptionKey.SEED
+
+
+class FakeMetis:
+    """The two calls of a METIS whose options put NCUTS at ``ncuts_index`` (refusing 0
+    cuts, as METIS does) and fill ``METIS_NOPTIONS`` int32 slots with -1."""
+
+    def __init__(self, ncuts_index):
+        self.ncuts_index = ncuts_index
+
+    def METIS_SetDefaultOptions(self, options):
+        np.ctypeslib.as_array(ctypes.cast(options, ctypes.POINTER(ctypes.c_int32)), (libmetis.METIS_NOPTIONS,))[:] = -1
+        return libmetis.METIS_OK
+
+    def METIS_PartGraphKway(self, *args):
+        options = np.ctypeslib.as_array(ctypes.cast(args[10], ctypes.POINTER(ctypes.c_int32)),
+                                        (libmetis.METIS_NOPTIONS,))
+        return libmetis.METIS_ERROR_INPUT if options[self.ncuts_index] == 0 else libmetis.METIS_OK
+
+
+@pytest.mark.parametrize("version, ncuts_index", [("5.1", 7), ("5.2", 8)])
+def test_the_seed_index_is_probed_for_metis_5_1_and_5_2(version, ncuts_index):
+    index = libmetis.seed_option_index(FakeMetis(ncuts_index), np.dtype(np.int32), "libfake.so")
+    assert index == libmetis.METIS_OPTION_SEED[version]
 
 
 def test_each_constraint_is_balanced_on_its_own(metis_library):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from supergcn.partition.plan import read_plan_manifest, strategy_rows
+from supergcn.partition.plan import plan_strategy_rows
 from supergcn.perf import model as perfmodel
 from supergcn.perf.model import MachineProfile
 
@@ -22,7 +22,7 @@ def test_bench_exchange_moves_the_bytes_the_model_counts(tiny_plans, tmp_path, b
                      "--json", out)
     assert result.returncode == 0, result.stderr
     measured = json.loads(out.read_text())
-    rows = strategy_rows(read_plan_manifest(plan))["hybrid"]
+    rows = plan_strategy_rows(plan)[1]["hybrid"]
     machine = MachineProfile("m", 1e-6, 1e9, 1e9, 1e9)
     sent = [perfmodel.exchange_time(rows * np.eye(2, dtype=int)[rank][:, None], 24, bits, machine)
             for rank in range(2)]
