@@ -67,7 +67,8 @@ PLAN_FORMAT = "supergcn-plan/3"
 _PAIRS_FILE = "pairs.npz"
 #: Most cut edges matched in one call of scipy's Hopcroft–Karp, which indexes with int32.
 MATCHING_MAX_ENTRIES = 2**31 - 1
-_HASHES_FILE = "rank_hashes.npy"
+#: One hash per rank file, in rank order.
+RANK_HASHES_FILE = "rank_hashes.npy"
 
 
 @dataclass
@@ -411,12 +412,15 @@ def _write_rank_file(directory: Path, plan: RankPlan, hashes: np.ndarray) -> Non
 
 def _write_plan_index(directory: Path, stats: dict, hashes: np.ndarray, graph_hash: str, partition_hash: str,
                       seconds: float) -> dict:
-    """``rank_hashes.npy``, ``pairs.npz`` and ``plan.json`` beside the rank files; the manifest."""
+    """``rank_hashes.npy``, ``pairs.npz`` and ``plan.json`` (with the hashes of those two
+    files, so that it vouches for every file of the plan) beside the rank files; the manifest."""
     totals = {key: value for key, value in stats.items() if key != "pairs"}
-    manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
-                **totals, "seconds": seconds, "peak_memory_mib": peak_memory_mib()}
-    np.save(directory / _HASHES_FILE, hashes)
+    np.save(directory / RANK_HASHES_FILE, hashes)
     np.savez(directory / _PAIRS_FILE, **stats["pairs"])
+    manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
+                **totals, "seconds": seconds, "peak_memory_mib": peak_memory_mib(),
+                "file_hashes": {name: file_hash((directory / name).read_bytes())
+                                for name in (RANK_HASHES_FILE, _PAIRS_FILE)}}
     write_json(directory / "plan.json", manifest)
     return manifest
 
@@ -441,10 +445,26 @@ def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
 
 
 def read_plan_pairs(directory: str | Path) -> dict[str, np.ndarray]:
-    """A plan's per-pair statistics (:func:`build_plans`), one array entry per pair with cut edges."""
-    arrays = load_array(Path(directory), _PAIRS_FILE.removesuffix(".npz"), "plan", suffix=".npz")
+    """A plan's per-pair statistics (:func:`build_plans`), one array entry per pair with cut
+    edges, checked against the hash ``plan.json`` records for them."""
+    directory = Path(directory)
+    check_plan_file(directory, _PAIRS_FILE)
+    arrays = load_array(directory, _PAIRS_FILE.removesuffix(".npz"), "plan", suffix=".npz")
     with arrays:
         return {name: arrays[name] for name in arrays.files}
+
+
+def check_plan_file(directory: str | Path, name: str, manifest: dict | None = None) -> None:
+    """Refuse ``rank_hashes.npy`` or ``pairs.npz`` unless it is the file ``plan.json`` was
+    written with (one rank checks the hash list, whose size grows with P)."""
+    directory = Path(directory)
+    manifest = read_plan_manifest(directory) if manifest is None else manifest
+    path = directory / name
+    if not path.is_file():
+        raise SuperGCNError(f"plan {directory} is incomplete: {name} is missing", "rerun `supergcn plan`")
+    if manifest["file_hashes"].get(name) != file_hash(path.read_bytes()):
+        raise SuperGCNError(f"{path} does not match the hash plan.json records for it (damaged, truncated or from "
+                            "another plan)", "delete the plan directory and rerun `supergcn plan`")
 
 
 def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
@@ -455,10 +475,10 @@ def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
     path = _rank_file(directory, rank)
     if not path.is_file():
         raise SuperGCNError(f"plan file {path} is missing", "rerun `supergcn plan`")
-    hashes = load_array(directory, _HASHES_FILE.removesuffix(".npy"), "plan", mmap=True)
+    hashes = load_array(directory, RANK_HASHES_FILE.removesuffix(".npy"), "plan", mmap=True)
     data = path.read_bytes()
     if rank >= len(hashes) or hashes[rank].decode() != file_hash(data):
-        raise SuperGCNError(f"plan file {path} does not match the hash {_HASHES_FILE} records for it (damaged, "
+        raise SuperGCNError(f"plan file {path} does not match the hash {RANK_HASHES_FILE} records for it (damaged, "
                             "truncated or from another plan)", "delete the plan directory and rerun `supergcn plan`")
     with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
         missing = [f.name for f in fields(RankPlan) if f.name not in arrays.files]

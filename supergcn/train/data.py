@@ -12,7 +12,7 @@ import torch
 from supergcn.data.graph import load_graph, read_graph_meta
 from supergcn.errors import wrong_world_size
 from supergcn.partition.metis import read_partition_manifest
-from supergcn.partition.plan import RankPlan, load_rank_plan, read_plan_manifest
+from supergcn.partition.plan import RANK_HASHES_FILE, RankPlan, check_plan_file, load_rank_plan, read_plan_manifest
 from supergcn.train.config import TrainConfig
 
 
@@ -49,6 +49,8 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     plan_manifest = read_plan_manifest(config.plan, meta["hash"], part_manifest["partition_hash"])
     if plan_manifest["num_ranks"] != world_size:
         raise wrong_world_size(f"plan {config.plan}", plan_manifest["num_ranks"], world_size)
+    if rank == 0:  # the hash list is P entries: one rank vouches for it, and a mismatch ends the job
+        check_plan_file(config.plan, RANK_HASHES_FILE, plan_manifest)
     plan = load_rank_plan(config.plan, rank)
     graph = load_graph(config.graph, mmap=True)
     owned = plan.owned_old_ids

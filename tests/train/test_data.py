@@ -57,3 +57,26 @@ def test_a_rank_refuses_a_plan_file_that_does_not_match_its_hash(prepared):
             load_rank_data(config(root), 1, 3)
     finally:
         rank_file.write_bytes(saved)
+
+
+@pytest.mark.parametrize("name", ["rank_hashes.npy", "pairs.npz"])
+def test_plan_json_vouches_for_the_hash_list_and_the_pair_statistics(prepared, name):
+    """A hash list or pair statistics from another plan (or damaged) is refused: by rank 0
+    for the hash list, by whoever reads the statistics for the pairs."""
+    from supergcn.partition.plan import read_plan_pairs
+
+    root, _, _ = prepared
+    path = root / "plan" / name
+    saved = path.read_bytes()
+    path.write_bytes(saved[:-1] + bytes([saved[-1] ^ 1]))
+    try:
+        with pytest.raises(SuperGCNError, match=f"{name} does not match the hash plan.json records"):
+            if name == "pairs.npz":
+                read_plan_pairs(root / "plan")
+            else:
+                load_rank_data(config(root), 0, 3)
+        path.unlink()
+        with pytest.raises(SuperGCNError, match=f"{name} is missing"):
+            read_plan_pairs(root / "plan") if name == "pairs.npz" else load_rank_data(config(root), 0, 3)
+    finally:
+        path.write_bytes(saved)

@@ -43,9 +43,11 @@ def code(command):
 
 
 #: Peak resident bytes per directed adjacency entry of the graph-sized steps, measured on
-#: products-shaped graphs (README, "Preparing the paper's graphs") and rounded up, and the
-#: interpreter's own share. A job asks the scheduler for both (mem_mb).
-STEP_BYTES_PER_ENTRY = {"partition-metis": 140, "partition-kaminpar": 16, "plan": 16}
+#: products- and papers100M-shaped graphs (README, "Preparing the paper's graphs") and
+#: rounded up, and the interpreter's own share. A plan holds one destination rank's edges at
+#: a time besides 16 B per entry, so its share shrinks with P (about 30 B per entry at P = 1).
+STEP_BYTES_PER_ENTRY = {"partition-metis": 140, "partition-kaminpar": 32, "plan": 16}
+PLAN_RANK_BYTES_PER_ENTRY = 32
 STEP_BASE_MB = 1024
 
 
@@ -59,16 +61,17 @@ def adjacency_entries(graph_dir):
         return json.load(handle)["num_edges_directed"]
 
 
-def step_mem_mb(step, graph_dir):
-    return STEP_BASE_MB + math.ceil(STEP_BYTES_PER_ENTRY[step] * adjacency_entries(graph_dir) / 2**20)
+def step_mem_mb(graph_dir, bytes_per_entry):
+    return STEP_BASE_MB + math.ceil(bytes_per_entry * adjacency_entries(graph_dir) / 2**20)
 
 
 def partition_mem_mb(wildcards, input):
-    return step_mem_mb(f"partition-{config['partition']['engine']}", input[0])
+    return step_mem_mb(input[0], STEP_BYTES_PER_ENTRY[f"partition-{config['partition']['engine']}"])
 
 
 def plan_mem_mb(wildcards, input):
-    return step_mem_mb("plan", input.graph)
+    share = PLAN_RANK_BYTES_PER_ENTRY / int(wildcards.P)
+    return step_mem_mb(input.graph, STEP_BYTES_PER_ENTRY["plan"] + share)
 
 
 def partition_threads(wildcards):
