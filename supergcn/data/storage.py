@@ -37,9 +37,13 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
     destination = Path(destination)
     check_output_path(destination, directory=True)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    # A killed step cannot remove its staging directory; the next attempt does.
+    # A killed step cannot remove its staging directory (or a scratch file named like one);
+    # the next attempt does.
     for stale in destination.parent.glob(f".{glob.escape(destination.name)}.tmp-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.tmp-", dir=destination.parent))
     try:
         yield staging

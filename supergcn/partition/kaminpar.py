@@ -90,16 +90,16 @@ def preset_for(num_parts: int, preset: str, large_k_preset: str) -> str:
 
 
 def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed: int, threads: int,
-                   preset: str, scratch_dir: str | Path) -> np.ndarray:
+                   preset: str, scratch_dir: str | Path, scratch_prefix: str = ".kaminpar-") -> np.ndarray:
     """KaMinPar's part of every node (int32), the graph handed over as a ParHIP file
-    written in ``scratch_dir`` and removed afterwards. ``terapart`` presets read it
-    compressed."""
+    written in ``scratch_dir`` (named ``scratch_prefix``...) and removed afterwards.
+    ``terapart`` presets read it compressed."""
     import kaminpar
 
     if preset not in kaminpar.context_names():
         raise SuperGCNError(f"KaMinPar has no preset {preset!r}",
                             f"choose one of {', '.join(sorted(kaminpar.context_names()))}")
-    handle, path = tempfile.mkstemp(prefix=".kaminpar-", suffix=".parhip", dir=scratch_dir)
+    handle, path = tempfile.mkstemp(prefix=scratch_prefix, suffix=".parhip", dir=scratch_dir)
     os.close(handle)
     try:
         write_parhip(graph, path, node_weights)

@@ -203,8 +203,11 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
     xadj, adjncy = (metis_adjacency(graph, idx_t) if edge_fraction == 1
                     else sampled_adjacency(graph, idx_t, edge_fraction, seed))
     if separate_constraints and constraints:
+        # A constraint that weighs nothing anywhere (no training nodes) has nothing to balance.
         active = [w for w in constraint_weights(graph, constraints).values() if w.sum() > 0]
-        # Every vertex weighs something in every constraint METIS sees; none may be all zero.
+        if not active:
+            raise SuperGCNError(f"every constraint ({', '.join(constraints)}) weighs zero on every node of "
+                                f"{graph.name}", "add the nodes constraint, or leave partition.constraints empty")
         parts = part_graph_kway(xadj, adjncy, np.stack(active, axis=1), num_parts, seed)
         return _nonempty(Partition(parts, num_parts), "METIS", graph)
     vweights = combined_weight(constraint_weights(graph, constraints)).astype(idx_t) if constraints else None
@@ -268,16 +271,17 @@ class Engine:
     large_k_preset: str = "terapart-largek"
     separate_constraints: bool = False
 
-    def describe(self, num_parts: int) -> dict:
+    def describe(self, num_parts: int, constraints=PARTITION_CONSTRAINTS) -> dict:
         """The manifest's record of the engine as it ran for ``num_parts``."""
         if num_parts == 1:
             return {"name": "single part"}
-        if self.name == "metis" and self.separate_constraints:
+        if self.name == "metis" and self.separate_constraints and constraints:
             return {"name": "metis", "method": "METIS library k-way, one constraint per weight", "threads": 1}
         if self.name == "metis":
             return {"name": "metis", "method": "pymetis k-way, combined vertex weight", "threads": 1}
         from supergcn.partition.kaminpar import preset_for
-        return {"name": "kaminpar", "method": "KaMinPar, combined vertex weight", "threads": self.threads,
+        return {"name": "kaminpar", "method": "KaMinPar, combined vertex weight capped at a part's share",
+                "threads": self.threads,
                 "preset": preset_for(num_parts, self.preset, self.large_k_preset)}
 
 
@@ -289,9 +293,9 @@ def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir:
         "graph": graph.name,
         "graph_hash": graph_hash,
         "num_parts": partition.num_parts,
-        "engine": engine.describe(partition.num_parts),
+        "engine": engine.describe(partition.num_parts, constraints),
         "constraints": list(constraints),
-        "metis_edge_fraction": edge_fraction,
+        "metis_edge_fraction": edge_fraction if engine.name == "metis" else None,
         "edge_cut": edge_cut(graph, partition.parts),
         "num_edges_undirected": graph.num_undirected_edges,
         "balance": balance_report(totals),
@@ -346,10 +350,13 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
     if engine.name == "kaminpar" and engine.separate_constraints:
         raise SuperGCNError("KaMinPar balances one weight: it cannot keep the constraints separate",
                             "set partition.separate_constraints to false, or partition.engine to metis")
+    if engine.name == "kaminpar" and edge_fraction != 1:
+        raise SuperGCNError("KaMinPar partitions the whole graph: an edge fraction is for METIS",
+                            "set partition.edge_fraction to 1 (--edge-fraction 1), or partition.engine to metis")
     if engine.name == "metis" or num_parts == 1:
         partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate_constraints)
     elif engine.name == "kaminpar":
-        partition = kaminpar_partition(graph, num_parts, constraints, seed, engine, Path(out_dir).parent)
+        partition = kaminpar_partition(graph, num_parts, constraints, seed, engine, Path(out_dir))
     else:
         raise SuperGCNError(f"unknown partition engine {engine.name!r}",
                             f"choose one of {', '.join(PARTITION_ENGINES)}")
@@ -358,14 +365,17 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
 
 
 def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, engine: Engine,
-                       scratch_dir: Path) -> Partition:
+                       out_dir: Path) -> Partition:
     """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS;
-    its graph file is written in ``scratch_dir`` (beside the output) and removed."""
+    its graph file is written beside ``out_dir`` and removed."""
     from supergcn.partition.kaminpar import kaminpar_parts, preset_for
 
     _check_num_parts(graph, num_parts)
     weights = capped_weight(combined_weight(constraint_weights(graph, constraints)), num_parts) if constraints else None
-    scratch_dir.mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Named as atomic_output_dir's staging directories, so the next attempt after a killed
+    # job removes a left-over file (tens of GB at papers100M's size).
     parts = kaminpar_parts(graph, num_parts, weights, seed, engine.threads,
-                           preset_for(num_parts, engine.preset, engine.large_k_preset), scratch_dir)
+                           preset_for(num_parts, engine.preset, engine.large_k_preset), out_dir.parent,
+                           f".{out_dir.name}.tmp-kaminpar-")
     return _nonempty(Partition(parts, num_parts), "KaMinPar", graph)

@@ -53,8 +53,8 @@ def test_kaminpar_partition_is_balanced_recorded_and_cuts_like_metis(tmp_path):
     g = grid_graph()
     manifest = run_partition(g, "hash", 4, tmp_path / "k", constraints=("nodes", "train"), engine=KAMINPAR)
     parts = np.load(tmp_path / "k" / "parts.npy")
-    assert manifest["engine"] == {"name": "kaminpar", "method": "KaMinPar, combined vertex weight", "threads": 1,
-                                  "preset": "fast"}
+    assert manifest["engine"] == {"name": "kaminpar", "method": "KaMinPar, combined vertex weight capped at a part's "
+                                  "share", "threads": 1, "preset": "fast"}
     assert np.bincount(parts, minlength=4).min() > 0
     np.testing.assert_array_equal(read_part_totals(tmp_path / "k")["nodes"], np.bincount(parts, minlength=4))
     assert manifest["edge_cut"] == edge_cut(g, parts)
@@ -63,7 +63,7 @@ def test_kaminpar_partition_is_balanced_recorded_and_cuts_like_metis(tmp_path):
     assert imbalance(parts, weight, 4) <= 1.03 + weight.max() * 4 / weight.sum()
     metis_cut = edge_cut(g, partition_graph(g, 4, constraints=("nodes", "train")).parts)
     assert manifest["edge_cut"] <= 1.5 * metis_cut
-    assert not list(tmp_path.glob(".kaminpar-*")), "the graph file handed to KaMinPar was left behind"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k"], "the graph file handed to KaMinPar was left behind"
 
 
 def test_kaminpar_is_seeded(tmp_path):
@@ -83,3 +83,16 @@ def test_unknown_preset_is_refused_before_work(tmp_path):
     with pytest.raises(SuperGCNError, match="no preset 'quick'"):
         run_partition(grid_graph(), "hash", 2, tmp_path / "x", engine=Engine("kaminpar", preset="quick"))
     assert not (tmp_path / "x").exists()
+
+
+def test_an_edge_fraction_is_refused_for_kaminpar(tmp_path):
+    with pytest.raises(SuperGCNError, match="an edge fraction is for METIS"):
+        run_partition(grid_graph(), "hash", 2, tmp_path / "x", edge_fraction=0.5, engine=KAMINPAR)
+
+
+def test_a_left_over_graph_file_is_removed_by_the_next_attempt(tmp_path):
+    """A killed job leaves the file it handed KaMinPar; it is named as a staging directory
+    of the output, which the next attempt clears."""
+    (tmp_path / ".k.tmp-kaminpar-abc.parhip").write_bytes(b"left over")
+    run_partition(grid_graph(), "hash", 2, tmp_path / "k", engine=KAMINPAR)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k"]
