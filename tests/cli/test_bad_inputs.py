@@ -254,6 +254,10 @@ CASES = [
      lambda ws, bad: config_overlay(bad, variants=[{"strategy": "pre", "bits": 2, "label_propagation": False,
                                                     "schedule": "cd-5"}]),
      "schedule cd-5 (DistGNN) sends float32"),
+    ("config: KaMinPar asked to keep constraints separate", "snakemake",
+     lambda ws, bad: config_overlay(bad, partition={"constraints": ["nodes", "train"], "seed": 0, "engine": "kaminpar",
+                                                    "separate_constraints": True}),
+     "partition.separate_constraints: False was expected"),
     ("config: renamed key", "snakemake",
      lambda ws, bad: config_overlay(bad, model={}), "config key `model:` is now `perf:`"),
 ]
