@@ -16,7 +16,8 @@ def configure(parser) -> None:
     parser.add_argument("--parts", required=True, type=positive_int, help="number of parts P (MPI ranks)")
     parser.add_argument("--out", required=True, type=output_dir, help="output partition directory")
     parser.add_argument("--constraints", nargs="*", choices=PARTITION_CONSTRAINTS, default=list(PARTITION_CONSTRAINTS),
-                        help="balanced vertex weights (combined into one, see supergcn/partition/metis.py)")
+                        help="balanced vertex weights (combined into one unless --separate-constraints, see "
+                             "supergcn/partition/metis.py)")
     parser.add_argument("--seed", type=int, default=0, help="the partitioner's random seed")
     parser.add_argument("--engine", choices=PARTITION_ENGINES, default="metis",
                         help="metis (one thread, the reference) or kaminpar (threaded, a few bytes per edge)")
