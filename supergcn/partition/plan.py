@@ -45,6 +45,7 @@ import hashlib
 import io
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -65,6 +66,9 @@ from supergcn.partition.metis import Partition
 #: and the owned nodes' original ids in each rank file.
 PLAN_FORMAT = "supergcn-plan/3"
 _PAIRS_FILE = "pairs.npz"
+#: The statistics ``pairs.npz`` holds for every pair with cut edges (hybrid adds cover, matching).
+_PAIR_STATISTICS = ("src", "dst", "cut_edges", "rows", "pre_rows", "post_rows", "distinct_sources",
+                    "distinct_destinations")
 #: Most cut edges matched in one call of scipy's Hopcroft–Karp, which indexes with int32.
 MATCHING_MAX_ENTRIES = 2**31 - 1
 #: One hash per rank file, in rank order.
@@ -203,46 +207,96 @@ def _csr_indptr(rows: np.ndarray, num_rows: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)
 
 
+_PIECES = ("pre_lengths", "pre_sources", "post_sources")
+#: The per-pair record columns a sender's assembly reads.
+_SENDER_COLUMNS = ("dst", "pre_rows", "post_rows", *(f"{name}_{end}" for name in _PIECES for end in ("start", "count")))
+
+
 class _SenderPieces:
     """What each destination rank's pass leaves for the senders, appended to files in
     ``directory``: the PRE rows' lengths and sources and the POST rows' sources (local ids
-    of the sender), and per pair (j -> i) where those start. Read back by sender."""
+    of the sender, in ``piece_dtype``), and one record per pair (j -> i) with cut edges —
+    its statistics and where its pieces start — as int64 columns of their own.
 
-    FILES = {"pre_lengths": np.int64, "pre_sources": np.int64, "post_sources": np.int64}
+    At P = 8,192 nearly every pair has cut edges (20 M pairs for 50 M adjacency entries), so
+    the records stay on disk: :meth:`finish` rewrites each column in sender order, one
+    column in memory at a time, and a sender's records are then one contiguous read, with
+    no memory map whose pages would stay resident.
+    """
 
-    def __init__(self, directory: Path) -> None:
-        self.paths = {name: directory / f"sender-{name}.bin" for name in self.FILES}
-        self.files = {name: open(path, "wb") for name, path in self.paths.items()}
+    FILES = _PIECES
+
+    def __init__(self, directory: Path, piece_dtype: np.dtype) -> None:
+        self.directory = directory
+        self.piece_dtype = piece_dtype
+        self.files: dict[str, object] = {}
         self.written = dict.fromkeys(self.FILES, 0)
-        self.pairs: list[dict[str, np.ndarray]] = []
+        self.bounds = np.zeros(1, dtype=np.int64)
+        self.mapped: dict[str, np.ndarray] | None = None
+
+    def _append(self, name: str, values: np.ndarray, dtype) -> None:
+        if name not in self.files:
+            self.files[name] = open(self.directory / f"{name}.bin", "wb")
+        self.files[name].write(np.ascontiguousarray(values, dtype=dtype).tobytes())
 
     def add(self, receiver: int, senders: np.ndarray, counts: dict[str, np.ndarray], arrays: dict[str, np.ndarray],
             stats: dict[str, np.ndarray]) -> None:
         """``arrays`` hold the receiver's pieces in sender order, ``counts`` each sender's share."""
         record = {"src": senders, "dst": np.full(len(senders), receiver, dtype=np.int64), **stats}
-        for name, dtype in self.FILES.items():
+        for name in self.FILES:
             record[f"{name}_start"] = self.written[name] + block_starts(counts[name])
             record[f"{name}_count"] = counts[name]
-            self.files[name].write(np.ascontiguousarray(arrays[name], dtype=dtype).tobytes())
+            self._append(name, arrays[name], self.piece_dtype)
             self.written[name] += int(counts[name].sum())
-        self.pairs.append(record)
+        for name, values in record.items():
+            self._append(f"pair-{name}", values, np.int64)
 
-    def finish(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """The per-pair records sorted by (sender, receiver), and the pieces memory-mapped."""
+    def _path(self, name: str) -> Path:
+        return self.directory / f"{name}.bin"
+
+    def finish(self, num_ranks: int) -> None:
+        """Put every record column in sender order (stable: receivers ascending within a
+        sender) and note where each sender's records start."""
         for handle in self.files.values():
             handle.close()
-        table = {name: np.concatenate([p[name] for p in self.pairs]) for name in self.pairs[0]}
-        order = np.lexsort((table["dst"], table["src"]))
-        table = {name: values[order] for name, values in table.items()}
-        pieces = {name: np.memmap(self.paths[name], dtype=dtype, mode="r") if self.written[name]
-                  else np.empty(0, dtype=dtype) for name, dtype in self.FILES.items()}
-        return table, pieces
+        order = np.argsort(np.fromfile(self._path("pair-src"), dtype=np.int64), kind="stable")
+        for name in [name for name in self.files if name.startswith("pair-")]:
+            np.fromfile(self._path(name), dtype=np.int64)[order].tofile(self._path(name))
+        del order
+        self.bounds = np.searchsorted(self.column("src"), np.arange(num_ranks + 1))
+
+    def column(self, name: str) -> np.ndarray:
+        """A record column, whole, in sender order."""
+        return np.fromfile(self._path(f"pair-{name}"), dtype=np.int64)
+
+    def records(self, sender: int) -> dict[str, np.ndarray]:
+        """The :data:`_SENDER_COLUMNS` of ``sender``'s records, one read each."""
+        lo, hi = int(self.bounds[sender]), int(self.bounds[sender + 1])
+        return {name: np.fromfile(self._path(f"pair-{name}"), dtype=np.int64, count=hi - lo, offset=8 * lo)
+                for name in _SENDER_COLUMNS}
+
+    def pieces(self, records: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A sender's pieces, in receiver order, as int64. The piece files stay mapped for
+        the whole assembly (a sender's pieces lie in every receiver's block; mapping them
+        anew per sender faulted each page P times): their pages, 4 B per piece below 2^31
+        nodes, may all end up resident."""
+        if self.mapped is None:
+            self.mapped = {name: np.memmap(self._path(name), dtype=self.piece_dtype, mode="r")
+                           if self.written[name] else np.empty(0, dtype=self.piece_dtype) for name in self.FILES}
+        return {name: self.mapped[name][concatenated_ranges(records[f"{name}_start"], records[f"{name}_count"])]
+                .astype(np.int64) for name in self.FILES}
+
+    def remove(self) -> None:
+        self.mapped = None
+        for handle in self.files.values():
+            Path(handle.name).unlink()
 
 
 def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: str | Path,
-               emit: Callable[[RankPlan], None]) -> dict:
+               emit: Callable[[RankPlan], None], pairs_path: Path) -> dict:
     """Build every rank's communication plan for ``strategy`` (the module docstring's
-    operators) and hand each to ``emit`` in rank order; return the statistics.
+    operators), hand each to ``emit`` in rank order and write the per-pair statistics to
+    ``pairs_path``; return the totals.
 
     Memory follows the largest rank's share, not the graph: a first pass takes the
     destination ranks one at a time, reading only their rows of the graph. Everything a
@@ -258,11 +312,12 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
     sorted, and a stable sort by the sender keeps it. Keys sender * n + dst are then sorted,
     which is the order of the PRE rows; the (sender, source) groups need a sort of their own.
 
+    ``pairs_path`` gets, per ordered pair (j sends to i) with cut edges in (j, i) order,
+    the cut edges, rows sent, PRE and POST rows, distinct sources (what post sends) and
+    destinations (what pre sends), and for hybrid the cover and matching sizes.
+
     Returns:
-        The statistics recorded with the plan: totals, and under ``"pairs"`` one array
-        entry per ordered pair (j sends to i) with cut edges: the cut edges, rows sent,
-        PRE and POST rows, distinct sources (what post sends) and destinations (what pre
-        sends), and for hybrid the cover and matching sizes.
+        The totals recorded in ``plan.json``.
     """
     if strategy not in STRATEGIES:
         raise SuperGCNError(f"unknown strategy {strategy!r}", f"choose one of {', '.join(STRATEGIES)}")
@@ -273,7 +328,8 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
     old_to_new = partition.old_to_new.astype(ids)
     owner = np.repeat(np.arange(num_ranks, dtype=np.int16 if num_ranks <= 2**15 else np.int64), partition.sizes)
     scratch_dir = Path(scratch_dir)
-    senders = _SenderPieces(scratch_dir)
+    senders = _SenderPieces(scratch_dir, ids)
+    received_by = np.zeros(num_ranks, dtype=np.int64)
     for i in range(num_ranks):
         base = int(offsets[i])
         num_owned = int(offsets[i + 1]) - base
@@ -310,6 +366,7 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
         pre_counts = np.bincount(pre_row_sender, minlength=num_ranks)
         post_counts = np.bincount(post_row_sender, minlength=num_ranks)
         recv_counts = pre_counts + post_counts
+        received_by[i] = recv_counts.sum()
         recv_start = block_starts(recv_counts)
         pre_row_pos = recv_start[pre_row_sender] + np.arange(len(pre_keys)) - block_starts(pre_counts)[pre_row_sender]
         post_row_pos = (recv_start[post_row_sender] + pre_counts[post_row_sender] + np.arange(len(post_keys))
@@ -337,17 +394,16 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
                                 "post_sources": post_counts[active]},
                     {"pre_lengths": np.bincount(pre_row, minlength=len(pre_keys)), "pre_sources": pre_entries,
                      "post_sources": post_row_src - offsets[post_row_sender]}, stats)
-    table, pieces = senders.finish()
-    bounds = np.searchsorted(table["src"], np.arange(num_ranks + 1))
+    senders.finish(num_ranks)
+    sent_by = np.zeros(num_ranks, dtype=np.int64)
     for j in range(num_ranks):
-        rows = slice(bounds[j], bounds[j + 1])
+        pair = senders.records(j)
         send_pre_counts = np.zeros(num_ranks, dtype=np.int64)
         send_post_counts = np.zeros(num_ranks, dtype=np.int64)
-        send_pre_counts[table["dst"][rows]] = table["pre_rows"][rows]
-        send_post_counts[table["dst"][rows]] = table["post_rows"][rows]
-        gathered = {name: np.asarray(pieces[name][concatenated_ranges(table[f"{name}_start"][rows],
-                                                                      table[f"{name}_count"][rows])])
-                    for name in _SenderPieces.FILES}
+        send_pre_counts[pair["dst"]] = pair["pre_rows"]
+        send_post_counts[pair["dst"]] = pair["post_rows"]
+        sent_by[j] = send_pre_counts.sum() + send_post_counts.sum()
+        gathered = senders.pieces(pair)
         with np.load(scratch_dir / f"receiver-{j}.npz") as receiver:
             receiving = {name: receiver[name] for name in receiver.files}
         (scratch_dir / f"receiver-{j}.npz").unlink()
@@ -356,40 +412,45 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
                       pre_indices=gathered["pre_sources"], send_pre_counts=send_pre_counts,
                       post_send_index=gathered["post_sources"], send_post_counts=send_post_counts,
                       owned_old_ids=new_to_old[offsets[j]:offsets[j + 1]], **receiving))
-    del pieces
-    for path in senders.paths.values():
-        path.unlink()
-    return _plan_stats(strategy, table, num_ranks)
+    names = [*_PAIR_STATISTICS, *(("cover", "matching") if strategy == "hybrid" else ())]
+    _save_columns(pairs_path, names, senders.column)
+    totals = _plan_totals(strategy, num_ranks, senders.column, sent_by, received_by)
+    senders.remove()
+    return totals
+
+
+def _save_columns(path: Path, names, column: Callable[[str], np.ndarray]) -> None:
+    """An ``.npz`` of the named columns, one in memory at a time (``np.savez`` holds all)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name in names:
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, column(name))
+
+
+def _plan_totals(strategy: str, num_ranks: int, column: Callable[[str], np.ndarray], sent_by: np.ndarray,
+                 received_by: np.ndarray) -> dict:
+    """``plan.json``'s statistics, summed over the per-pair records."""
+    return {
+        "strategy": strategy,
+        "num_ranks": num_ranks,
+        "total_rows_sent": int(sent_by.sum()),
+        "max_rows_sent_by_rank": int(sent_by.max()),
+        "max_rows_received_by_rank": int(received_by.max()),
+        "cut_edges_directed": int(column("cut_edges").sum()),
+        "rows_if_pre": int(column("distinct_destinations").sum()),
+        "rows_if_post": int(column("distinct_sources").sum()),
+    }
 
 
 def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list[RankPlan], dict]:
     """Every rank's plan in memory, and the statistics (:func:`plan_ranks`)."""
     plans: list[RankPlan] = []
     with tempfile.TemporaryDirectory(prefix="supergcn-plan-") as scratch:
-        stats = plan_ranks(graph, partition, strategy, scratch, plans.append)
+        pairs_path = Path(scratch) / _PAIRS_FILE
+        stats = plan_ranks(graph, partition, strategy, scratch, plans.append, pairs_path)
+        with np.load(pairs_path) as pairs:
+            stats["pairs"] = {name: pairs[name] for name in pairs.files}
     return plans, stats
-
-
-def _plan_stats(strategy: str, table: dict[str, np.ndarray], num_ranks: int) -> dict:
-    """The plan's statistics from the per-pair records: totals (``plan.json``) and, under
-    ``"pairs"``, the records' statistics (``pairs.npz``)."""
-    names = ["src", "dst", "cut_edges", "rows", "pre_rows", "post_rows", "distinct_sources", "distinct_destinations"]
-    if strategy == "hybrid":
-        names += ["cover", "matching"]
-    pairs = {name: np.asarray(table.get(name, np.empty(0)), dtype=np.int64) for name in names}
-    sent_by = np.bincount(pairs["src"], weights=pairs["rows"], minlength=num_ranks)
-    received_by = np.bincount(pairs["dst"], weights=pairs["rows"], minlength=num_ranks)
-    return {
-        "strategy": strategy,
-        "num_ranks": num_ranks,
-        "total_rows_sent": int(pairs["rows"].sum()),
-        "max_rows_sent_by_rank": int(sent_by.max()),
-        "max_rows_received_by_rank": int(received_by.max()),
-        "cut_edges_directed": int(pairs["cut_edges"].sum()),
-        "rows_if_pre": int(pairs["distinct_destinations"].sum()),
-        "rows_if_post": int(pairs["distinct_sources"].sum()),
-        "pairs": pairs,
-    }
 
 
 def _rank_file(directory: Path, rank: int) -> Path:
@@ -410,13 +471,11 @@ def _write_rank_file(directory: Path, plan: RankPlan, hashes: np.ndarray) -> Non
     hashes[plan.rank] = file_hash(path.read_bytes())
 
 
-def _write_plan_index(directory: Path, stats: dict, hashes: np.ndarray, graph_hash: str, partition_hash: str,
+def _write_plan_index(directory: Path, totals: dict, hashes: np.ndarray, graph_hash: str, partition_hash: str,
                       seconds: float) -> dict:
-    """``rank_hashes.npy``, ``pairs.npz`` and ``plan.json`` (with the hashes of those two
-    files, so that it vouches for every file of the plan) beside the rank files; the manifest."""
-    totals = {key: value for key, value in stats.items() if key != "pairs"}
+    """``rank_hashes.npy`` and ``plan.json`` (with the hashes of it and of ``pairs.npz``,
+    so that it vouches for every file of the plan) beside the rank files; the manifest."""
     np.save(directory / RANK_HASHES_FILE, hashes)
-    np.savez(directory / _PAIRS_FILE, **stats["pairs"])
     manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
                 **totals, "seconds": seconds, "peak_memory_mib": peak_memory_mib(),
                 "file_hashes": {name: file_hash((directory / name).read_bytes())
@@ -538,9 +597,10 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
         hashes = _empty_hashes(partition.num_parts)
         scratch = staging / ".scratch"
         scratch.mkdir()
-        stats = plan_ranks(graph, partition, strategy, scratch, lambda plan: _write_rank_file(staging, plan, hashes))
+        totals = plan_ranks(graph, partition, strategy, scratch, lambda plan: _write_rank_file(staging, plan, hashes),
+                            staging / _PAIRS_FILE)
         scratch.rmdir()
-        return _write_plan_index(staging, stats, hashes, graph_hash, partition_hash, time.perf_counter() - started)
+        return _write_plan_index(staging, totals, hashes, graph_hash, partition_hash, time.perf_counter() - started)
 
 
 def aggregate_in_process(plans: list[RankPlan], features: np.ndarray) -> np.ndarray:
