@@ -45,9 +45,11 @@ def code(command):
 #: Peak resident bytes per directed adjacency entry of the graph-sized steps, measured on
 #: products- and papers100M-shaped graphs (README, "Preparing the paper's graphs") and
 #: rounded up, and the interpreter's own share. A plan holds one destination rank's edges at
-#: a time besides 16 B per entry, so its share shrinks with P (about 30 B per entry at P = 1).
-STEP_BYTES_PER_ENTRY = {"partition-metis": 140, "partition-kaminpar": 32, "plan": 16}
+#: a time besides 16 B per entry, so its share shrinks with P (about 30 B per entry at P = 1),
+#: and about 24 B per pair of ranks with cut edges (at most P^2, at most the entries).
+STEP_BYTES_PER_ENTRY = {"partition-metis": 140, "partition-kaminpar": 40, "plan": 16}
 PLAN_RANK_BYTES_PER_ENTRY = 32
+PLAN_BYTES_PER_PAIR = 24
 STEP_BASE_MB = 1024
 
 
@@ -61,8 +63,10 @@ def adjacency_entries(graph_dir):
         return json.load(handle)["num_edges_directed"]
 
 
-def step_mem_mb(graph_dir, bytes_per_entry):
-    return STEP_BASE_MB + math.ceil(bytes_per_entry * adjacency_entries(graph_dir) / 2**20)
+def step_mem_mb(graph_dir, bytes_per_entry, bytes_per_pair=0, num_ranks=1):
+    entries = adjacency_entries(graph_dir)
+    pairs = min(num_ranks * (num_ranks - 1), entries)
+    return STEP_BASE_MB + math.ceil((bytes_per_entry * entries + bytes_per_pair * pairs) / 2**20)
 
 
 def partition_mem_mb(wildcards, input):
@@ -70,8 +74,9 @@ def partition_mem_mb(wildcards, input):
 
 
 def plan_mem_mb(wildcards, input):
-    share = PLAN_RANK_BYTES_PER_ENTRY / int(wildcards.P)
-    return step_mem_mb(input.graph, STEP_BYTES_PER_ENTRY["plan"] + share)
+    num_ranks = int(wildcards.P)
+    per_entry = STEP_BYTES_PER_ENTRY["plan"] + PLAN_RANK_BYTES_PER_ENTRY / num_ranks
+    return step_mem_mb(input.graph, per_entry, PLAN_BYTES_PER_PAIR, num_ranks)
 
 
 def partition_threads(wildcards):
