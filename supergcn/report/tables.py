@@ -239,7 +239,9 @@ def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
                      "peak_gib": None if peak is None else peak / 1024,
                      "bytes_per_entry": None if peak is None else peak * 2**20 / max(1, meta["num_edges_directed"])})
     table = pd.DataFrame.from_records(rows)
-    table["P"] = table["P"].astype("Int64")
+    for column in ("P", "edge_cut"):  # counts with gaps: integers, not floats
+        if column in table:
+            table[column] = table[column].astype("Int64")
     return table.sort_values(["dataset", "P", "step"], na_position="first", kind="stable").reset_index(drop=True)
 
 
