@@ -195,6 +195,15 @@ def summary(report: dict) -> str:
     return "\n".join(lines)
 
 
+def in_workdir(args, run):
+    """``run(args, directory)`` in ``args.workdir`` (kept) or in a temporary directory."""
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        return run(args, args.workdir)
+    with tempfile.TemporaryDirectory() as tmp:
+        return run(args, Path(tmp))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="synthetic-arxiv")
@@ -211,13 +220,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2, help="KaMinPar's threads")
     parser.add_argument("--metis-max-parts", type=int, default=1024,
                         help="skip METIS beyond this P (single-threaded, hours at k in the thousands)")
-    args = parser.parse_args()
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        report = run(args, args.workdir)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            report = run(args, Path(tmp))
+    report = in_workdir(parser.parse_args(), run)
     print(json.dumps(report, indent=2))
     print(summary(report))
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
-from foundation import in_child, partition_step, plan_step, prepare_step
+from foundation import in_child, in_workdir, partition_step, plan_step, prepare_step
 
 from supergcn.partition.metis import Engine
 
@@ -107,13 +106,7 @@ def main():
     parser.add_argument("--parts", type=int, nargs="+", default=[64, 512, 8192])
     parser.add_argument("--threads", type=int, default=2, help="KaMinPar's threads")
     parser.add_argument("--workdir", type=Path, help="keep the outputs here instead of a temporary directory")
-    args = parser.parse_args()
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        rows = measure(args, args.workdir)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows = measure(args, Path(tmp))
+    rows = in_workdir(parser.parse_args(), measure)
     print(json.dumps(rows, indent=1))
     print(report(rows))
 
