@@ -306,7 +306,8 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
     j sends it (PRE rows, POST rows) to files there. A second pass assembles each sender's
     pieces in destination order with its receiving side and emits the rank's plan. Besides
     one rank's edges, the builder holds the N-long renumbering (two arrays of the graph's
-    index type) and one record per pair of ranks with cut edges.
+    index type); the per-pair records and the senders' pieces stay on disk until each
+    sender is assembled (:class:`_SenderPieces`).
 
     Within a pair, cut edges are in (destination, source) order: the rank's edges come so
     sorted, and a stable sort by the sender keeps it. Keys sender * n + dst are then sorted,
