@@ -44,9 +44,11 @@ from supergcn.data.graph import Graph, block_rows_and_indices, row_blocks
 from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import PARTITION_CONSTRAINTS, PARTITION_ENGINES
+from supergcn.partition.rows import write_rank_rows
 
-#: Version 2 keeps the per-part totals in ``part_totals.npz`` and records the engine.
-PARTITION_FORMAT = "supergcn-partition/2"
+#: Version 2 keeps the per-part totals in ``part_totals.npz`` and records the engine;
+#: version 3 adds the node arrays in rank order (:mod:`supergcn.partition.rows`).
+PARTITION_FORMAT = "supergcn-partition/3"
 _TOTALS_FILE = "part_totals.npz"
 _METIS_WEIGHT_BUDGET = 2**30  # total vertex weight must stay well inside METIS's int32 idx_t
 _WEIGHT_RESOLUTION = 16
@@ -301,11 +303,12 @@ def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir:
         "balance": balance_report(totals),
         "partition_hash": partition.content_hash(),
         "seconds": seconds,
-        "peak_memory_mib": peak_memory_mib(),
     }
     with atomic_output_dir(out_dir) as staging:
         np.save(staging / "parts.npy", partition.parts)
         np.savez(staging / _TOTALS_FILE, **totals)
+        manifest["row_hashes_hash"] = write_rank_rows(graph, partition.offsets, partition.new_to_old, staging)
+        manifest["peak_memory_mib"] = peak_memory_mib()
         write_json(staging / "partition.json", manifest)
     return manifest
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from supergcn.data.graph import load_graph, read_graph_meta
+from supergcn.data.graph import read_graph_meta
 from supergcn.errors import wrong_world_size
 from supergcn.partition.metis import read_partition_manifest
 from supergcn.partition.plan import RANK_HASHES_FILE, RankPlan, check_plan_file, load_rank_plan, read_plan_manifest
+from supergcn.partition.rows import load_rank_rows
 from supergcn.train.config import TrainConfig
 
 
@@ -38,7 +39,8 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
 
     What a rank reads does not grow with the graph or the number of ranks beyond its own
     share: three small manifests, its plan file (which carries its nodes' original ids),
-    its entry of the plan's hash list, and its own rows of the memory-mapped node arrays.
+    its entries of the plan's and the rows' hash lists, and one contiguous slice of each
+    node array the partition wrote in rank order (:mod:`supergcn.partition.rows`).
 
     Raises:
         SuperGCNError: the partition or plan belongs to another graph or partition, or the
@@ -49,18 +51,14 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     plan_manifest = read_plan_manifest(config.plan, meta["hash"], part_manifest["partition_hash"])
     if plan_manifest["num_ranks"] != world_size:
         raise wrong_world_size(f"plan {config.plan}", plan_manifest["num_ranks"], world_size)
-    if rank == 0:  # the hash list is P entries: one rank vouches for it, and a mismatch ends the job
+    if rank == 0:  # the hash lists are P entries: one rank vouches for them, and a mismatch ends the job
         check_plan_file(config.plan, RANK_HASHES_FILE, plan_manifest)
     plan = load_rank_plan(config.plan, rank)
-    graph = load_graph(config.graph, mmap=True)
-    owned = plan.owned_old_ids
-
-    def rows(array: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(array[owned]))
-
+    rows = {name: torch.from_numpy(values) for name, values in
+            load_rank_rows(config.partition, rank, plan.offset, plan.num_owned, part_manifest, rank == 0).items()}
     plan_hash = hashlib.blake2b((Path(config.plan) / "plan.json").read_bytes(), digest_size=16).hexdigest()
-    return RankData(x=rows(graph.features), y=rows(graph.labels), train_mask=rows(graph.train_mask),
-                    val_mask=rows(graph.val_mask), test_mask=rows(graph.test_mask), owned_old_ids=owned,
+    return RankData(x=rows["features"], y=rows["labels"], train_mask=rows["train_mask"],
+                    val_mask=rows["val_mask"], test_mask=rows["test_mask"], owned_old_ids=plan.owned_old_ids,
                     plan=plan, graph_name=meta["name"], strategy=plan_manifest["strategy"],
                     num_classes=meta["num_classes"],
                     hashes={"graph_hash": meta["hash"], "partition_hash": part_manifest["partition_hash"],
