@@ -207,8 +207,8 @@ CASES = [
      lambda ws, bad: train(ws, bad, plan=damaged_plan(ws, bad, swap_from=ws.pre_plan)), "does not match the hash"),
     ("train: plan of another partition", "mpi",
      lambda ws, bad: train(ws, bad, partition=ws.P2_other), "built from a different partition"),
-    ("train: truncated graph features", "mpi",
-     lambda ws, bad: train(ws, bad, graph=damaged_graph(ws, bad, "features.npy")), "features.npy is truncated"),
+    ("train: truncated rank-ordered features", "mpi",
+     lambda ws, bad: train(ws, bad, partition=truncated_rows(ws, bad)), "rows_features.npy is truncated"),
     ("train: three ranks for a plan of two", "mpi3", lambda ws, bad: train(ws, bad), "launch with `mpiexec -n 2`"),
     # tables and figures
     ("tables: truncated metrics file", "cli",
@@ -298,6 +298,12 @@ def tampered_parts(ws, bad) -> Path:
 def truncated_parts(ws, bad) -> Path:
     partition = copy_of(ws.P2, bad / "P2")
     truncate(partition / "parts.npy")
+    return partition
+
+
+def truncated_rows(ws, bad) -> Path:
+    partition = copy_of(ws.P2, bad / "P2")
+    truncate(partition / "rows_features.npy")
     return partition
 
 
