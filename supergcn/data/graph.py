@@ -30,6 +30,7 @@ from supergcn.data.storage import (
     load_array,
     peak_memory_mib,
     read_json,
+    release_pages,
     write_json,
 )
 from supergcn.errors import SuperGCNError
@@ -77,8 +78,7 @@ class Graph:
     def num_self_loops(self) -> int:
         """Entries v -> v, counted a block of rows at a time (no adjacency-long temporaries)."""
         loops = 0
-        for start, stop in row_blocks(self.indptr):
-            rows, indices = block_rows_and_indices(self, start, stop)
+        for _, _, rows, indices in adjacency_blocks(self):
             loops += int(np.count_nonzero(indices == rows))
         return loops
 
@@ -133,11 +133,18 @@ def row_blocks(indptr: np.ndarray, block_entries: int = ROW_BLOCK_ENTRIES):
         start = stop
 
 
-def block_rows_and_indices(graph: "Graph", start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row id and neighbour id (int64) of every entry of rows ``start .. stop - 1``."""
-    lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
-    rows = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(graph.indptr[start:stop + 1]))
-    return rows, np.asarray(graph.indices[lo:hi], dtype=np.int64)
+def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
+    """Yield ``(start, stop, rows, indices)`` for the :func:`row_blocks` of ``graph``: the row
+    id and neighbour id (int64) of every entry of rows ``start .. stop - 1``.
+
+    After each block the graph's memory-mapped pages are released (:func:`release_pages`),
+    so a pass over a mapped graph keeps one block resident, not the whole adjacency.
+    """
+    for start, stop in row_blocks(graph.indptr, block_entries):
+        lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
+        rows = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(graph.indptr[start:stop + 1]))
+        yield start, stop, rows, np.asarray(graph.indices[lo:hi], dtype=np.int64)
+        release_pages(graph.indptr, graph.indices)
 
 
 def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ import contextlib
 import glob
 import hashlib
 import json
+import mmap
 import os
 import resource
 import shutil
@@ -122,6 +123,35 @@ def hash_arrays(arrays: Mapping[str, np.ndarray]) -> str:
         digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
         digest.update(array.reshape(-1).view(np.uint8).data)
     return digest.hexdigest()
+
+
+#: Bytes read at a time when hashing a file (plan and partition files reach GBs at scale).
+_HASH_CHUNK_BYTES = 1 << 24
+
+
+def file_digest(path: str | os.PathLike, digest_size: int = 16) -> str:
+    """blake2b of a file's bytes, read :data:`_HASH_CHUNK_BYTES` at a time rather than whole."""
+    digest = hashlib.blake2b(digest_size=digest_size)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def release_pages(*arrays: np.ndarray) -> None:
+    """Drop the pages of memory-mapped ``arrays`` from this process's resident set.
+
+    A pass over a memory-mapped graph leaves every page it read mapped and counted in the
+    step's resident memory (the whole adjacency after one pass) although the kernel could
+    reclaim them; released, they stay in the page cache and fault back in if read again.
+    Arrays held in memory are left alone.
+    """
+    for array in arrays:
+        base = array
+        while base is not None and not isinstance(base, mmap.mmap):
+            base = getattr(base, "base", None)
+        if base is not None and hasattr(base, "madvise"):
+            base.madvise(mmap.MADV_DONTNEED)
 
 
 def peak_memory_mib() -> float:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.graph import ROW_BLOCK_ENTRIES, Graph, block_rows_and_indices, row_blocks
+from supergcn.data.graph import ROW_BLOCK_ENTRIES, Graph, adjacency_blocks
 from supergcn.errors import SuperGCNError
 
 #: KaMinPar's own presets are tuned for k up to this; beyond it the large-k presets apply.
@@ -60,8 +60,7 @@ def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None
     wide_ids = n >= WIDE_IDS_FROM
     id_dtype = np.dtype("<u8" if wide_ids else "<u4")
     loops_before = np.zeros(n + 1, dtype=np.int64)
-    for start, stop in row_blocks(graph.indptr, block_entries):
-        rows, indices = block_rows_and_indices(graph, start, stop)
+    for start, stop, rows, indices in adjacency_blocks(graph, block_entries):
         loops = rows[indices == rows]
         loops_before[start + 1:stop + 1] = np.bincount(loops - start, minlength=stop - start)
     np.cumsum(loops_before, out=loops_before)
@@ -76,8 +75,7 @@ def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None
         out.write(header.tobytes())
         out.write(xadj.astype("<u8", copy=False).tobytes())
         del xadj
-        for start, stop in row_blocks(graph.indptr, block_entries):
-            rows, indices = block_rows_and_indices(graph, start, stop)
+        for _, _, rows, indices in adjacency_blocks(graph, block_entries):
             out.write(indices[indices != rows].astype(id_dtype).tobytes())
         if node_weights is not None:
             out.write(np.asarray(node_weights, dtype="<i8").tobytes())

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.graph import Graph, block_rows_and_indices, row_blocks
+from supergcn.data.graph import Graph, adjacency_blocks
 from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import PARTITION_CONSTRAINTS, PARTITION_ENGINES
@@ -237,8 +237,7 @@ def edge_cut(graph: Graph, parts: np.ndarray) -> int:
     """Undirected edges whose endpoints lie in different parts (counted a block of rows at
     a time, so no array as long as the adjacency is made)."""
     cut = 0
-    for start, stop in row_blocks(graph.indptr):
-        rows, indices = block_rows_and_indices(graph, start, stop)
+    for _, _, rows, indices in adjacency_blocks(graph):
         cut += int(np.count_nonzero(parts[rows] != parts[indices]))
     return cut // 2
 

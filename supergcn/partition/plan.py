@@ -56,7 +56,8 @@ import scipy.sparse as sp
 from supergcn.data.graph import Graph
 from supergcn.data.keys import group_sorted
 from supergcn.data.ranges import block_starts, concatenated_ranges
-from supergcn.data.storage import atomic_output_dir, load_array, peak_memory_mib, read_json, write_json
+from supergcn.data.storage import (atomic_output_dir, file_digest, load_array, peak_memory_mib, read_json,
+                                   release_pages, write_json)
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
 from supergcn.partition.cover import minimum_vertex_cover
@@ -138,6 +139,9 @@ def rank_edges(graph: Graph, partition: Partition, rank: int, old_to_new: np.nda
     starts = graph.indptr[old_rows]
     degree = graph.indptr[old_rows + 1] - starts
     src = old_to_new[graph.indices[concatenated_ranges(starts, degree)]]
+    # The rank's rows are scattered through the file: without this, one pass over the ranks
+    # would leave the whole mapped adjacency resident.
+    release_pages(graph.indptr, graph.indices)
     dst = np.repeat(np.arange(hi - lo, dtype=np.int64), degree)
     # Renumbering unsorted each row: sort by (dst, src); the keys are distinct, rows stay put.
     src = src[np.argsort(dst * graph.num_nodes + src)]
@@ -469,7 +473,7 @@ def file_hash(data: bytes) -> str:
 def _write_rank_file(directory: Path, plan: RankPlan, hashes: np.ndarray) -> None:
     path = _rank_file(directory, plan.rank)
     np.savez(path, **{f.name: getattr(plan, f.name) for f in fields(RankPlan)})
-    hashes[plan.rank] = file_hash(path.read_bytes())
+    hashes[plan.rank] = file_digest(path, _HASH_BYTES)
 
 
 def _write_plan_index(directory: Path, totals: dict, hashes: np.ndarray, graph_hash: str, partition_hash: str,
@@ -477,10 +481,9 @@ def _write_plan_index(directory: Path, totals: dict, hashes: np.ndarray, graph_h
     """``rank_hashes.npy`` and ``plan.json`` (with the hashes of it and of ``pairs.npz``,
     so that it vouches for every file of the plan) beside the rank files; the manifest."""
     np.save(directory / RANK_HASHES_FILE, hashes)
+    file_hashes = {name: file_digest(directory / name, _HASH_BYTES) for name in (RANK_HASHES_FILE, _PAIRS_FILE)}
     manifest = {"format": PLAN_FORMAT, "graph_hash": graph_hash, "partition_hash": partition_hash,
-                **totals, "seconds": seconds, "peak_memory_mib": peak_memory_mib(),
-                "file_hashes": {name: file_hash((directory / name).read_bytes())
-                                for name in (RANK_HASHES_FILE, _PAIRS_FILE)}}
+                **totals, "seconds": seconds, "peak_memory_mib": peak_memory_mib(), "file_hashes": file_hashes}
     write_json(directory / "plan.json", manifest)
     return manifest
 
@@ -522,7 +525,7 @@ def check_plan_file(directory: str | Path, name: str, manifest: dict | None = No
     path = directory / name
     if not path.is_file():
         raise SuperGCNError(f"plan {directory} is incomplete: {name} is missing", "rerun `supergcn plan`")
-    if manifest["file_hashes"].get(name) != file_hash(path.read_bytes()):
+    if manifest["file_hashes"].get(name) != file_digest(path, _HASH_BYTES):
         raise SuperGCNError(f"{path} does not match the hash plan.json records for it (damaged, truncated or from "
                             "another plan)", "delete the plan directory and rerun `supergcn plan`")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.graph import Graph
-from supergcn.data.storage import load_array
+from supergcn.data.storage import file_digest, load_array, release_pages
 from supergcn.errors import SuperGCNError
 
 #: The node arrays a training rank reads, in the order their slices are hashed.
@@ -35,7 +35,7 @@ def _file(name: str) -> str:
 def write_rank_rows(graph: Graph, offsets: np.ndarray, new_to_old: np.ndarray, directory: Path) -> str:
     """Write ``rows_<array>.npy`` for every :data:`NODE_ARRAYS` in new-id order and
     ``row_hashes.npy`` (one hash per rank over its slices); return the hash of that list.
-    Memory: one block of rows at a time."""
+    Memory: one block of rows at a time (the pages of a memory-mapped graph released after each)."""
     num_ranks = len(offsets) - 1
     digests = [hashlib.blake2b(digest_size=_HASH_BYTES) for _ in range(num_ranks)]
     for name in NODE_ARRAYS:
@@ -49,13 +49,10 @@ def write_rank_rows(graph: Graph, offsets: np.ndarray, new_to_old: np.ndarray, d
                     block = np.ascontiguousarray(source[new_to_old[start:stop]]).tobytes()
                     digests[rank].update(block)
                     out.write(block)
+                    release_pages(source)
     hashes = np.array([digest.hexdigest() for digest in digests], dtype=f"S{2 * _HASH_BYTES}")
     np.save(directory / ROW_HASHES_FILE, hashes)
-    return _file_hash(directory / ROW_HASHES_FILE)
-
-
-def _file_hash(path: Path) -> str:
-    return hashlib.blake2b(path.read_bytes(), digest_size=_HASH_BYTES).hexdigest()
+    return file_digest(directory / ROW_HASHES_FILE, _HASH_BYTES)
 
 
 def load_rank_rows(directory: str | Path, rank: int, offset: int, count: int, manifest: dict,
@@ -65,7 +62,7 @@ def load_rank_rows(directory: str | Path, rank: int, offset: int, count: int, ma
     ``check_hash_list``, that list against ``manifest``, the partition's)."""
     directory = Path(directory)
     hashes = load_array(directory, ROW_HASHES_FILE.removesuffix(".npy"), "partition", mmap=True)
-    if check_hash_list and _file_hash(directory / ROW_HASHES_FILE) != manifest.get("row_hashes_hash"):
+    if check_hash_list and file_digest(directory / ROW_HASHES_FILE, _HASH_BYTES) != manifest.get("row_hashes_hash"):
         raise SuperGCNError(f"{directory / ROW_HASHES_FILE} does not match the hash partition.json records for it "
                             "(damaged, truncated or from another partition)",
                             "delete the partition directory and rerun `supergcn partition`")
