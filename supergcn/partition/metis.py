@@ -287,14 +287,18 @@ class Engine:
 
 
 def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir: str | Path,
-                   constraints, seconds: float, edge_fraction: float = 1.0, engine: Engine = Engine()) -> dict:
+                   constraints, seconds: float, edge_fraction: float = 1.0, engine: Engine = Engine(),
+                   empty_parts_filled: int = 0) -> dict:
     totals = part_totals(graph, partition)
+    described = engine.describe(partition.num_parts, constraints)
+    if empty_parts_filled:
+        described["empty_parts_filled"] = empty_parts_filled
     manifest = {
         "format": PARTITION_FORMAT,
         "graph": graph.name,
         "graph_hash": graph_hash,
         "num_parts": partition.num_parts,
-        "engine": engine.describe(partition.num_parts, constraints),
+        "engine": described,
         "constraints": list(constraints),
         "metis_edge_fraction": edge_fraction if engine.name == "metis" else None,
         "edge_cut": edge_cut(graph, partition.parts),
@@ -355,22 +359,24 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
     if engine.name == "kaminpar" and edge_fraction != 1:
         raise SuperGCNError("KaMinPar partitions the whole graph: an edge fraction is for METIS",
                             "set partition.edge_fraction to 1 (--edge-fraction 1), or partition.engine to metis")
+    filled = 0
     if engine.name == "metis" or num_parts == 1:
         partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate_constraints)
     elif engine.name == "kaminpar":
-        partition = kaminpar_partition(graph, num_parts, constraints, seed, engine, Path(out_dir))
+        partition, filled = kaminpar_partition(graph, num_parts, constraints, seed, engine, Path(out_dir))
     else:
         raise SuperGCNError(f"unknown partition engine {engine.name!r}",
                             f"choose one of {', '.join(PARTITION_ENGINES)}")
     return save_partition(partition, graph, graph_hash, out_dir, constraints, time.perf_counter() - started,
-                          edge_fraction, engine)
+                          edge_fraction, engine, filled)
 
 
 def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, engine: Engine,
-                       out_dir: Path) -> Partition:
-    """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS;
-    its graph file is written beside ``out_dir`` and removed."""
-    from supergcn.partition.kaminpar import kaminpar_parts, preset_for
+                       out_dir: Path) -> tuple[Partition, int]:
+    """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS,
+    and how many parts it left empty and were given a node; its graph file is written beside
+    ``out_dir`` and removed."""
+    from supergcn.partition.kaminpar import fill_empty_parts, kaminpar_parts, preset_for
 
     _check_num_parts(graph, num_parts)
     weights = capped_weight(combined_weight(constraint_weights(graph, constraints)), num_parts) if constraints else None
@@ -380,4 +386,5 @@ def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, eng
     parts = kaminpar_parts(graph, num_parts, weights, seed, engine.threads,
                            preset_for(num_parts, engine.preset, engine.large_k_preset), out_dir.parent,
                            f".{out_dir.name}.tmp-kaminpar-")
-    return _nonempty(Partition(parts, num_parts), "KaMinPar", graph)
+    filled = fill_empty_parts(parts, num_parts, weights)
+    return Partition(parts, num_parts), filled

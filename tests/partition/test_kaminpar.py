@@ -4,7 +4,7 @@ import pytest
 from test_metis import grid_graph, imbalance
 
 from supergcn.errors import SuperGCNError
-from supergcn.partition.kaminpar import LARGE_K, preset_for, write_parhip
+from supergcn.partition.kaminpar import LARGE_K, fill_empty_parts, preset_for, write_parhip
 from supergcn.partition.metis import (
     Engine,
     combined_weight,
@@ -96,3 +96,37 @@ def test_a_left_over_graph_file_is_removed_by_the_next_attempt(tmp_path):
     (tmp_path / ".k.tmp-kaminpar-abc.parhip").write_bytes(b"left over")
     run_partition(grid_graph(), "hash", 2, tmp_path / "k", engine=KAMINPAR)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k"]
+
+
+def test_empty_parts_each_take_the_lightest_node_of_the_largest_part():
+    parts = np.array([0, 0, 0, 2, 2], dtype=np.int32)
+    weights = np.array([5, 1, 1, 3, 2])
+    # Part 1 takes node 2 (weight 1, the last of the two lightest of part 0); part 0 and 2
+    # then tie at two nodes, the first (0) gives part 3 its lightest, node 1.
+    assert fill_empty_parts(parts, 4, weights, max_empty_fraction=0.5) == 2
+    np.testing.assert_array_equal(parts, [0, 3, 1, 2, 2])
+    assert fill_empty_parts(parts, 4, weights) == 0
+
+
+def test_too_many_empty_parts_are_refused():
+    with pytest.raises(SuperGCNError, match="left 2 of 4 parts empty"):
+        fill_empty_parts(np.array([0, 0, 0, 2, 2], dtype=np.int32), 4, None, max_empty_fraction=0.25)
+
+
+def test_a_partition_with_parts_kaminpar_left_empty_is_filled_and_says_so(tmp_path, monkeypatch):
+    import supergcn.partition.kaminpar as kaminpar_module
+
+    g = grid_graph()
+    original = kaminpar_module.kaminpar_parts
+
+    def leaves_part_2_empty(*args, **kwargs):
+        parts = original(*args, **kwargs)
+        parts[parts == 2] = 1
+        return parts
+
+    monkeypatch.setattr(kaminpar_module, "kaminpar_parts", leaves_part_2_empty)
+    manifest = run_partition(g, "hash", 100, tmp_path / "k", engine=KAMINPAR)  # 1 empty part in 100 is allowed
+    parts = np.load(tmp_path / "k" / "parts.npy")
+    assert np.bincount(parts, minlength=100)[2] == 1
+    assert manifest["engine"]["empty_parts_filled"] == 1
+    assert manifest["edge_cut"] == edge_cut(g, parts)
