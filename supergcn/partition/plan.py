@@ -56,8 +56,15 @@ import scipy.sparse as sp
 from supergcn.data.graph import Graph
 from supergcn.data.keys import group_sorted
 from supergcn.data.ranges import block_starts, concatenated_ranges
-from supergcn.data.storage import (atomic_output_dir, file_digest, load_array, peak_memory_mib, read_json,
-                                   release_pages, write_json)
+from supergcn.data.storage import (
+    atomic_output_dir,
+    file_digest,
+    load_array,
+    peak_memory_mib,
+    read_json,
+    release_pages,
+    write_json,
+)
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
 from supergcn.partition.cover import minimum_vertex_cover
