@@ -12,7 +12,7 @@ from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph, run_partition
 from supergcn.partition.plan import read_plan_pairs, run_plan
-from supergcn.train.allocator import find_jemalloc
+from supergcn.train.allocator import allocator_name, requested_library
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import read_metrics
 from supergcn.train.reference import PyGModel, copy_weights, train_baseline
@@ -111,7 +111,8 @@ def test_metrics_record_breakdown_bytes_and_provenance(workspace, tmp_path):
     header, epochs, summary = read_metrics(out)
     assert {"graph_hash", "partition_hash", "plan_hash", "versions", "git_commit", "hosts"} <= set(header)
     assert header["config"]["hidden"] == HIDDEN and header["threads_per_rank"] == 1
-    expected_allocator = "glibc" if find_jemalloc() is None else "jemalloc"
+    library = requested_library()
+    expected_allocator = "glibc" if library is None else allocator_name(str(library))
     assert header["allocator"]["name"] == expected_allocator
     assert header["allocator_per_rank"] == [expected_allocator] * 3
     assert len(summary["peak_memory_bytes_per_rank"]) == 3 and min(summary["peak_memory_bytes_per_rank"]) > 50e6
