@@ -12,9 +12,9 @@ at the best-validation epoch (mean ± std over seeds).
 
 ``epoch-time`` times the same model on one graph, all in one run: PyG single-process with
 T threads, in a child process under glibc's malloc and under the allocator training uses
-(jemalloc where installed); the floors (the model's dense layers alone, the aggregation
-kernels alone, same threads); ``supergcn train`` at P = 1 with T threads under glibc and
-under jemalloc, with its breakdown and the CPU time per epoch, and with bfloat16 GEMMs;
+(mimalloc from the project's dependencies; ``--allocators`` adds others); the floors (the
+model's dense layers alone, the aggregation kernels alone, same threads); ``supergcn train``
+at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, and with bfloat16 GEMMs;
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
 prints the issue's targets as ratios against PyG with the same allocator.
@@ -49,6 +49,7 @@ import torch
 
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
+from supergcn.data.storage import peak_memory_mib
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.partition.metis import load_partition, run_partition
@@ -73,10 +74,11 @@ def prepare(root: Path, dataset: str, parts: list[int], strategy: str):
 
 
 def allocator_environment(allocator: str) -> dict:
-    """This process's environment for a child that picks its allocator afresh:
-    ``auto`` (jemalloc where installed) or ``glibc``."""
+    """This process's environment for a child that picks its allocator afresh: any
+    ``SUPERGCN_ALLOCATOR`` value (``auto``, ``glibc``, ``mimalloc``, ``jemalloc``, a library's path)."""
     inherited = ("LD_PRELOAD", "MALLOC_CONF", "SUPERGCN_ALLOCATOR_RELAUNCHED", ALLOCATOR_ENV)
-    return {**{k: v for k, v in os.environ.items() if k not in inherited}, ALLOCATOR_ENV: allocator}
+    return {**{k: v for k, v in os.environ.items() if k not in inherited and not k.startswith("MIMALLOC_")},
+            ALLOCATOR_ENV: allocator}
 
 
 def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, allocator: str = "auto") -> list[dict]:
@@ -106,7 +108,8 @@ def pyg_epoch(args) -> None:
     pyg = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes,
                    label_propagation=args.label_rate > 0)
     seconds = train_baseline(graph, pyg, args.epochs, 0.01, label_rate=args.label_rate)["seconds"][1:]
-    print(json.dumps({"epoch_seconds": float(np.mean(seconds)), "allocator": allocator_in_use()["name"]}))
+    print(json.dumps({"epoch_seconds": float(np.mean(seconds)), "allocator": allocator_in_use()["name"],
+                      "peak_rss_gib": peak_memory_mib() / 1024}))
 
 
 def accuracy(args) -> None:
@@ -181,11 +184,16 @@ def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int,
 
 
 def measured_run(root, parts, threads, out, *extra, allocator="auto") -> tuple[list[dict], dict]:
-    """A training run's epochs (the first dropped) and its wall, user and system seconds."""
+    """A training run's epochs (the first dropped), its wall, user and system seconds, the
+    largest rank's peak resident memory and the allocator its ranks ran with."""
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     records = run_supergcn(root, parts, threads, out, *extra, allocator=allocator)
     after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
-    usage = {"wall": wall, "user": after.ru_utime - before.ru_utime, "system": after.ru_stime - before.ru_stime}
+    summary = next(r for r in records if r["type"] == "summary")
+    header = next(r for r in records if r["type"] == "header")
+    usage = {"wall": wall, "user": after.ru_utime - before.ru_utime, "system": after.ru_stime - before.ru_stime,
+             "peak_rss_gib": max(summary["peak_memory_bytes_per_rank"]) / 2**30,
+             "allocator": header["allocator"]["name"]}
     return [r for r in records if r["type"] == "epoch"][1:], usage
 
 
@@ -203,6 +211,25 @@ def bf16_flags() -> list[str]:
     return sorted(flags & {"avx512_bf16", "amx_bf16", "bf16", "svebf16"})
 
 
+def allocator_table(runs: dict) -> list[dict]:
+    """Per allocator the P = 1 run had: its steady epoch (the first excluded), the share of
+    those epochs spent in the kernel, its peak RSS, and its ratio to PyG under the same
+    allocator and under glibc (PyG as users run it)."""
+    pyg_default = runs["pyg glibc"]["epoch_seconds"]
+    rows = []
+    for key, run in runs.items():
+        allocator = key.removeprefix("P=1 ") if key.startswith("P=1 ") else "auto" if key == "P=1" else None
+        if allocator is None or "phases" not in run:
+            continue
+        epoch, pyg = run["phases"]["total"], runs.get(f"pyg {allocator}", {})
+        rows.append({"requested": allocator, "allocator": run["process_seconds"]["allocator"], "epoch_seconds": epoch,
+                     "system_share_of_epoch": run["phases"]["cpu_system"] / epoch,
+                     "peak_rss_gib": run["process_seconds"]["peak_rss_gib"],
+                     "pyg_same_allocator_over_ours": pyg["epoch_seconds"] / epoch if pyg else None,
+                     "pyg_glibc_over_ours": pyg_default / epoch})
+    return rows
+
+
 def epoch_time(args) -> None:
     relaunch_with_retaining_allocator()  # the floors are measured with the allocator training uses
     report = {"dataset": args.dataset, "epochs": args.epochs, "threads": args.threads, "hidden": args.hidden,
@@ -211,7 +238,7 @@ def epoch_time(args) -> None:
         root = Path(tmp)
         graph = prepare(root, args.dataset, [1, *args.parts], args.strategy)
         set_threads(args.threads)
-        for allocator in ("glibc", "auto"):
+        for allocator in dict.fromkeys(["glibc", "auto", *args.allocators]):
             report["runs"][f"pyg {allocator}"] = pyg_epoch_seconds(root, args.epochs, args.threads, args.hidden,
                                                                    allocator)
         pyg_epoch = report["runs"]["pyg auto"]["epoch_seconds"]  # the allocator our ranks get
@@ -219,12 +246,14 @@ def epoch_time(args) -> None:
         aggregation = aggregation_floor(root, graph, args.hidden, 3, args.threads)
         report["floor_seconds"] = {"dense": dense, "aggregation_kernels": aggregation}
         common = ["--epochs", args.epochs, "--hidden", args.hidden]
-        epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, allocator="glibc")
-        report["runs"]["P=1 glibc"] = {"threads_per_rank": args.threads, "phases": mean_phases(epochs),
-                                       "process_seconds": usage}
+        for allocator in [a for a in dict.fromkeys(["glibc", *args.allocators]) if a != "auto"]:
+            epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, allocator=allocator)
+            report["runs"][f"P=1 {allocator}"] = {"threads_per_rank": args.threads, "phases": mean_phases(epochs),
+                                                  "process_seconds": usage}
         epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common)
         phases = mean_phases(epochs)
         report["runs"]["P=1"] = {"threads_per_rank": args.threads, "phases": phases, "process_seconds": usage}
+        report["allocators"] = allocator_table(report["runs"])
         report["targets"] = {
             "speedup_vs_pyg (>= 5)": pyg_epoch / phases["total"],
             "speedup_vs_pyg_under_glibc": report["runs"]["pyg glibc"]["epoch_seconds"] / phases["total"],
@@ -254,6 +283,14 @@ def epoch_time(args) -> None:
                 if whole else float("nan"),
                 "speedup_vs_pyg": pyg_epoch / runs["--overlap"]["phases"]["total"]}
     print(json.dumps(report, indent=2))
+    print(f"\nP = 1, {args.threads} threads, epochs after the first:")
+    print(f"{'requested':>10} {'ran':>9} {'epoch s':>8} {'kernel':>7} {'peak GiB':>9} {'PyG same/ours':>14} "
+          f"{'PyG glibc/ours':>15}")
+    for row in report["allocators"]:
+        same = row["pyg_same_allocator_over_ours"]
+        print(f"{row['requested'][-10:]:>10} {row['allocator']:>9} {row['epoch_seconds']:8.2f} "
+              f"{row['system_share_of_epoch']:7.1%} {row['peak_rss_gib']:9.2f} "
+              f"{'' if same is None else f'{same:.2f}x':>14} {row['pyg_glibc_over_ours']:14.2f}x")
 
 
 def label_propagation(args) -> None:
@@ -355,6 +392,9 @@ def main():
     timing.add_argument("--strategy", default="hybrid")
     timing.add_argument("--hidden", type=int, default=256)
     timing.add_argument("--repeats", type=int, default=3, help="timed calls of each floor measurement")
+    timing.add_argument("--allocators", nargs="+", default=["glibc", "auto"],
+                        help="SUPERGCN_ALLOCATOR values to compare at P = 1, PyG beside each (a library's path "
+                             "compares one that is not installed)")
     timing.set_defaults(func=epoch_time)
     labels = commands.add_parser("label-propagation")
     labels.add_argument("--datasets", nargs="+", default=["synthetic-arxiv", "facebook"])
