@@ -10,6 +10,7 @@ that a later step could mistake for a finished one.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import json
@@ -60,9 +61,44 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(retired)
         else:
             os.replace(staging, destination)
-    except BaseException:
+    except BaseException as exc:
+        written = _bytes_under(staging)
         shutil.rmtree(staging, ignore_errors=True)
+        _refuse_full_disk(exc, destination, written)
         raise
+
+
+#: The errors of a write that ran out of room: the device full, or the user's quota used up.
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _bytes_under(path: Path) -> int:
+    """Bytes in the file ``path`` or in the files below the directory ``path`` (0 if gone)."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
+
+
+def _refuse_full_disk(exc: BaseException, destination: Path, written: int) -> None:
+    """Turn a write that found no space (its partial output already removed) into the one-line
+    error: where, how much the step had written when the disk filled (it needs more), and
+    what is free there now."""
+    if not isinstance(exc, OSError) or exc.errno not in _NO_SPACE:
+        return
+    existing = next(p for p in [destination, *destination.parents] if p.exists())
+    free = shutil.disk_usage(existing).free
+    raise SuperGCNError(f"no space left for {destination}: the step had written {_size(written)} when the "
+                        f"disk filled (it needs more; {_size(free)} free there now), and nothing is left behind",
+                        "free space on that file system (or raise the quota), or write the output elsewhere") from exc
+
+
+def _size(num_bytes: float) -> str:
+    """``num_bytes`` in B, KiB, MiB or GiB."""
+    for unit in ("B", "KiB", "MiB"):
+        if num_bytes < 1024:
+            return f"{num_bytes:.0f} B" if unit == "B" else f"{num_bytes:.1f} {unit}"
+        num_bytes /= 1024
+    return f"{num_bytes:.1f} GiB"
 
 
 @contextlib.contextmanager
@@ -170,8 +206,10 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
+        written = _bytes_under(tmp)
         tmp.unlink(missing_ok=True)
+        _refuse_full_disk(exc, path, written)
         raise
 
 

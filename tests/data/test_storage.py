@@ -1,13 +1,16 @@
 """Streaming file hashes and released memory-mapped pages (supergcn.data.storage)."""
 
+import errno
 import hashlib
+import os
 import sys
 
 import numpy as np
 import pytest
 
 from supergcn.data import storage
-from supergcn.data.storage import file_digest, release_pages
+from supergcn.data.storage import atomic_file, atomic_output_dir, file_digest, release_pages
+from supergcn.errors import SuperGCNError
 
 
 def test_file_digest_read_in_chunks_equals_the_hash_of_the_whole_file(tmp_path, monkeypatch):
@@ -43,3 +46,36 @@ def test_arrays_in_memory_are_left_alone():
     values = np.arange(1000)
     release_pages(values, values[3:7])
     np.testing.assert_array_equal(values, np.arange(1000))
+
+
+def _disk_full() -> OSError:
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_disk_while_writing_a_directory_is_one_error_and_leaves_nothing(tmp_path):
+    destination = tmp_path / "plans" / "P4"
+    with pytest.raises(SuperGCNError) as refused:
+        with atomic_output_dir(destination) as staging:
+            (staging / "rank_00000.npz").write_bytes(b"x" * 3 * 2**20)
+            raise _disk_full()  # what the next write would meet on a full device
+    message = str(refused.value)
+    assert f"no space left for {destination}: the step had written 3.0 MiB" in message
+    assert "free there now" in message and "write the output elsewhere" in message
+    assert "\n" not in message
+    assert sorted(p.name for p in (tmp_path / "plans").iterdir()) == []
+
+
+def test_a_full_disk_while_writing_a_file_is_one_error_and_leaves_nothing(tmp_path):
+    target = tmp_path / "table.csv"
+    with pytest.raises(SuperGCNError, match=r"no space left for .*table\.csv: the step had written 5 B"):
+        with atomic_file(target) as tmp:
+            tmp.write_bytes(b"a,b\n1")
+            raise _disk_full()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_other_write_errors_pass_through_unchanged(tmp_path):
+    with pytest.raises(PermissionError):
+        with atomic_output_dir(tmp_path / "out"):
+            raise PermissionError(errno.EACCES, "denied")
+    assert list(tmp_path.iterdir()) == []
