@@ -41,6 +41,7 @@ GRAPH_FORMAT = "supergcn-graph/1"
 #: Adjacency entries a streaming pass holds at once (a few arrays of them, 8 B each).
 ROW_BLOCK_ENTRIES = 1 << 22
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
+_MASKS = ("train_mask", "val_mask", "test_mask")
 
 
 @dataclass
@@ -116,6 +117,9 @@ class Graph:
                 problems.append(f"{mask} must be boolean with one entry per node")
             elif self.labels.shape == (n,) and np.any(array & (self.labels < 0)):
                 problems.append(f"{mask} selects unlabelled nodes")
+        masks = [getattr(self, mask) for mask in _MASKS]
+        if all(mask.shape == (n,) for mask in masks) and np.any(masks[0].astype(np.int8) + masks[1] + masks[2] > 1):
+            problems.append("the train, validation and test masks overlap")
         if problems:
             raise SuperGCNError(f"graph {self.name!r} is malformed: " + "; ".join(problems),
                                 "rerun `supergcn prepare` (or fix the loader of this dataset)")
@@ -143,8 +147,21 @@ def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
     for start, stop in row_blocks(graph.indptr, block_entries):
         lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
         rows = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(graph.indptr[start:stop + 1]))
-        yield start, stop, rows, np.asarray(graph.indices[lo:hi], dtype=np.int64)
+        indices = np.asarray(graph.indices[lo:hi], dtype=np.int64)
+        if len(indices) and (indices.min() < 0 or indices.max() >= graph.num_nodes):
+            raise SuperGCNError(f"graph {graph.name!r} lists neighbour ids outside 0..{graph.num_nodes - 1} "
+                                f"(in rows {start}..{stop - 1} of indices.npy)",
+                                "the file is damaged: delete the graph directory and rerun `supergcn prepare`")
+        yield start, stop, rows, indices
         release_pages(graph.indptr, graph.indices)
+
+
+def check_neighbour_ids(graph: "Graph") -> None:
+    """Refuse a graph that lists a neighbour outside its nodes: one pass of
+    :func:`adjacency_blocks`, for steps that hand the adjacency to code that would index
+    with it unchecked (METIS, KaMinPar, the plan's renumbering)."""
+    for _ in adjacency_blocks(graph):
+        pass
 
 
 def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -295,11 +312,70 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) 
 
 
 def load_graph(directory: str | Path, mmap: bool = False) -> Graph:
-    """Load a prepared graph directory written by :func:`save_graph`."""
+    """Load a prepared graph directory written by :func:`save_graph`, refusing one whose
+    arrays parse but contradict its manifest or each other (:func:`check_against_manifest`)."""
     directory = Path(directory)
     meta = read_graph_meta(directory)
     arrays = {name: load_array(directory, name, "graph", mmap=mmap) for name in _ARRAYS}
-    return Graph(name=meta["name"], provenance=meta.get("provenance", {}), **arrays)
+    graph = Graph(name=meta["name"], provenance=meta.get("provenance", {}), **arrays)
+    check_against_manifest(graph, meta, directory)
+    return graph
+
+
+def check_against_manifest(graph: Graph, meta: dict, directory: Path) -> None:
+    """Refuse, before any work, a graph whose files parse but disagree: array shapes and
+    dtypes against ``meta.json`` and each other; labels within the manifest's classes;
+    masks that select unlabelled nodes, overlap, or count other than the manifest's split.
+
+    The node arrays are read a block of rows at a time; nothing adjacency-long is read
+    here (every pass over the neighbour ids checks them: :func:`adjacency_blocks`).
+    """
+    n, problems = meta["num_nodes"], []
+    expected = {"indptr": ((n + 1,), np.int64), "indices": ((meta["num_edges_directed"],), None),
+                "features": ((n, meta["feature_dim"]), np.float32), "labels": ((n,), np.int64),
+                **{mask: ((n,), np.bool_) for mask in _MASKS}}
+    for name, (shape, dtype) in expected.items():
+        array = getattr(graph, name)
+        if array.shape != shape or (dtype is not None and array.dtype != dtype):
+            problems.append(f"{name}.npy is {array.dtype}{list(array.shape)}, the manifest says "
+                            f"{'' if dtype is None else np.dtype(dtype)}{list(shape)}")
+    if not problems and (graph.indptr[0] != 0 or graph.indptr[-1] != len(graph.indices)):
+        problems.append("indptr.npy does not run from 0 to the number of entries in indices.npy")
+    if not problems:
+        problems = _node_array_problems(graph, meta)
+    if problems:
+        raise SuperGCNError(f"graph {directory} contradicts its manifest or itself: " + "; ".join(problems),
+                            "delete the directory and rerun `supergcn prepare`")
+
+
+def _node_array_problems(graph: Graph, meta: dict) -> list[str]:
+    """Labels out of the manifest's classes, masks that overlap, select unlabelled nodes or
+    count other than the manifest's split — read :data:`ROW_BLOCK_ENTRIES` rows at a time."""
+    num_classes = meta["num_classes"]
+    out_of_range, overlapping, unlabelled = 0, 0, 0
+    counts = dict.fromkeys(_MASKS, 0)
+    for start in range(0, meta["num_nodes"], ROW_BLOCK_ENTRIES):
+        rows = slice(start, start + ROW_BLOCK_ENTRIES)
+        labels = np.asarray(graph.labels[rows])
+        masks = [np.asarray(getattr(graph, mask)[rows]) for mask in _MASKS]
+        out_of_range += int(np.count_nonzero(labels >= num_classes))
+        selected = masks[0].astype(np.int8) + masks[1] + masks[2]
+        overlapping += int(np.count_nonzero(selected > 1))
+        unlabelled += int(np.count_nonzero((selected > 0) & (labels < 0)))
+        for mask, values in zip(_MASKS, masks):
+            counts[mask] += int(np.count_nonzero(values))
+        release_pages(graph.labels, *(getattr(graph, mask) for mask in _MASKS))
+    problems = []
+    if out_of_range:
+        problems.append(f"{out_of_range} labels in labels.npy are not below the manifest's {num_classes} classes")
+    if overlapping:
+        problems.append(f"{overlapping} nodes are in more than one of the train, validation and test masks")
+    if unlabelled:
+        problems.append(f"the masks select {unlabelled} unlabelled nodes")
+    split = {f"{name}_mask": count for name, count in meta["split"].items()}
+    if counts != split:
+        problems.append(f"the masks select {counts}, the manifest's split says {split}")
+    return problems
 
 
 def read_graph_meta(directory: str | Path) -> dict:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.graph import Graph, adjacency_blocks
+from supergcn.data.graph import Graph, adjacency_blocks, check_neighbour_ids
 from supergcn.data.storage import atomic_output_dir, hash_arrays, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import PARTITION_CONSTRAINTS, PARTITION_ENGINES
@@ -353,6 +353,7 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
         in ``part_totals.npz``), seconds, peak memory.
     """
     started = time.perf_counter()
+    check_neighbour_ids(graph)
     if engine.name == "kaminpar" and engine.separate_constraints:
         raise SuperGCNError("KaMinPar balances one weight: it cannot keep the constraints separate",
                             "set partition.separate_constraints to false, or partition.engine to metis")

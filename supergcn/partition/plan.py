@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from supergcn.data.graph import Graph
+from supergcn.data.graph import Graph, check_neighbour_ids
 from supergcn.data.keys import group_sorted
 from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.data.storage import (
@@ -604,6 +604,7 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
         The manifest written as ``plan.json``.
     """
     started = time.perf_counter()
+    check_neighbour_ids(graph)
     with atomic_output_dir(out_dir) as staging:
         hashes = _empty_hashes(partition.num_parts)
         scratch = staging / ".scratch"

@@ -154,6 +154,21 @@ CASES = [
     ("partition: graph of another format", "cli",
      lambda ws, bad: ["partition", "--graph", foreign_graph(ws, bad), "--parts", 2, "--out", bad / "p"],
      "holds format 'supergcn-graph/0'"),
+    ("partition: labels beyond the manifest's classes", "cli",
+     lambda ws, bad: ["partition", "--graph", rewritten_graph(ws, bad, "labels", lambda labels: labels + 100),
+                      "--parts", 2, "--out", bad / "p"],
+     "labels in labels.npy are not below the manifest's"),
+    ("partition: masks that overlap", "cli",
+     lambda ws, bad: ["partition", "--graph", overlapping_masks(ws, bad), "--parts", 2, "--out", bad / "p"],
+     "in more than one of the train, validation and test masks"),
+    ("partition: labels shorter than the manifest says", "cli",
+     lambda ws, bad: ["partition", "--graph", rewritten_graph(ws, bad, "labels", lambda labels: labels[:-1]),
+                      "--parts", 2, "--out", bad / "p"],
+     "labels.npy is int64["),
+    ("partition: a neighbour id out of range", "cli",
+     lambda ws, bad: ["partition", "--graph", rewritten_graph(ws, bad, "indices", lambda ids: ids * 0 + len(ids)),
+                      "--parts", 2, "--out", bad / "p"],
+     "lists neighbour ids outside"),
     ("partition: zero parts", "cli",
      lambda ws, bad: ["partition", "--graph", ws.graph, "--parts", 0, "--out", bad / "p"], "must be at least 1"),
     ("partition: more parts than nodes", "cli",
@@ -280,6 +295,23 @@ def damaged_graph(ws, bad, name) -> Path:
 def with_format(manifest: Path, format_name: str) -> None:
     """Rewrite a JSON manifest's ``format``, as a file of another version would have it."""
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "format": format_name}))
+
+
+def rewritten_graph(ws, bad, name, change) -> Path:
+    """A copy of the graph whose ``name``.npy is replaced by ``change(array)``: it parses,
+    but disagrees with the manifest or the other arrays."""
+    graph = copy_of(ws.graph, bad / "graph")
+    np.save(graph / f"{name}.npy", change(np.load(graph / f"{name}.npy")))
+    return graph
+
+
+def overlapping_masks(ws, bad) -> Path:
+    graph = copy_of(ws.graph, bad / "graph")
+    train, test = np.load(graph / "train_mask.npy"), np.load(graph / "test_mask.npy")
+    train[np.flatnonzero(test)[0]] = True
+    train[np.flatnonzero(train)[0]] = False  # the same count, so only the overlap is wrong
+    np.save(graph / "train_mask.npy", train)
+    return graph
 
 
 def foreign_graph(ws, bad) -> Path:

@@ -119,3 +119,41 @@ def test_the_manifest_says_which_self_loop_policy_made_the_graph(tmp_path):
         assert result.returncode == 0, result.stderr
         meta = json.loads((tmp_path / policy / "meta.json").read_text())
         assert meta["provenance"]["self_loop_policy"] == policy and meta["self_loops"] == left
+
+
+@pytest.mark.parametrize(("name", "change", "message"), [
+    ("labels", lambda labels: np.where(np.arange(len(labels)) < 2, 3, labels),
+     "2 labels in labels.npy are not below the manifest's 3 classes"),
+    ("labels", lambda labels: labels[:-1], "labels.npy is int64[299], the manifest says int64[300]"),
+    ("features", lambda features: features.astype(np.float64), "features.npy is float64[300, 6]"),
+    ("val_mask", lambda mask: np.ones_like(mask), "nodes are in more than one of the train, validation and test"),
+    ("test_mask", lambda mask: np.zeros_like(mask), "the manifest's split says"),
+    ("indptr", lambda indptr: indptr - 1, "indptr.npy does not run from 0"),
+])
+def test_a_prepared_graph_that_contradicts_its_manifest_is_refused_on_load(tmp_path, awkward_graph, name, change,
+                                                                           message):
+    save_graph(awkward_graph, tmp_path / "g")
+    np.save(tmp_path / "g" / f"{name}.npy", change(np.load(tmp_path / "g" / f"{name}.npy")))
+    for mmap in (False, True):
+        with pytest.raises(SuperGCNError, match="contradicts its manifest or itself") as refused:
+            load_graph(tmp_path / "g", mmap=mmap)
+        assert message in str(refused.value)
+
+
+def test_overlapping_masks_are_refused_when_a_graph_is_built(awkward_graph):
+    train = awkward_graph.train_mask.copy()
+    train[np.flatnonzero(awkward_graph.test_mask)[:3]] = True
+    with pytest.raises(SuperGCNError, match="the train, validation and test masks overlap"):
+        build_graph("overlap", *awkward_edge_list(300), awkward_graph.features, awkward_graph.labels, train,
+                    awkward_graph.val_mask, awkward_graph.test_mask)
+
+
+def test_a_pass_over_the_adjacency_refuses_a_neighbour_outside_the_graph(tmp_path, awkward_graph):
+    from supergcn.data.graph import check_neighbour_ids
+
+    save_graph(awkward_graph, tmp_path / "g")
+    indices = np.load(tmp_path / "g" / "indices.npy")
+    indices[5] = 300
+    np.save(tmp_path / "g" / "indices.npy", indices)
+    with pytest.raises(SuperGCNError, match=r"neighbour ids outside 0\.\.299 \(in rows 0\.\.299"):
+        check_neighbour_ids(load_graph(tmp_path / "g", mmap=True))
