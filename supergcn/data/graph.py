@@ -148,18 +148,24 @@ def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
         lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
         rows = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(graph.indptr[start:stop + 1]))
         indices = np.asarray(graph.indices[lo:hi], dtype=np.int64)
-        if len(indices) and (indices.min() < 0 or indices.max() >= graph.num_nodes):
-            raise SuperGCNError(f"graph {graph.name!r} lists neighbour ids outside 0..{graph.num_nodes - 1} "
-                                f"(in rows {start}..{stop - 1} of indices.npy)",
-                                "the file is damaged: delete the graph directory and rerun `supergcn prepare`")
+        check_neighbours_in_range(graph, indices, f"rows {start}..{stop - 1}")
         yield start, stop, rows, indices
         release_pages(graph.indptr, graph.indices)
 
 
+def check_neighbours_in_range(graph: "Graph", neighbours: np.ndarray, where: str) -> None:
+    """Refuse ``neighbours`` (ids just read from ``graph.indices`` at ``where``) if one lies
+    outside the graph's nodes: code that indexes with them would crash or wrap around."""
+    if len(neighbours) and (neighbours.min() < 0 or neighbours.max() >= graph.num_nodes):
+        raise SuperGCNError(f"graph {graph.name!r} lists neighbour ids outside 0..{graph.num_nodes - 1} "
+                            f"(in {where} of indices.npy)",
+                            "the file is damaged: delete the graph directory and rerun `supergcn prepare`")
+
+
 def check_neighbour_ids(graph: "Graph") -> None:
     """Refuse a graph that lists a neighbour outside its nodes: one pass of
-    :func:`adjacency_blocks`, for steps that hand the adjacency to code that would index
-    with it unchecked (METIS, KaMinPar, the plan's renumbering)."""
+    :func:`adjacency_blocks`, before the adjacency goes to METIS, which would index with
+    it unchecked."""
     for _ in adjacency_blocks(graph):
         pass
 

@@ -196,6 +196,7 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
     _check_num_parts(graph, num_parts)
     if num_parts == 1:
         return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
+    check_neighbour_ids(graph)  # KaMinPar's file is written by a pass that checks them
     if separate_constraints and constraints:
         from supergcn.partition.libmetis import load_metis, part_graph_kway
 
@@ -353,7 +354,6 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
         in ``part_totals.npz``), seconds, peak memory.
     """
     started = time.perf_counter()
-    check_neighbour_ids(graph)
     if engine.name == "kaminpar" and engine.separate_constraints:
         raise SuperGCNError("KaMinPar balances one weight: it cannot keep the constraints separate",
                             "set partition.separate_constraints to false, or partition.engine to metis")

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from supergcn.data.graph import Graph, check_neighbour_ids
+from supergcn.data.graph import Graph, check_neighbours_in_range
 from supergcn.data.keys import group_sorted
 from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.data.storage import (
@@ -145,7 +145,10 @@ def rank_edges(graph: Graph, partition: Partition, rank: int, old_to_new: np.nda
     old_rows = new_to_old[lo:hi]
     starts = graph.indptr[old_rows]
     degree = graph.indptr[old_rows + 1] - starts
-    src = old_to_new[graph.indices[concatenated_ranges(starts, degree)]]
+    neighbours = graph.indices[concatenated_ranges(starts, degree)]
+    check_neighbours_in_range(graph, neighbours, f"the rows of rank {rank}")
+    src = old_to_new[neighbours]
+    del neighbours
     # The rank's rows are scattered through the file: without this, one pass over the ranks
     # would leave the whole mapped adjacency resident.
     release_pages(graph.indptr, graph.indices)
@@ -604,7 +607,6 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
         The manifest written as ``plan.json``.
     """
     started = time.perf_counter()
-    check_neighbour_ids(graph)
     with atomic_output_dir(out_dir) as staging:
         hashes = _empty_hashes(partition.num_parts)
         scratch = staging / ".scratch"

@@ -127,6 +127,16 @@ def test_unknown_strategy_is_refused(cora):
         build_plans(cora, partition_graph(cora, 2), "both")
 
 
+def test_a_neighbour_outside_the_graph_is_refused_where_a_rank_reads_it(awkward_graph):
+    from dataclasses import replace
+
+    partition = partition_graph(awkward_graph, 3)
+    indices = awkward_graph.indices.copy()
+    indices[-1] = -1  # would wrap around to the last node if used as an index
+    with pytest.raises(SuperGCNError, match=r"neighbour ids outside 0\.\.299 \(in the rows of rank \d"):
+        build_plans(replace(awkward_graph, indices=indices), partition, "hybrid")
+
+
 @pytest.mark.parametrize("num_parts", [2, 4, 7])
 def test_strategy_rows_of_a_hybrid_manifest_match_pre_and_post_plans(awkward_graph, num_parts):
     """The hybrid plan's manifest gives pre's and post's Comm[i][j] exactly as building
