@@ -109,3 +109,14 @@ def test_renamed_keys_are_named_with_their_new_name():
     assert naming.renamed_key_errors({"perf": {}}) == []
     (message,) = naming.renamed_key_errors({"model": {}})
     assert "`model:`" in message and "`perf:`" in message
+
+
+def test_schema_machine_entries_are_exactly_the_profile_entries():
+    from supergcn.perf.commbench import ROUNDS
+    from supergcn.perf.model import PROFILE_FIELDS, PROFILE_KEYS
+
+    entry = SCHEMA["properties"]["machines"]["additionalProperties"]
+    assert set(entry["properties"]) - {"description", "sources", "by_num_ranks"} == set(PROFILE_FIELDS)
+    assert set(entry["required"]) == {*PROFILE_KEYS, "sources"}
+    assert set(entry["properties"]["by_num_ranks"]["additionalProperties"]["properties"]) == set(PROFILE_FIELDS)
+    assert schema_at("perf", "local", "rounds")["default"] == CONFIG["perf"]["local"]["rounds"] == ROUNDS

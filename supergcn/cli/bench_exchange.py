@@ -18,7 +18,7 @@ def configure(parser) -> None:
     parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=DEFAULT_PARAMETER_DTYPE,
                         help="wire type of the quantization parameters")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch and numba threads per rank")
-    parser.add_argument("--repeats", type=positive_int, default=20)
+    parser.add_argument("--repeats", type=positive_int, default=100, help="exchanges timed (the median is kept)")
     parser.add_argument("--json", type=output_file, help="also write the result here")
 
 
@@ -45,7 +45,8 @@ def run(args) -> int:
     def work(comm):
         set_threads(args.threads)
         agree(comm, lambda: check_plan_size(args.plan, comm.Get_size()))
-        result = bench_exchange(comm, args.plan, args.features, args.bits, args.repeats, args.parameter_dtype)
+        result = bench_exchange(comm, args.plan, args.features, args.bits, args.repeats, args.parameter_dtype,
+                                args.threads)
         if comm.Get_rank() == 0:
             print_json(result, args.json)
 

@@ -12,8 +12,8 @@ HELP = "the study's tables from predictions and measurements"
 
 def configure(parser) -> None:
     parser.add_argument("--predictions", nargs="+", required=True, type=Path)
-    parser.add_argument("--validation", nargs="*", default=[],
-                        help="STRATEGY=PLAN_DIR=RESULT_JSON of `supergcn bench exchange` runs")
+    parser.add_argument("--validation", nargs="*", default=[], type=Path,
+                        help="`supergcn bench comm --exchange ...` results: the exchanges the model is checked against")
     parser.add_argument("--profile", type=Path, help="this machine's measured profile (for --validation)")
     parser.add_argument("--out-dir", required=True, type=output_dir)
 
@@ -22,13 +22,6 @@ def run(args) -> None:
     """Write :func:`supergcn.perf.study.write_tables` to ``args.out_dir``."""
     from supergcn.perf import study
 
-    validation = []
-    for item in args.validation:
-        parts = item.split("=", 2)
-        if len(parts) != 3:
-            raise SuperGCNError(f"--validation takes STRATEGY=PLAN_DIR=RESULT_JSON, got {item!r}",
-                                "write it as STRATEGY=PLAN_DIR=RESULT_JSON")
-        validation.append((parts[0], Path(parts[1]), Path(parts[2])))
-    if validation and args.profile is None:
+    if args.validation and args.profile is None:
         raise SuperGCNError("--validation needs --profile", "pass the measured profile of this machine")
-    study.write_tables(args.predictions, validation, args.profile, args.out_dir)
+    study.write_tables(args.predictions, args.validation, args.profile, args.out_dir)

@@ -30,12 +30,12 @@ import torch
 
 from supergcn.distributed.adaptive import UNASSIGNED_BITS, AdaptiveBits, AdaptiveSettings, MixedLayout
 from supergcn.distributed.bit_assignment import WIDTHS
-from supergcn.distributed.comm import Communicator, polls_to_finish
+from supergcn.distributed.comm import Communicator, aligned_buffer, polls_to_finish
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.gather import GatherCsr
-from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
-from supergcn.kernels.wire import parameters_from_wire, parameters_to_wire
+from supergcn.kernels.quantization import Quantized, packed_rows
+from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
 from supergcn.naming import ADAPTIVE, DEFAULT_PARAMETER_DTYPE, KERNELS
 from supergcn.partition.plan import RankPlan
 
@@ -131,6 +131,8 @@ class BufferPool:
     gradient, its next backward); exchanges never overlap. So one buffer per role serves
     every layer and both directions; it grows to the largest request and is then allocated
     no more, where fresh arrays would have the kernel map and zero their pages every time.
+    Buffers start on a page (:func:`~supergcn.distributed.comm.aligned_buffer`), as the
+    exchanges they feed run fastest.
     """
 
     def __init__(self) -> None:
@@ -141,7 +143,7 @@ class BufferPool:
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         buffer = self._buffers.get(role)
         if buffer is None or buffer.nbytes < nbytes:
-            buffer = self._buffers[role] = np.empty(max(nbytes, 1), dtype=np.uint8)
+            buffer = self._buffers[role] = aligned_buffer(max(nbytes, 1))
         return buffer[:nbytes].view(dtype).reshape(shape)
 
     @property
@@ -248,12 +250,11 @@ class RankOperators:
         width = rows.shape[1]
         with self.timer.phase("quantization"):
             packed_shape = (int(packed_rows(send_counts, bits).sum()), width)
-            quantized = quantize(rows, send_counts, bits, self.settings.rounding, self._next_seed(),
-                                 self.settings.parameter_dtype,
-                                 out=Quantized(self.buffers.array("packed", packed_shape, np.uint8),
-                                               self.buffers.array("zero points", (len(rows),), np.float32),
-                                               self.buffers.array("scales", (len(rows),), np.float32)))
-            wire = parameters_to_wire(quantized, self.settings.parameter_dtype)
+            quantized, wire = quantize_to_wire(
+                rows, send_counts, bits, self.settings.rounding, self._next_seed(), self.settings.parameter_dtype,
+                out=Quantized(self.buffers.array("packed", packed_shape, np.uint8),
+                              self.buffers.array("zero points", (len(rows),), np.float32),
+                              self.buffers.array("scales", (len(rows),), np.float32)))
         with self.timer.phase("communication"):
             received_packed = self.buffers.array("packed received",
                                                  (int(packed_rows(recv_counts, bits).sum()), width), np.uint8)
@@ -266,9 +267,8 @@ class RankOperators:
             with self.timer.phase("communication"):
                 packed, wire_received = data.wait(), parameters.wait()
             with self.timer.phase("quantization"):
-                zero_point, scale = parameters_from_wire(wire_received)
                 out = self.buffers.array("received", (int(recv_counts.sum()), width), np.float32)
-                return torch.from_numpy(dequantize(Quantized(packed, zero_point, scale), recv_counts, bits, out=out))
+                return torch.from_numpy(dequantize_from_wire(packed, wire_received, recv_counts, bits, out))
         return Exchange([data, parameters], finish)
 
     def _exchange_mixed(self, rows: np.ndarray, layout: MixedLayout) -> Exchange:

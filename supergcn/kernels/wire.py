@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from supergcn.kernels.quantization import Quantized, packed_rows
+from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
 
 FP32_BYTES = 4
@@ -31,6 +31,21 @@ def parameters_from_wire(wire: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(zero points, scales) as float32 from the n x 2 array :func:`parameters_to_wire` made."""
     pair = (wire.astype(np.uint32) << np.uint32(16)).view(np.float32) if wire.dtype == np.uint16 else wire
     return np.ascontiguousarray(pair[:, 0]), np.ascontiguousarray(pair[:, 1])
+
+
+def quantize_to_wire(rows: np.ndarray, counts: np.ndarray, bits: int, rounding: str, seed: int,
+                     parameter_dtype: str, out: Quantized) -> tuple[Quantized, np.ndarray]:
+    """A sender's half of a b-bit exchange: its rows packed into ``out`` and their
+    parameters on the wire (:func:`~supergcn.kernels.quantization.quantize`)."""
+    quantized = quantize(rows, counts, bits, rounding, seed, parameter_dtype, out=out)
+    return quantized, parameters_to_wire(quantized, parameter_dtype)
+
+
+def dequantize_from_wire(packed: np.ndarray, wire: np.ndarray, counts: np.ndarray, bits: int,
+                         out: np.ndarray) -> np.ndarray:
+    """A receiver's half: the float32 rows from what :func:`quantize_to_wire` sent."""
+    zero_point, scale = parameters_from_wire(wire)
+    return dequantize(Quantized(packed, zero_point, scale), counts, bits, out=out)
 
 
 def wire_bytes(rows: np.ndarray, width: int, bits: int,

@@ -1,34 +1,101 @@
-"""``supergcn bench comm``: the machine's communication parameters L and BW (under ``mpiexec -n P``).
+"""``supergcn bench comm``: the machine's exchange parameters at one P (under ``mpiexec -n P``).
+
+Everything is timed through the code a training exchange runs, every rank at once, in
+the state a training step leaves the machine in before an exchange: each rank first
+writes a buffer as large as the last-level cache (other work: the kernels before an
+exchange stream far more than that) and then the rows it sends, both untimed and before
+the barrier that starts the timed part on every rank. A point is the median over calls
+of the slowest rank's time:
 
 * ping-pong between ranks 0 and 1: half the round trip of an 8-byte message;
-* Alltoallv with the same number of bytes m for every peer, m from 8 B to 8 MiB: the
-  slowest rank's time per call, the median of repeated calls, each started after a
-  barrier. :func:`fit_latency_bandwidth` fits (P - 1) (L + m / BW) to
-  these times, which gives the model's L and BW at this P (printed by rank 0; machine
-  profiles refit the raw sweep).
+* Alltoallv through :meth:`supergcn.distributed.comm.Communicator.ialltoallv` and its
+  wait, with the same m bytes for every peer, m from 8 B to 8 MiB;
+* quantization: every rank quantizes n rows of F features addressed to its P - 1 peers
+  and dequantizes as many (:func:`~supergcn.kernels.wire.quantize_to_wire`,
+  :func:`~supergcn.kernels.wire.dequantize_from_wire`), n from 64 to 65,536;
+* optionally, real exchanges of plans (:class:`~supergcn.perf.exchangebench.TimedExchange`),
+  the measurements the model is checked against.
+
+Why that state. Between two ranks here, an 8 MiB exchange took 0.80 ms from a buffer
+that stayed in the caches, 1.49 ms from one written just before, and a 400 KB one 120 µs
+alone, 270-360 µs after 6 MB of other writes; a small message costs 25 µs with warm
+caches and about 100 µs after a step's work (Python's and MPICH's own state is evicted
+too). Measured warm, the model missed the exchanges of a training step by up to 2x;
+measured in one state, the fit and the exchanges agree. And the points are timed in
+turn, one call each per round in a shuffled order: this machine's memory and message
+speed drift by up to 2x between runs, and by tens of percent within a second, so a
+model fitted in one job and checked in another measures the drift.
+
+The fits to these sweeps are :mod:`supergcn.perf.fits`.
 """
 
 from __future__ import annotations
 
-import statistics
+import os
+import socket
 import time
+from pathlib import Path
 
 import numpy as np
 
-from supergcn.errors import SuperGCNError
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE
+from supergcn.perf.fits import fit_exchange, fit_quantization
 
 PING_PONG_BYTES = 8
 ALLTOALL_SIZES = tuple(8 * 4**k for k in range(11))  # 8 B .. 8 MiB per peer
+QUANTIZATION_ROWS = tuple(64 * 4**k for k in range(6))  # 64 .. 65,536 rows per rank
+#: Bytes per row of the Alltoallv sweep (every size is a whole number of rows).
+SWEEP_ROW_BYTES = 8
+#: The cache size assumed where Linux does not report one.
+DEFAULT_CACHE_BYTES = 32 * 2**20
+#: Rounds of the sweeps: each times every point once (the median is kept).
+ROUNDS = 60
 
 
-def _repeats_for(nbytes: int, budget_bytes: int = 2**26, low: int = 5, high: int = 200) -> int:
-    return int(min(high, max(low, budget_bytes // max(nbytes, 1))))
+def oversubscribed(comm, threads: int) -> dict:
+    """Whether the ranks of ``comm`` ask for more cores than they may run on: per host, its
+    ranks x ``threads`` against the CPUs in the union of their affinity masks (collective)."""
+    hosts: dict[str, list] = {}
+    for host, cpus in comm.allgather((socket.gethostname(), sorted(os.sched_getaffinity(0)))):
+        hosts.setdefault(host, []).append(cpus)
+    cores = {host: len(set().union(*masks)) for host, masks in hosts.items()}
+    return {"threads_per_rank": threads, "cores_by_host": cores,
+            "oversubscribed": any(len(hosts[host]) * threads > cores[host] for host in hosts)}
 
 
-def _slowest(comm, seconds: float) -> float:
+class Measurement:
+    """What one timed call does: :meth:`prepare` (untimed, before the barrier that starts
+    the call on every rank, so that ranks whose preparation takes longer do not make the
+    others wait inside the timed part), then :meth:`run`, which returns the seconds of
+    each of its parts."""
+
+    def prepare(self) -> None:
+        pass
+
+    def run(self) -> tuple[float, ...]:
+        raise NotImplementedError
+
+
+def _slowest_call(comm, measurement: Measurement) -> np.ndarray:
+    """The slowest rank's seconds for each part of one :class:`Measurement` (collective)."""
     from mpi4py import MPI
 
-    return comm.allreduce(seconds, op=MPI.MAX)
+    measurement.prepare()
+    comm.Barrier()
+    seconds = np.atleast_1d(np.asarray(measurement.run(), dtype=np.float64))
+    comm.Allreduce(MPI.IN_PLACE, seconds, op=MPI.MAX)
+    return seconds
+
+
+def slowest_times(comm, measurement: Measurement, repeats: int) -> np.ndarray:
+    """:func:`_slowest_call` for ``repeats`` calls after one warm-up call (repeats x parts)."""
+    _slowest_call(comm, measurement)
+    return np.array([_slowest_call(comm, measurement) for _ in range(repeats)])
+
+
+def slowest_median(comm, measurement: Measurement, repeats: int) -> np.ndarray:
+    """Median over calls of :func:`slowest_times`, per part."""
+    return np.median(slowest_times(comm, measurement, repeats), axis=0)
 
 
 def ping_pong_latency(comm, repeats: int = 1000) -> float | None:
@@ -52,61 +119,157 @@ def ping_pong_latency(comm, repeats: int = 1000) -> float | None:
     return comm.bcast(elapsed / repeats / 2 if rank == 0 else None, root=0)
 
 
-def alltoallv_seconds(comm, bytes_per_peer: int, repeats: int) -> float:
-    """Median over ``repeats`` of the slowest rank's time for one Alltoallv sending
-    ``bytes_per_peer`` bytes to every other rank."""
+def aligned_array(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An uninitialised array on a page, as training's exchange buffers are
+    (:class:`~supergcn.distributed.aggregation.BufferPool`)."""
+    from supergcn.distributed.comm import aligned_buffer
+
+    dtype = np.dtype(dtype)
+    return aligned_buffer(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize).view(dtype).reshape(shape)
+
+
+def random_rows(seed: int, rows: int, features: int) -> np.ndarray:
+    """``rows`` x ``features`` standard normal float32 values in an :func:`aligned_array`."""
+    out = aligned_array((rows, features), np.float32)
+    np.random.default_rng(seed).standard_normal(out.shape, dtype=np.float32, out=out)
+    return out
+
+
+def last_level_cache_bytes() -> int:
+    """The largest CPU cache's size as Linux reports it (:data:`DEFAULT_CACHE_BYTES` where
+    it does not)."""
+    sizes = []
+    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = entry.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes, default=DEFAULT_CACHE_BYTES)
+
+
+def cache_scratch() -> np.ndarray:
+    """A buffer as large as the last-level cache. Each timed call writes it first, so that
+    every call starts as an exchange in a training step does, with the caches full of
+    lines other work has just modified (see the module docstring)."""
+    return aligned_array((last_level_cache_bytes(),), np.uint8)
+
+
+def _peer_counts(comm, total: int) -> np.ndarray:
+    """``total`` split as evenly as possible over this rank's peers (itself when alone)."""
     size, rank = comm.Get_size(), comm.Get_rank()
-    counts = np.full(size, bytes_per_peer, dtype=np.int64)
-    counts[rank] = 0
-    displacements = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    send = np.ones(int(counts.sum()), dtype=np.uint8)
-    received = np.empty_like(send)
-    spec = (counts.tolist(), displacements.tolist())
-    times = []
-    for attempt in range(repeats + 1):
-        comm.Barrier()
+    peers = [r for r in range(size) if r != rank] or [rank]
+    counts = np.zeros(size, dtype=np.int64)
+    counts[peers] = total // len(peers)
+    counts[peers[: total % len(peers)]] += 1
+    return counts
+
+
+class AlltoallvMeasurement(Measurement):
+    """One exchange of ``bytes_per_peer`` bytes with every other rank, as training
+    exchanges rows: after other work (``scratch`` written), from a buffer written just
+    before."""
+
+    def __init__(self, comm, communicator, bytes_per_peer: int, scratch: np.ndarray) -> None:
+        self.communicator, self.scratch = communicator, scratch
+        self.counts = np.full(comm.Get_size(), bytes_per_peer // SWEEP_ROW_BYTES, dtype=np.int64)
+        self.counts[comm.Get_rank()] = 0
+        self.send = aligned_array((int(self.counts.sum()), SWEEP_ROW_BYTES), np.uint8)
+        self.received = aligned_array(self.send.shape, np.uint8)
+
+    def prepare(self) -> None:
+        self.scratch.fill(1)
+        self.send.fill(1)
+
+    def run(self) -> tuple[float]:
         started = time.perf_counter()
-        comm.Alltoallv([send, spec], [received, spec])
-        seconds = _slowest(comm, time.perf_counter() - started)
-        if attempt:
-            times.append(seconds)
-    return statistics.median(times)
+        self.communicator.ialltoallv(self.send, self.counts, self.counts, out=self.received).wait()
+        return (time.perf_counter() - started,)
 
 
-def bench_comm(comm, sizes=ALLTOALL_SIZES) -> dict:
-    """Ping-pong latency and the Alltoallv sweep, with the (L, BW) fitted to the sweep."""
+class QuantizationMeasurement(Measurement):
+    """(quantize, dequantize) of ``rows`` rows for this rank's peers, as an exchange
+    quantizes what it sends and dequantizes what it receives: after other work
+    (``scratch`` written), the rows written just before."""
+
+    def __init__(self, comm, rows: int, features: int, bits: int, parameter_dtype: str,
+                 scratch: np.ndarray) -> None:
+        from supergcn.kernels.quantization import Quantized, packed_rows
+
+        self.bits, self.parameter_dtype, self.scratch = bits, parameter_dtype, scratch
+        self.counts = _peer_counts(comm, rows)
+        self.source = random_rows(comm.Get_rank(), rows, features)
+        self.rows = aligned_array(self.source.shape, np.float32)
+        self.out = Quantized(aligned_array((int(packed_rows(self.counts, bits).sum()), features), np.uint8),
+                             aligned_array((rows,), np.float32), aligned_array((rows,), np.float32))
+        self.received = aligned_array(self.rows.shape, np.float32)
+
+    def prepare(self) -> None:
+        self.scratch.fill(1)
+        np.copyto(self.rows, self.source)
+
+    def run(self) -> tuple[float, float]:
+        from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
+
+        started = time.perf_counter()
+        quantized, wire = quantize_to_wire(self.rows, self.counts, self.bits, "nearest", 0, self.parameter_dtype,
+                                           self.out)
+        quantized_at = time.perf_counter()
+        dequantize_from_wire(quantized.packed, wire, self.counts, self.bits, self.received)
+        return quantized_at - started, time.perf_counter() - quantized_at
+
+
+def _interleaved(comm, calls: dict, rounds: int, seed: int = 0) -> dict:
+    """Per ``key: measurement``, the median over ``rounds`` of the slowest rank's time of
+    one call. Every round times every measurement once, in an order shuffled afresh (the
+    same on every rank), so that a machine whose speed drifts drifts alike for all of
+    them; each timed call follows an untimed one of its own."""
+    keys = list(calls)
+    order = np.random.default_rng(seed)
+    times: dict = {key: [] for key in keys}
+    for _ in range(rounds):
+        for index in order.permutation(len(keys)):
+            times[keys[index]].append(slowest_times(comm, calls[keys[index]], 1)[0])
+    return {key: np.median(np.array(values), axis=0) for key, values in times.items()}
+
+
+def bench_comm(comm, features: int = 256, bits: int = 2, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,
+               threads: int = 1, exchanges=(), rounds: int = ROUNDS, sizes=ALLTOALL_SIZES,
+               quantization_rows=QUANTIZATION_ROWS) -> dict:
+    """Ping-pong latency, the Alltoallv and quantization sweeps and the fits to them, and
+    the time of each real exchange in ``exchanges`` (``(strategy, plan dir, bits)``: one
+    layer's, as :class:`~supergcn.perf.exchangebench.TimedExchange` does it), every one
+    timed once per round, so that the fit and the exchanges it is checked against see the
+    same machine."""
+    from supergcn.distributed.comm import Communicator
+    from supergcn.perf.exchangebench import EXCHANGE_PARTS, TimedExchange
+
     size = comm.Get_size()
+    communicator = Communicator(comm)
     latency = ping_pong_latency(comm)
-    sweep = [{"bytes_per_peer": int(m), "seconds": alltoallv_seconds(comm, int(m), _repeats_for(m * size))}
-             for m in sizes]
-    result = {"num_ranks": size, "ping_pong_latency_s": latency, "alltoallv": sweep}
+    scratch = cache_scratch()
+    calls = {("alltoallv", m): AlltoallvMeasurement(comm, communicator, m, scratch) for m in sizes}
+    calls.update({("quantization", n): QuantizationMeasurement(comm, n, features, bits, parameter_dtype, scratch)
+                  for n in quantization_rows})
+    timed = [TimedExchange(comm, plan, features, width, parameter_dtype, scratch=scratch)
+             for _, plan, width in exchanges]
+    calls.update({("exchange", index): exchange for index, exchange in enumerate(timed)})
+    medians = _interleaved(comm, calls, rounds)
+    for exchange in timed:
+        exchange.close()
+    communicator.close()
+    result = {"num_ranks": size, **oversubscribed(comm, threads), "rounds": rounds, "ping_pong_latency_s": latency,
+              "alltoallv": [{"bytes_per_peer": int(m), "seconds": float(medians["alltoallv", m][0])} for m in sizes],
+              "quantization": {"features": features, "bits": bits, "parameter_dtype": parameter_dtype,
+                               "sweep": [{"rows": int(n), "values": int(n) * features,
+                                          "quantize_seconds": float(medians["quantization", n][0]),
+                                          "dequantize_seconds": float(medians["quantization", n][1])}
+                                         for n in quantization_rows]},
+              "exchanges": [{"strategy": strategy, "plan": str(plan), "bits": width, "features": features,
+                             "parameter_dtype": parameter_dtype,
+                             "seconds": dict(zip(EXCHANGE_PARTS, medians["exchange", index].tolist()))}
+                            for index, (strategy, plan, width) in enumerate(exchanges)]}
     # Rank 0 alone fits, so a sweep that does not fit is reported once (and aborts the job).
-    if size > 1 and comm.Get_rank() == 0:
-        fitted_latency, bandwidth = fit_alltoallv([result])
-        result["fit"] = {"latency_s": fitted_latency, "bandwidth_bytes_per_s": bandwidth}
+    if comm.Get_rank() == 0:
+        result["fit"] = {**(fit_exchange([result]) if size > 1 else {}), **fit_quantization(result)}
     return result
-
-
-def fit_latency_bandwidth(peers: np.ndarray, bytes_per_peer: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
-    """(L, BW) of seconds = peers * (L + bytes_per_peer / BW), fitted to relative error
-    (least squares on seconds / measured) so small and large messages count alike."""
-    peers = np.asarray(peers, dtype=np.float64)
-    sizes = np.asarray(bytes_per_peer, dtype=np.float64)
-    seconds = np.asarray(seconds, dtype=np.float64)
-    design = np.stack([peers, peers * sizes], axis=1) / seconds[:, None]
-    (latency, inverse_bandwidth), *_ = np.linalg.lstsq(design, np.ones_like(seconds), rcond=None)
-    if latency <= 0 or inverse_bandwidth <= 0:
-        raise SuperGCNError(f"the all-to-all timings do not fit L + bytes / BW (L = {latency:.3g} s, "
-                            f"1 / BW = {inverse_bandwidth:.3g} s/B)", "rerun `supergcn bench comm` on an idle machine")
-    return float(latency), float(1.0 / inverse_bandwidth)
-
-
-def fit_alltoallv(results: list[dict]) -> tuple[float, float]:
-    """(L, BW) fitted jointly to the Alltoallv sweeps of ``supergcn bench comm`` results."""
-    peers, sizes, seconds = [], [], []
-    for result in results:
-        for point in result["alltoallv"]:
-            peers.append(result["num_ranks"] - 1)
-            sizes.append(point["bytes_per_peer"])
-            seconds.append(point["seconds"])
-    return fit_latency_bandwidth(np.array(peers), np.array(sizes), np.array(seconds))

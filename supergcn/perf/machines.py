@@ -1,10 +1,9 @@
 """Machine profiles of the performance model as JSON files.
 
 A profile comes from the config (Fugaku, ABCI, a user's cluster: values in µs and GB/s,
-each with its source) or is measured here: (L, BW) fitted to ``supergcn bench comm``
-Alltoallv sweeps at every measured P and jointly over all of them (the default at other
-P), TH from the Int2 quantization benchmark and the aggregation throughput from our
-kernel on a graph, single rank.
+each with its source) or is measured here: the exchange and quantization terms fitted to
+``supergcn bench comm`` sweeps at every measured P (:mod:`supergcn.perf.commbench`), and
+the aggregation throughput from our kernel on a graph, single rank.
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from pathlib import Path
 from supergcn.data.storage import read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import FP32_BYTES
-from supergcn.perf.commbench import fit_alltoallv
-from supergcn.perf.model import MachineProfile
+from supergcn.perf.fits import fit_exchange, fit_quantization
+from supergcn.perf.model import PROFILE_FIELDS, MachineProfile
 
 PROFILE_FORMAT = "supergcn-machine/1"
 
@@ -32,32 +31,42 @@ def load_profile(path: str | Path) -> MachineProfile:
     return MachineProfile.from_config(entry["name"], entry)
 
 
+def _profile_entries(fit: dict) -> dict:
+    """The profile attributes in a :mod:`supergcn.perf.commbench` fit."""
+    return {attribute: fit[attribute] for attribute in PROFILE_FIELDS.values() if attribute in fit}
+
+
 def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: int, threads: int,
                      name: str = "local") -> tuple[MachineProfile, dict]:
-    """This machine's profile and the raw measurements behind it."""
-    from supergcn.perf.kernelbench import bench_kernels, bench_quantization
+    """This machine's profile and the raw measurements behind it.
 
-    multi = [result for result in comm_results if result["num_ranks"] > 1]
+    At every measured P the profile keeps what was fitted there (the call cost folded into
+    L, which one P cannot tell apart); elsewhere it uses (c, L, BW) fitted jointly over
+    all P and the quantization measured at the smallest P."""
+    from supergcn.perf.kernelbench import bench_kernels
+
+    multi = sorted((result for result in comm_results if result["num_ranks"] > 1), key=lambda r: r["num_ranks"])
     if not multi:
         raise SuperGCNError("no `supergcn bench comm` result with 2 or more ranks",
                             "run it under mpiexec -n 2 or more")
-    latency, bandwidth = fit_alltoallv(multi)
-    quantization = bench_quantization(rows=100_000, features=features, threads=threads, bits=2, rounding="nearest")
-    # TH counts bytes read and written: float32 in, packed bits out (and the reverse).
-    moved = quantization["float32_bytes"] + quantization["packed_bytes"]
-    round_trip = quantization["seconds"]["quantize_pack"] + quantization["seconds"]["unpack_dequantize"]
+    by_num_ranks = {result["num_ranks"]: _profile_entries({**fit_exchange([result]), **fit_quantization(result)})
+                    for result in multi}
     kernels = bench_kernels(graph_dir, features, threads, with_pyg=False)
     gathered = kernels["nnz"] * features * FP32_BYTES
+    smallest = multi[0]
     profile = MachineProfile(
-        name=name, latency_s=latency, bandwidth_bytes_per_s=bandwidth,
-        quantization_bytes_per_s=2 * moved / round_trip,
+        name=name, **{**by_num_ranks[smallest["num_ranks"]], **_profile_entries(fit_exchange(multi))},
         aggregation_bytes_per_s=gathered / kernels["seconds"]["ours_forward"],
         description=f"this machine, measured ({threads} thread(s) per rank)",
-        sources={"latency_us": "supergcn bench comm: Alltoallv sweep, fitted jointly over P",
-                 "bandwidth_gb_per_s": "supergcn bench comm: Alltoallv sweep, fitted jointly over P",
-                 "quantization_gb_per_s": "supergcn bench quantization (Int2, nearest)",
+        sources={**dict.fromkeys(("call_us", "latency_us", "bandwidth_gb_per_s"),
+                                 "supergcn bench comm: Alltoallv sweeps through the training exchange, fitted "
+                                 "jointly over P"),
+                 **dict.fromkeys(("quantization_gb_per_s", "quantize_call_us", "dequantization_gb_per_s",
+                                  "dequantize_call_us"),
+                                 f"supergcn bench comm: Int{smallest['quantization']['bits']} quantization sweep, "
+                                 f"all {smallest['num_ranks']} ranks at once"),
                  "aggregation_gb_per_s": f"supergcn bench kernels on {Path(graph_dir).name}"},
-        by_num_ranks={result["num_ranks"]: fit_alltoallv([result]) for result in multi})
-    measurements = {"comm": comm_results, "quantization": quantization,
+        by_num_ranks=by_num_ranks)
+    measurements = {"comm": comm_results,
                     "kernels": {key: kernels[key] for key in ("nnz", "features", "threads", "seconds")}}
     return profile, measurements

@@ -1,36 +1,48 @@
 """The communication performance model of SuperGCN (paper §5.4 and §6.2, Eqs. 2–8).
 
 For P ranks, rank i sends ``Comm[i][j]`` rows of F features to rank j in every exchange
-(one GNN layer's forward or backward pass). In FP32 (Eq. 2),
+(one GNN layer's forward or backward pass). In FP32 (Eq. 2, with a per-call cost c),
 
-    T_comm = max_i  sum_{j != i} ( Comm[i][j] * F * 4 bytes / BW + L ),
+    T_comm = max_i [ c + (P - 1) L + sum_{j != i} Comm[i][j] * F * 4 bytes / BW ],
 
-with BW the bandwidth one rank gets in an all-to-all and L the cost of one message. A
-b-bit exchange (Eqs. 4–6) sends ceil(Comm[i][j] * b / 8) bytes per feature column
-(each destination's chunk padded to whole bytes) plus two parameters per row (zero point
-and scale, 2 bytes each as bfloat16), and pays quantization of what it sends and
-dequantization of what it receives, each moving (4 + b/8) bytes per value at the
-quantization throughput TH:
+with BW the bandwidth one rank gets in an all-to-all and L the cost of one message per
+peer. A b-bit exchange (Eqs. 4–6) sends ceil(Comm[i][j] * b / 8) bytes per feature
+column (each destination's chunk padded to whole bytes) plus two parameters per row
+(zero point and scale, 2 bytes each as bfloat16). Every rank first quantizes what it
+sends; the exchange then waits for the slowest of them; each rank then dequantizes what
+it receives. Each moves (4 + b/8) bytes per value, at throughputs TH_q and TH_d and with
+a cost per exchange a_q and a_d whatever its size:
 
-    T_quant = max_i [ sum_j (data_ij + params_ij) / BW + m * (P - 1) * L
-                      + F * (4 + b/8) * (sum_j Comm[i][j] + sum_j Comm[j][i]) / TH ].
+    Q_i = a_q + F (4 + b/8) sum_j Comm[i][j] / TH_q,     D_i = a_d + F (4 + b/8) sum_j Comm[j][i] / TH_d,
+    T_quant = max_i Q_i + max_i [ 2 (c + (P - 1) L) + sum_j (data_ij + params_ij) / BW + D_i ].
 
-Two departures from the paper, both because the model is checked against this
-implementation: quantized exchanges send data and parameters as two concurrent
-Alltoallv calls, counted as m = 2 latencies per peer (the paper's Eq. 5 has one; the
-two overlap in part, so this is an upper bound the validation table tests), and the
-parameter bytes are those on our wire (bfloat16 by default, not the paper's FP32). Every
-rank pays a latency for each of its P - 1 peers, as in Eq. 2 (an Alltoallv addresses all
-of them), even where it sends a peer nothing. Eq. 7's ratios and Eq. 8's
-predicted speedup are evaluated at the bottleneck rank:
+Departures from the paper, each because the model is checked against this
+implementation (``supergcn bench exchange``, the validation table) and its terms fitted
+on the machine at hand (``supergcn bench comm``, :mod:`supergcn.perf.commbench`):
+
+* c: posting and completing one Alltoallv from Python costs tens of microseconds
+  whatever P, which the paper's per-peer L leaves out; where a profile is measured at one
+  P only, c is folded into L there;
+* quantized exchanges send data and parameters as two concurrent Alltoallv calls, each
+  paying c and (P - 1) L (the paper's Eq. 5 has one);
+* the paper's single TH and sum over a rank's own quantization and dequantization become
+  the sender's quantization (the slowest sender holds the exchange up) and the
+  receiver's dequantization, at their own throughputs (quantizing finds each row's range
+  and rounds: about 3x slower per byte than dequantizing, measured) and fixed costs;
+* the parameter bytes are those on our wire (bfloat16 by default, not the paper's FP32).
+
+Every rank pays a latency for each of its P - 1 peers, as in Eq. 2 (an Alltoallv
+addresses all of them), even where it sends a peer nothing. Eq. 7's ratios and Eq. 8's
+predicted speedup are evaluated at the bottleneck rank, with TH the round trip's
+throughput 2 / (1 / TH_q + 1 / TH_d):
 
     alpha = Comm / Params (values),  beta = TH / BW,  gamma = 32 / b,
     delta = L * (P - 1) / (Comm_i * F * (b / 8) / BW),
     speedup = alpha beta (gamma + delta) / ((1 + delta) alpha beta + 2 alpha (1 + gamma) + beta gamma)
             ~ (gamma + delta) / (1 + delta).
 
-An exchange is *latency-bound* when its latency term exceeds its transfer term (the
-paper's Fig. 7); Int2 reaches that point at fewer ranks than FP32.
+An exchange is *latency-bound* when its latency term (calls and messages) exceeds its
+transfer term (the paper's Fig. 7); Int2 reaches that point at fewer ranks than FP32.
 
 Aggregation time per rank and layer is the rank's in-edges (local and remote) times
 F * 4 bytes over the measured aggregation throughput (bytes of neighbour rows gathered
@@ -49,8 +61,33 @@ from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import FP32_BYTES, wire_bytes
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 
-# A machine profile's entries in the config: microseconds and 1e9 bytes per second.
-PROFILE_KEYS = ("latency_us", "bandwidth_gb_per_s", "quantization_gb_per_s", "aggregation_gb_per_s")
+#: A machine profile's entries in the config (microseconds and 1e9 bytes per second) and
+#: the attribute each one sets: the first four are required, the others optional.
+PROFILE_FIELDS = {"latency_us": "latency_s", "bandwidth_gb_per_s": "bandwidth_bytes_per_s",
+                  "quantization_gb_per_s": "quantization_bytes_per_s",
+                  "aggregation_gb_per_s": "aggregation_bytes_per_s", "call_us": "call_s",
+                  "quantize_call_us": "quantize_call_s", "dequantization_gb_per_s": "dequantization_bytes_per_s",
+                  "dequantize_call_us": "dequantize_call_s"}
+PROFILE_KEYS = tuple(PROFILE_FIELDS)[:4]
+_UNITS = {"_us": 1e-6, "_gb_per_s": 1e9}
+
+
+def _unit(key: str) -> float:
+    return next(scale for suffix, scale in _UNITS.items() if key.endswith(suffix))
+
+
+def _to_si(entry: dict, where: str) -> dict:
+    """The profile entries in ``entry`` as attribute values (seconds, bytes per second)."""
+    unknown = sorted(set(entry) - set(PROFILE_FIELDS))
+    if unknown:
+        raise SuperGCNError(f"{where} has unknown entries {', '.join(unknown)}",
+                            f"use {', '.join(PROFILE_FIELDS)}")
+    values = {key: float(value) for key, value in entry.items()}
+    bad = [key for key, value in values.items() if not (value >= 0 if key.endswith("call_us") else value > 0)]
+    if bad:
+        raise SuperGCNError(f"{where}: {', '.join(bad)} must be positive (the call costs: not negative)",
+                            "fix its entry in the config's machines section")
+    return {PROFILE_FIELDS[key]: value * _unit(key) for key, value in values.items()}
 
 
 @dataclass(frozen=True)
@@ -58,14 +95,22 @@ class MachineProfile:
     """What the model needs to know about a machine, per MPI rank."""
 
     name: str
-    latency_s: float                 # L: cost of one message in an all-to-all
+    latency_s: float                 # L: cost of one message per peer in an all-to-all
     bandwidth_bytes_per_s: float     # BW: bytes per second one rank sends in an all-to-all
-    quantization_bytes_per_s: float  # TH: bytes read + written per second by (de)quantization
+    quantization_bytes_per_s: float  # TH: bytes read + written per second quantizing rows to send
     aggregation_bytes_per_s: float   # neighbour-row bytes gathered per second by aggregation
     description: str = ""
     sources: dict = field(default_factory=dict)
-    # Measured (L, BW) at particular process counts, used instead of the defaults there.
+    call_s: float = 0.0              # c: cost of one all-to-all call, whatever P
+    quantize_call_s: float = 0.0     # a_q: cost of quantizing for one exchange, whatever its size
+    dequantization_bytes_per_s: float | None = None  # TH of dequantizing received rows (default: TH)
+    dequantize_call_s: float = 0.0   # a_d
+    # Entries measured at particular process counts (attribute -> value), used there instead.
     by_num_ranks: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.dequantization_bytes_per_s is None:
+            object.__setattr__(self, "dequantization_bytes_per_s", self.quantization_bytes_per_s)
 
     @classmethod
     def from_config(cls, name: str, entry: dict) -> MachineProfile:
@@ -73,36 +118,34 @@ class MachineProfile:
         missing = [key for key in PROFILE_KEYS if key not in entry]
         if missing:
             raise SuperGCNError(f"machine profile {name!r} lacks {', '.join(missing)}",
-                                "add them to its entry (units: latency_us in microseconds, *_gb_per_s in 1e9 bytes "
+                                "add them to its entry (units: *_us in microseconds, *_gb_per_s in 1e9 bytes "
                                 "per second)")
-        values = {key: float(entry[key]) for key in PROFILE_KEYS}
-        bad = [key for key, value in values.items() if not value > 0]
-        if bad:
-            raise SuperGCNError(f"machine profile {name!r}: {', '.join(bad)} must be positive",
-                                "fix its entry in the config's machines section")
-        return cls(name=name, latency_s=values["latency_us"] * 1e-6,
-                   bandwidth_bytes_per_s=values["bandwidth_gb_per_s"] * 1e9,
-                   quantization_bytes_per_s=values["quantization_gb_per_s"] * 1e9,
-                   aggregation_bytes_per_s=values["aggregation_gb_per_s"] * 1e9,
-                   description=entry.get("description", ""),
-                   sources=dict(entry.get("sources", {})),
-                   by_num_ranks={int(p): (float(v["latency_us"]) * 1e-6, float(v["bandwidth_gb_per_s"]) * 1e9)
-                                 for p, v in entry.get("by_num_ranks", {}).items()})
+        described = {"description", "sources", "by_num_ranks", "format", "name", "measurements"}
+        values = _to_si({key: value for key, value in entry.items() if key not in described},
+                        f"machine profile {name!r}")
+        by_num_ranks = {int(p): _to_si(overrides, f"machine profile {name!r} at P = {p}")
+                        for p, overrides in entry.get("by_num_ranks", {}).items()}
+        return cls(name=name, description=entry.get("description", ""), sources=dict(entry.get("sources", {})),
+                   by_num_ranks=by_num_ranks, **values)
 
     def to_config(self) -> dict:
-        return {"description": self.description, "latency_us": self.latency_s * 1e6,
-                "bandwidth_gb_per_s": self.bandwidth_bytes_per_s / 1e9,
-                "quantization_gb_per_s": self.quantization_bytes_per_s / 1e9,
-                "aggregation_gb_per_s": self.aggregation_bytes_per_s / 1e9, "sources": self.sources,
-                "by_num_ranks": {str(p): {"latency_us": latency * 1e6, "bandwidth_gb_per_s": bandwidth / 1e9}
-                                 for p, (latency, bandwidth) in sorted(self.by_num_ranks.items())}}
+        def config_entries(values: dict) -> dict:
+            return {key: values[attribute] / _unit(key) for key, attribute in PROFILE_FIELDS.items()
+                    if attribute in values}
+        by_num_ranks = {str(p): config_entries(overrides) for p, overrides in sorted(self.by_num_ranks.items())}
+        return {"description": self.description, **config_entries(vars(self)), "sources": self.sources,
+                "by_num_ranks": by_num_ranks}
 
     def at(self, num_ranks: int) -> MachineProfile:
-        """This profile with the (L, BW) measured at ``num_ranks`` ranks, where there is one."""
+        """This profile with the entries measured at ``num_ranks`` ranks, where there are some."""
         if num_ranks not in self.by_num_ranks:
             return self
-        latency, bandwidth = self.by_num_ranks[num_ranks]
-        return replace(self, latency_s=latency, bandwidth_bytes_per_s=bandwidth)
+        return replace(self, **self.by_num_ranks[num_ranks])
+
+    @property
+    def round_trip_bytes_per_s(self) -> float:
+        """Bytes per second of quantizing a value and dequantizing it again (harmonic mean)."""
+        return 2 / (1 / self.quantization_bytes_per_s + 1 / self.dequantization_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -124,28 +167,29 @@ class ExchangePrediction:
 
 def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfile,
                   parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> ExchangePrediction:
-    """Predicted time of one exchange of ``rows[i][j]`` rows of ``width`` features (Eqs. 2, 6)."""
+    """Predicted time of one exchange of ``rows[i][j]`` rows of ``width`` features (see the
+    module docstring)."""
     rows = np.asarray(rows, dtype=np.int64)
     num_ranks = rows.shape[0]
     if rows.shape != (num_ranks, num_ranks):
         raise ValueError(f"rows must be a square matrix, got shape {rows.shape}")
     machine = machine.at(num_ranks)
     data, params = wire_bytes(rows, width, bits, parameter_dtype)
+    transfer = (data.sum(axis=1) + params.sum(axis=1)) / machine.bandwidth_bytes_per_s
     if bits == 32:
-        messages = 1
-        quantization = np.zeros(num_ranks)
+        messages, quantize, dequantize = 1, 0.0, np.zeros(num_ranks)
     else:
         messages = 2
         bytes_per_value = FP32_BYTES + bits / 8
-        values = (rows.sum(axis=1) + rows.sum(axis=0)) * width
-        quantization = values * bytes_per_value / machine.quantization_bytes_per_s
-    transfer = (data.sum(axis=1) + params.sum(axis=1)) / machine.bandwidth_bytes_per_s
-    latency = messages * (num_ranks - 1) * machine.latency_s
-    total = transfer + latency + quantization
-    rank = int(np.argmax(total))
-    return ExchangePrediction(seconds=float(total[rank]), bottleneck_rank=rank,
+        sent, received = rows.sum(axis=1) * width, rows.sum(axis=0) * width
+        quantize = machine.quantize_call_s + sent.max() * bytes_per_value / machine.quantization_bytes_per_s
+        dequantize = machine.dequantize_call_s + received * bytes_per_value / machine.dequantization_bytes_per_s
+    latency = messages * (machine.call_s + (num_ranks - 1) * machine.latency_s)
+    after_quantization = transfer + latency + dequantize
+    rank = int(np.argmax(after_quantization))
+    return ExchangePrediction(seconds=float(quantize + after_quantization[rank]), bottleneck_rank=rank,
                               transfer_seconds=float(transfer[rank]), latency_seconds=float(latency),
-                              quantization_seconds=float(quantization[rank]),
+                              quantization_seconds=float(quantize + dequantize[rank]),
                               data_bytes=int(data[rank].sum()), param_bytes=int(params[rank].sum()))
 
 
@@ -159,7 +203,7 @@ def paper_ratios(rows: np.ndarray, width: int, bits: int, machine: MachineProfil
     sent = rows.sum(axis=1)
     rank = int(np.argmax(sent))
     alpha = width / 2
-    beta = machine.quantization_bytes_per_s / machine.bandwidth_bytes_per_s
+    beta = machine.round_trip_bytes_per_s / machine.bandwidth_bytes_per_s
     gamma = 32 / bits
     quantized_seconds = sent[rank] * width * bits / 8 / machine.bandwidth_bytes_per_s
     delta = (num_ranks - 1) * machine.latency_s / quantized_seconds if quantized_seconds else float("inf")

@@ -160,27 +160,29 @@ def cost_table(documents: list[dict]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records).sort_values(["dataset", "P"], kind="stable")
 
 
-def validation_table(measurements: list[tuple[str, Path, dict]], profile: MachineProfile) -> pd.DataFrame:
-    """Model vs ``supergcn bench exchange`` per (plan, bits): predicted and measured
-    seconds of one exchange and the relative error (predicted / measured - 1)."""
+def validation_table(comm_results: list[dict], profile: MachineProfile) -> pd.DataFrame:
+    """Model vs the exchanges ``supergcn bench comm --exchange`` timed in turn with its
+    sweeps: predicted and measured seconds of one exchange and the relative error
+    (predicted / measured - 1), with whether the ranks outnumbered the cores."""
     records = []
-    for strategy, plan_dir, measured in measurements:
-        plan, rows = plan_strategy_rows(plan_dir)
-        rows = rows[strategy]
-        predicted = perfmodel.exchange_time(rows, measured["features"], measured["bits"], profile,
-                                            measured["parameter_dtype"])
-        seconds = measured["seconds"]
-        records.append({"P": plan["num_ranks"], "strategy": strategy, "bits": measured["bits"],
-                        "predicted_ms": predicted.seconds * 1e3, "measured_ms": seconds["total"] * 1e3,
-                        "relative_error": predicted.seconds / seconds["total"] - 1,
-                        "predicted_comm_ms": (predicted.transfer_seconds + predicted.latency_seconds) * 1e3,
-                        "measured_comm_ms": seconds["communication"] * 1e3,
-                        "predicted_quant_ms": predicted.quantization_seconds * 1e3,
-                        "measured_quant_ms": seconds["quantization"] * 1e3})
+    for result in comm_results:
+        for measured in result.get("exchanges", []):
+            plan, rows = plan_strategy_rows(Path(measured["plan"]))
+            predicted = perfmodel.exchange_time(rows[measured["strategy"]], measured["features"], measured["bits"],
+                                                profile, measured["parameter_dtype"])
+            seconds = measured["seconds"]
+            records.append({"P": plan["num_ranks"], "strategy": measured["strategy"], "bits": measured["bits"],
+                            "oversubscribed": result["oversubscribed"],
+                            "predicted_ms": predicted.seconds * 1e3, "measured_ms": seconds["total"] * 1e3,
+                            "relative_error": predicted.seconds / seconds["total"] - 1,
+                            "predicted_comm_ms": (predicted.transfer_seconds + predicted.latency_seconds) * 1e3,
+                            "measured_comm_ms": seconds["communication"] * 1e3,
+                            "predicted_quant_ms": predicted.quantization_seconds * 1e3,
+                            "measured_quant_ms": seconds["quantization"] * 1e3})
     return pd.DataFrame.from_records(records).sort_values(["P", "strategy", "bits"], kind="stable")
 
 
-def write_tables(prediction_paths, validation: list[tuple[str, Path, Path]], profile_path, out_dir: Path) -> None:
+def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir: Path) -> None:
     documents = _read_predictions(prediction_paths)
     predictions = prediction_table(documents)
     hidden = documents[0]["hidden"] if documents else 0
@@ -200,8 +202,8 @@ def write_tables(prediction_paths, validation: list[tuple[str, Path, Path]], pro
                 "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P.")
     if validation:
         profile = load_profile(profile_path)
-        measured = [(strategy, Path(plan_dir), read_json(Path(path), "exchange benchmark"))
-                    for strategy, plan_dir, path in validation]
-        write_table(validation_table(measured, profile), out_dir / "perf_validation",
-                    f"Model vs measured time of one exchange on {profile.name} "
-                    f"(relative error = predicted / measured - 1).")
+        results = [read_json(Path(path), "bench comm result") for path in validation]
+        write_table(validation_table(results, profile), out_dir / "perf_validation",
+                    f"Model vs measured time of one exchange on {profile.name}, both taken in the same job "
+                    "(relative error = predicted / measured - 1); rows taken with more ranks than cores "
+                    "are marked oversubscribed: there the ranks share cores and the model does not hold.")

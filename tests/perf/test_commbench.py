@@ -1,39 +1,40 @@
-"""``supergcn bench comm`` and the (L, BW) fit behind machine profiles."""
+"""``supergcn bench comm``: the sweeps and the exchanges timed in turn with them."""
 
 import json
-
-import numpy as np
-import pytest
-
-from supergcn.errors import SuperGCNError
-from supergcn.perf.commbench import fit_latency_bandwidth
 
 from conftest import run_mpi
 
 
-def test_bench_comm_fits_latency_and_bandwidth(tmp_path):
+def test_bench_comm_sweeps_fits_and_times_the_plans_exchanges(tiny_plans, tmp_path):
     out = tmp_path / "comm.json"
-    result = run_mpi(2, "bench", "comm", "--json", out)
+    plan = tiny_plans / "P2-hybrid"
+    result = run_mpi(2, "bench", "comm", "--features", 16, "--rounds", 3, "--exchange", f"hybrid={plan}",
+                     "--exchange-bits", 32, 2, "--json", out)
     assert result.returncode == 0, result.stderr
     measured = json.loads(out.read_text())
     assert measured["num_ranks"] == 2 and measured["ping_pong_latency_s"] > 0
+    # Two ranks of one thread on a host: oversubscribed exactly when it has one core.
+    cores = measured["cores_by_host"]
+    assert len(cores) == 1 and measured["oversubscribed"] == (2 > next(iter(cores.values())))
     sizes = [point["bytes_per_peer"] for point in measured["alltoallv"]]
     assert sizes == sorted(sizes) and sizes[-1] >= 2**23
-    # 8 MiB per peer takes longer than 8 B: the sweep spans both regimes the fit needs.
-    assert measured["alltoallv"][-1]["seconds"] > 10 * measured["alltoallv"][0]["seconds"]
+    # 8 MiB per peer takes longer than 8 B: the sweep spans both regimes the fit needs
+    # (after a step's work, 8 B take about 0.1 ms here and 8 MiB about 1 ms).
+    assert measured["alltoallv"][-1]["seconds"] > 3 * measured["alltoallv"][0]["seconds"]
+    sweep = measured["quantization"]["sweep"]
+    assert [point["values"] for point in sweep] == [point["rows"] * 16 for point in sweep]
+    assert sweep[-1]["quantize_seconds"] > sweep[0]["quantize_seconds"]
     assert measured["fit"]["latency_s"] > 0 and measured["fit"]["bandwidth_bytes_per_s"] > 0
+    assert measured["fit"]["quantization_bytes_per_s"] > 0 and measured["fit"]["dequantization_bytes_per_s"] > 0
+    exchanges = measured["exchanges"]
+    assert [(e["strategy"], e["plan"], e["bits"]) for e in exchanges] == [("hybrid", str(plan), 32),
+                                                                           ("hybrid", str(plan), 2)]
+    assert all(e["seconds"]["total"] > 0 for e in exchanges)
+    assert exchanges[0]["seconds"]["quantization"] == 0 < exchanges[1]["seconds"]["quantization"]
 
 
-def test_fit_recovers_latency_and_bandwidth():
-    rng = np.random.default_rng(0)
-    peers = np.repeat([1, 3, 7], 11)
-    sizes = np.tile(8 * 4.0 ** np.arange(11), 3)
-    seconds = peers * (5e-6 + sizes / 8e9) * rng.uniform(0.97, 1.03, len(sizes))
-    latency, bandwidth = fit_latency_bandwidth(peers, sizes, seconds)
-    assert latency == pytest.approx(5e-6, rel=0.05)
-    assert bandwidth == pytest.approx(8e9, rel=0.05)
-
-
-def test_fit_rejects_timings_that_shrink_with_size():
-    with pytest.raises(SuperGCNError, match="do not fit"):
-        fit_latency_bandwidth([1, 1, 1], [8, 8000, 8e6], [1e-3, 1e-4, 1e-5])
+def test_bench_comm_refuses_a_plan_for_another_rank_count(tiny_plans):
+    result = run_mpi(3, "bench", "comm", "--rounds", 1, "--exchange", f"hybrid={tiny_plans / 'P2-hybrid'}")
+    assert result.returncode == 2
+    assert "is for 2 ranks but 3 were started — launch with `mpiexec -n 2`" in result.stderr
+    assert result.stderr.count("error:") == 1

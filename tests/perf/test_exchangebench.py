@@ -2,32 +2,26 @@
 
 import json
 
-import numpy as np
 import pytest
 
+from supergcn.kernels.wire import wire_bytes
 from supergcn.partition.plan import plan_strategy_rows
-from supergcn.perf import model as perfmodel
-from supergcn.perf.model import MachineProfile
 
 from conftest import run_mpi
 
 
 @pytest.mark.parametrize("bits", [32, 2])
 def test_bench_exchange_moves_the_bytes_the_model_counts(tiny_plans, tmp_path, bits):
-    """The communicator's byte counters in a real exchange equal the model's data plus
-    parameter bytes at the busiest sender."""
+    """The communicator's byte counters in a real exchange equal the wire bytes the model
+    counts, at the busiest sender."""
     plan = tiny_plans / "P2-hybrid"
     out = tmp_path / "exchange.json"
     result = run_mpi(2, "bench", "exchange", "--plan", plan, "--features", 24, "--bits", bits, "--repeats", 3,
                      "--json", out)
     assert result.returncode == 0, result.stderr
     measured = json.loads(out.read_text())
-    rows = plan_strategy_rows(plan)[1]["hybrid"]
-    machine = MachineProfile("m", 1e-6, 1e9, 1e9, 1e9)
-    sent = [perfmodel.exchange_time(rows * np.eye(2, dtype=int)[rank][:, None], 24, bits, machine)
-            for rank in range(2)]
-    expected = max(p.data_bytes + p.param_bytes for p in sent)
-    assert measured["max_bytes_sent_per_exchange"] == expected
+    data, params = wire_bytes(plan_strategy_rows(plan)[1]["hybrid"], 24, bits)
+    assert measured["max_bytes_sent_per_exchange"] == (data + params).sum(axis=1).max()
     seconds = measured["seconds"]
     assert seconds["total"] >= seconds["communication"] > 0
     assert (seconds["quantization"] > 0) == (bits != 32)

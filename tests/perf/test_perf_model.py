@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -27,15 +29,37 @@ def test_fp32_exchange_time_by_hand():
 def test_int2_exchange_time_by_hand():
     # Rank 1 sends 5 rows to rank 0 and 3 rows to rank 2, width 8. Int2 packs 4 rows per
     # byte per destination: ceil(5/4) + ceil(3/4) = 3 byte rows of 8 = 24 B of data;
-    # parameters 8 rows x 2 x 2 B = 32 B. It receives 2 rows (from rank 0). Quantization
-    # moves (4 + 1/4) B per value: (8 sent + 2 received) x 8 x 4.25 = 340 B at 2 MB/s.
+    # parameters 8 rows x 2 x 2 B = 32 B. Quantizing and dequantizing move (4 + 1/4) B per
+    # value. Every rank waits for the slowest quantizer, rank 1 with 8 rows:
+    # 10 us + 8 x 8 x 4.25 B / 2 MB/s = 146 us. Then, per rank, two calls of 100 us + 2 peers
+    # x 1 ms, its transfer and its dequantization (5 us + received values x 4.25 B / 4 MB/s):
+    #   rank 0: 16 B (1 byte row + 2 parameter rows) -> 16 + 4200 + 5 + 42.5 = 4263.5 us,
+    #   rank 1: 56 B, receives 2 rows -> 56 + 4200 + 5 + 17 = 4278 us (the bottleneck),
+    #   rank 2: nothing to send, receives 3 rows -> 4200 + 5 + 25.5 = 4230.5 us.
+    machine = replace(MACHINE, call_s=100e-6, quantize_call_s=10e-6, dequantization_bytes_per_s=4e6,
+                      dequantize_call_s=5e-6)
     rows = np.array([[0, 2, 0], [5, 0, 3], [0, 0, 0]])
-    prediction = perfmodel.exchange_time(rows, width=8, bits=2, machine=MACHINE)
+    prediction = perfmodel.exchange_time(rows, width=8, bits=2, machine=machine)
     assert prediction.bottleneck_rank == 1
     assert prediction.data_bytes == 24 and prediction.param_bytes == 32
     assert prediction.transfer_seconds == pytest.approx(56e-6)
-    assert prediction.latency_seconds == pytest.approx(2 * 2 * 1e-3)  # data and parameters: two messages per peer
-    assert prediction.quantization_seconds == pytest.approx(340 / 2e6)
+    assert prediction.latency_seconds == pytest.approx(2 * (100e-6 + 2 * 1e-3))  # data and parameters: two calls
+    assert prediction.quantization_seconds == pytest.approx(146e-6 + 22e-6)
+    assert prediction.seconds == pytest.approx(146e-6 + 4278e-6)
+
+
+def test_the_slowest_quantizer_holds_every_rank_up():
+    # Rank 0 quantizes 1,000 rows for rank 1, which sends nothing back: rank 1's exchange
+    # ends after rank 0's quantization, its transfer and rank 1's dequantization.
+    rows = np.array([[0, 1000], [0, 0]])
+    machine = replace(MACHINE, latency_s=1e-12)
+    prediction = perfmodel.exchange_time(rows, width=1, bits=8, machine=machine)
+    quantize = 1000 * 5 / 2e6
+    rank_0 = (1000 * 1 + 1000 * 4) / 1e6  # data and bfloat16 parameters
+    rank_1 = 1000 * 5 / 2e6
+    assert prediction.bottleneck_rank == 0  # its transfer outweighs rank 1's dequantization
+    assert prediction.seconds == pytest.approx(quantize + rank_0 + 2 * 1e-12)
+    assert rank_0 > rank_1
 
 
 def paper_times(comm_values, num_ranks, bits, machine):
@@ -86,16 +110,30 @@ def test_eq8_limits():
 def test_profile_from_config_units_and_errors():
     profile = MachineProfile.from_config("c", {"latency_us": 2, "bandwidth_gb_per_s": 10, "quantization_gb_per_s": 20,
                                                "aggregation_gb_per_s": 30, "sources": {},
-                                               "by_num_ranks": {"4": {"latency_us": 9, "bandwidth_gb_per_s": 1}}})
+                                               "by_num_ranks": {"4": {"latency_us": 9, "bandwidth_gb_per_s": 1,
+                                                                      "quantize_call_us": 5}}})
     assert profile.latency_s == pytest.approx(2e-6) and profile.bandwidth_bytes_per_s == pytest.approx(1e10)
-    assert profile.at(4).latency_s == pytest.approx(9e-6) and profile.at(4).bandwidth_bytes_per_s == 1e9
+    # Optional entries: no call costs, dequantization as fast as quantization.
+    assert profile.call_s == profile.quantize_call_s == profile.dequantize_call_s == 0
+    assert profile.dequantization_bytes_per_s == profile.quantization_bytes_per_s == pytest.approx(2e10)
+    at_4 = profile.at(4)
+    assert at_4.latency_s == pytest.approx(9e-6) and at_4.bandwidth_bytes_per_s == 1e9
+    assert at_4.quantize_call_s == pytest.approx(5e-6) and at_4.quantization_bytes_per_s == pytest.approx(2e10)
     assert profile.at(8) is profile
     assert MachineProfile.from_config("c", profile.to_config()) == profile
+    measured = MachineProfile.from_config("m", {**profile.to_config(), "call_us": 30, "dequantization_gb_per_s": 60,
+                                                "dequantize_call_us": 0})
+    assert measured.call_s == pytest.approx(30e-6) and measured.dequantization_bytes_per_s == pytest.approx(6e10)
+    assert MachineProfile.from_config("m", measured.to_config()) == measured
     with pytest.raises(SuperGCNError, match="lacks bandwidth_gb_per_s"):
         MachineProfile.from_config("c", {"latency_us": 2, "quantization_gb_per_s": 1, "aggregation_gb_per_s": 1})
-    with pytest.raises(SuperGCNError, match="must be positive"):
+    with pytest.raises(SuperGCNError, match="latency_us must be positive"):
         MachineProfile.from_config("c", {"latency_us": 0, "bandwidth_gb_per_s": 1, "quantization_gb_per_s": 1,
                                          "aggregation_gb_per_s": 1})
+    with pytest.raises(SuperGCNError, match="call_us must be positive .the call costs: not negative"):
+        MachineProfile.from_config("c", {**measured.to_config(), "call_us": -1})
+    with pytest.raises(SuperGCNError, match="at P = 4 has unknown entries latency"):
+        MachineProfile.from_config("c", {**measured.to_config(), "by_num_ranks": {"4": {"latency": 1}}})
 
 
 @pytest.mark.parametrize("dims, requires_grad, expected", [

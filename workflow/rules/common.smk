@@ -183,18 +183,8 @@ def perf_predictions():
 
 
 def perf_validation():
-    """(strategy, plan dir, measurement) of every exchange measured here to check the model."""
-    local = PERF["local"]
-    return [
-        (
-            strategy,
-            f"{DATA}/plans/{local['dataset']}/P{P}/{strategy}",
-            f"{RESULTS}/perf/bench/{local['dataset']}/P{P}/{strategy}-{PRECISIONS[bits]}.json",
-        )
-        for P in local["process_counts"]
-        for strategy in STRATEGIES
-        for bits in local["bits"]
-    ]
+    """`bench comm` results holding the exchanges measured here to check the model."""
+    return [f"{RESULTS}/perf/bench/comm-P{P}.json" for P in PERF["local"]["process_counts"]]
 
 
 def variant_of(wildcards):
@@ -241,7 +231,7 @@ def launch_ranks(wildcards):
     return f"SRUN_CPUS_PER_TASK={EXECUTION['threads_per_rank']} {EXECUTION['mpi']} -n {wildcards.P}"
 
 
-#: What a job of P MPI ranks asks of a scheduler (train, bench comm, bench exchange). The
+#: What a job of P MPI ranks asks of a scheduler (train, bench comm). The
 #: launcher is a resource, not a parameter, so that moving a study between machines (mpiexec
 #: here, srun there) does not rerun its finished jobs.
 RANK_JOB = dict(

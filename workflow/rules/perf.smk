@@ -15,9 +15,20 @@ localrules:
 
 
 rule bench_comm:
+    input:
+        plans=expand(f"{DATA}/plans/{PERF['local']['dataset']}/P{{{{P}}}}/{{strategy}}", strategy=STRATEGIES),
     output:
         f"{RESULTS}/perf/bench/comm-P{{P}}.json",
     params:
+        hidden=TRAINING["hidden"],
+        # the quantized width the model is checked at (its cost per value hardly depends on it)
+        bits=min([bits for bits in PERF["local"]["bits"] if bits != 32], default=2),
+        exchanges=lambda wildcards, input: " ".join(
+            shlex.quote(f"{strategy}={plan}") for strategy, plan in zip(STRATEGIES, input.plans)
+        ),
+        exchange_bits=" ".join(str(bits) for bits in PERF["local"]["bits"]),
+        rounds=PERF["local"]["rounds"],
+        parameter_dtype=TRAINING["parameter_dtype"],
         code=code("bench_comm"),
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
@@ -27,7 +38,10 @@ rule bench_comm:
     log:
         "logs/perf/bench_comm/P{P}.log",
     shell:
-        "{resources.launch} python -m supergcn.cli bench comm --json {output:q} > {log:q} 2>&1"
+        "{resources.launch} python -m supergcn.cli bench comm --features {params.hidden} --bits {params.bits} "
+        "--parameter-dtype {params.parameter_dtype} --threads {resources.cpus_per_task} "
+        "--exchange {params.exchanges} --exchange-bits {params.exchange_bits} --rounds {params.rounds} "
+        "--json {output:q} > {log:q} 2>&1"
 
 
 rule local_machine:
@@ -69,29 +83,6 @@ rule machine_profile:
         "--out {output:q} > {log:q} 2>&1"
 
 
-rule bench_exchange:
-    input:
-        plan=f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}",
-    output:
-        f"{RESULTS}/perf/bench/{{dataset}}/P{{P}}/{{strategy}}-{{precision}}.json",
-    params:
-        bits=lambda wildcards: precision_bits(wildcards.precision),
-        hidden=TRAINING["hidden"],
-        parameter_dtype=TRAINING["parameter_dtype"],
-        code=code("bench_exchange"),
-    threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
-    resources:
-        **RANK_JOB,
-    conda:
-        "../envs/supergcn.yaml"
-    log:
-        "logs/perf/bench_exchange/{dataset}/P{P}/{strategy}-{precision}.log",
-    shell:
-        "{resources.launch} python -m supergcn.cli bench exchange --plan {input.plan:q} "
-        "--features {params.hidden} --bits {params.bits} --parameter-dtype {params.parameter_dtype} "
-        "--threads {resources.cpus_per_task} --json {output:q} > {log:q} 2>&1"
-
-
 rule predict:
     input:
         graph=f"{DATA}/graphs/{{dataset}}",
@@ -120,7 +111,7 @@ rule predict:
 rule perf_tables:
     input:
         predictions=perf_predictions(),
-        validation=[result for _, _, result in perf_validation()],
+        validation=perf_validation(),
         profile=f"{RESULTS}/perf/machines/local.json",
     output:
         csv=[
@@ -130,7 +121,6 @@ rule perf_tables:
         ],
         other=expand(f"{RESULTS}/perf/tables/{{table}}.{{ext}}", table=PERF_TABLES, ext=["md", "tex"]),
     params:
-        validation=" ".join(shlex.quote("=".join(item)) for item in perf_validation()),
         code=code("perf_tables"),
         out_dir=lambda wildcards, output: os.path.dirname(output.csv[0]),
     conda:
@@ -138,7 +128,7 @@ rule perf_tables:
     log:
         "logs/perf/tables.log",
     shell:
-        "python -m supergcn.cli perf tables --predictions {input.predictions:q} --validation {params.validation} "
+        "python -m supergcn.cli perf tables --predictions {input.predictions:q} --validation {input.validation:q} "
         "--profile {input.profile:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
