@@ -16,12 +16,14 @@ def configure(parser) -> None:
 
 def run(args) -> None:
     """Draw the scaling, breakdown, accuracy-curve (and volume) figures into ``args.out_dir``."""
+    from supergcn.data.storage import files_written_together
     from supergcn.report import figures
 
     read = figures.read_tables(args.tables_dir)  # all of them before drawing any
     out = args.out_dir
-    figures.plot_scaling(read["scaling"], out / "scaling")
-    figures.plot_breakdown(read["breakdown"], out / "breakdown")
-    figures.plot_accuracy_curves(read["runs"], out / "accuracy_curves")
-    if "volume" in read:
-        figures.plot_volume(read["volume"], out / "volume")
+    with files_written_together(out):
+        figures.plot_scaling(read["scaling"], out / "scaling")
+        figures.plot_breakdown(read["breakdown"], out / "breakdown")
+        figures.plot_accuracy_curves(read["runs"], out / "accuracy_curves")
+        if "volume" in read:
+            figures.plot_volume(read["volume"], out / "volume")

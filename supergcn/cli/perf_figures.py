@@ -16,6 +16,8 @@ def configure(parser) -> None:
 
 def run(args) -> None:
     """Draw :func:`supergcn.report.figures.plot_perf_study` into ``args.out_dir``."""
+    from supergcn.data.storage import files_written_together
     from supergcn.report.figures import plot_perf_study
 
-    plot_perf_study(args.tables_dir, args.out_dir)
+    with files_written_together(args.out_dir):
+        plot_perf_study(args.tables_dir, args.out_dir)

@@ -20,8 +20,10 @@ def configure(parser) -> None:
 
 def run(args) -> None:
     """Write :func:`supergcn.perf.study.write_tables` to ``args.out_dir``."""
+    from supergcn.data.storage import files_written_together
     from supergcn.perf import study
 
     if args.validation and args.profile is None:
         raise SuperGCNError("--validation needs --profile", "pass the measured profile of this machine")
-    study.write_tables(args.predictions, args.validation, args.profile, args.out_dir)
+    with files_written_together(args.out_dir):
+        study.write_tables(args.predictions, args.validation, args.profile, args.out_dir)

@@ -26,7 +26,7 @@ def run(args) -> None:
 
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)
-    partition, part_manifest = load_partition(args.partition, meta["hash"])
+    partition, part_manifest = load_partition(args.partition, meta["hash"], meta["num_nodes"])
     manifest = run_plan(graph, meta["hash"], partition, part_manifest["partition_hash"], args.strategy, args.out)
     print(f"plan {args.strategy} for P={partition.num_parts} on {graph.name} ({manifest['seconds']:.2f} s) "
           f"-> {args.out}")

@@ -32,6 +32,7 @@ def configure(parser) -> None:
 def run(args) -> None:
     """Write runs, scaling, breakdown, accuracy, time_to_accuracy (and volume, with ``--plans``, and
     preprocessing, with ``--graphs``) tables to ``args.out_dir``."""
+    from supergcn.data.storage import files_written_together
     from supergcn.report import tables
 
     plans = []
@@ -71,5 +72,6 @@ def run(args) -> None:
                                     "peak resident memory of its process (GiB, and bytes per directed adjacency "
                                     "entry of the graph), from the manifests the steps write; partitions add the "
                                     "edge cut and the max/mean imbalance of nodes, edges and training nodes.")
-    for stem, (table, caption) in written.items():
-        tables.write_table(table, args.out_dir / stem, caption)
+    with files_written_together(args.out_dir):
+        for stem, (table, caption) in written.items():
+            tables.write_table(table, args.out_dir / stem, caption)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import mmap
 import os
+import re
 import resource
 import shutil
 import sys
@@ -46,7 +47,8 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(stale, ignore_errors=True)
         else:
             stale.unlink(missing_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.tmp-", dir=destination.parent))
+    with refusing_full_disk(destination):
+        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.tmp-", dir=destination.parent))
     try:
         yield staging
         if destination.exists():
@@ -72,6 +74,16 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
+def _out_of_space(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that ran out of room: ENOSPC or EDQUOT, or numpy's
+    ``tofile`` cut short ("2001 requested and 496 written", with no errno: what ``np.save``
+    raises on a full disk)."""
+    if not isinstance(exc, OSError):
+        return False
+    return exc.errno in _NO_SPACE or (exc.errno is None and re.fullmatch(r"\d+ requested and \d+ written", str(exc))
+                                      is not None)
+
+
 def _bytes_under(path: Path) -> int:
     """Bytes in the file ``path`` or in the files below the directory ``path`` (0 if gone)."""
     if path.is_file():
@@ -79,17 +91,32 @@ def _bytes_under(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
 
 
-def _refuse_full_disk(exc: BaseException, destination: Path, written: int) -> None:
+def _refuse_full_disk(exc: BaseException, destination: Path, written: int, needed: int | None = None) -> None:
     """Turn a write that found no space (its partial output already removed) into the one-line
-    error: where, how much the step had written when the disk filled (it needs more), and
-    what is free there now."""
-    if not isinstance(exc, OSError) or exc.errno not in _NO_SPACE:
+    error: where, how much the step had written when the disk filled (it needs more) or
+    how much it needs, and what is free there now."""
+    if not _out_of_space(exc):
         return
     existing = next(p for p in [destination, *destination.parents] if p.exists())
     free = shutil.disk_usage(existing).free
-    raise SuperGCNError(f"no space left for {destination}: the step had written {_size(written)} when the "
-                        f"disk filled (it needs more; {_size(free)} free there now), and nothing is left behind",
+    if needed is None:
+        need = f"the step had written {_size(written)} when the disk filled (it needs more; {_size(free)}"
+    else:
+        need = f"it needs {_size(needed)} ({_size(free)}"
+    raise SuperGCNError(f"no space left for {destination}: {need} free there now), and nothing is left behind",
                         "free space on that file system (or raise the quota), or write the output elsewhere") from exc
+
+
+@contextlib.contextmanager
+def refusing_full_disk(destination: str | os.PathLike, needed: int | None = None) -> Iterator[None]:
+    """The one-line error of :func:`atomic_file` for a write towards ``destination`` made
+    some other way (a file every MPI rank writes its part of, a staging directory), which
+    the caller cleans up; ``needed``: the bytes it takes, where known."""
+    try:
+        yield
+    except OSError as exc:
+        _refuse_full_disk(exc, Path(destination), 0, needed)
+        raise
 
 
 def _size(num_bytes: float) -> str:
@@ -211,6 +238,36 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
         _refuse_full_disk(exc, path, written)
         raise
+
+
+@contextlib.contextmanager
+def files_written_together(directory: str | os.PathLike) -> Iterator[None]:
+    """The files a step writes into ``directory`` one at a time (each through
+    :func:`atomic_file`; the directory is shared with other steps' outputs) stand or fall
+    together: if the step fails, those it wrote are removed, and the directory too if the
+    step created it, so that no half of a set of tables or figures is left behind."""
+    directory = Path(directory)
+    existed = directory.exists()
+    before = _file_stamps(directory)
+    try:
+        yield
+    except BaseException:
+        if not existed:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            for path, stamp in _file_stamps(directory).items():
+                if before.get(path) != stamp:
+                    path.unlink(missing_ok=True)
+        raise
+
+
+def _file_stamps(directory: Path) -> dict[Path, tuple[int, int, int]]:
+    """(inode, size, mtime) of every file under ``directory``: a file renamed into place
+    is a new inode."""
+    if not directory.is_dir():
+        return {}
+    return {path: (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            for path in directory.rglob("*") if path.is_file() for stat in [path.stat()]}
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -332,14 +332,30 @@ def read_partition_manifest(directory: str | Path, graph_hash: str | None = None
     return manifest
 
 
-def load_partition(directory: str | Path, graph_hash: str | None = None) -> tuple[Partition, dict]:
-    """Load a partition, refusing one built from a different graph when ``graph_hash`` is given."""
+def load_partition(directory: str | Path, graph_hash: str | None = None,
+                   num_nodes: int | None = None) -> tuple[Partition, dict]:
+    """Load a partition, refusing one built from a different graph when ``graph_hash`` is
+    given, and one whose part ids do not fit it: not one per node (of ``num_nodes``, when
+    given), outside 0..P-1, or leaving a part empty (a manifest rewritten to match)."""
     directory = Path(directory)
     manifest = read_partition_manifest(directory, graph_hash)
     partition = Partition(load_array(directory, "parts", "partition"), manifest["num_parts"])
     if partition.content_hash() != manifest["partition_hash"]:
         raise SuperGCNError(f"{directory}/parts.npy does not match its manifest (modified or damaged)",
                             "rerun `supergcn partition`")
+    parts, num_parts = partition.parts, partition.num_parts
+    problem = None
+    if parts.ndim != 1 or parts.dtype.kind not in "iu":
+        problem = f"is {parts.dtype}{list(parts.shape)}, not one integer part id per node"
+    elif num_nodes is not None and len(parts) != num_nodes:
+        problem = f"holds {len(parts):,} part ids for a graph of {num_nodes:,} nodes"
+    elif len(parts) and (int(parts.min()) < 0 or int(parts.max()) >= num_parts):
+        problem = f"holds part ids from {int(parts.min())} to {int(parts.max())}, outside 0..{num_parts - 1}"
+    elif (partition.sizes == 0).any():
+        problem = f"leaves {int((partition.sizes == 0).sum())} of its {num_parts} parts empty"
+    if problem is not None:
+        raise SuperGCNError(f"{directory}/parts.npy {problem}: the partition contradicts its manifest or its graph",
+                            "delete the partition directory and rerun `supergcn partition`")
     return partition, manifest
 
 

@@ -109,6 +109,32 @@ class RankPlan:
     def send_counts(self) -> np.ndarray:
         return self.send_pre_counts + self.send_post_counts
 
+    def contradiction(self) -> str | None:
+        """What in this plan disagrees with the rest of it (counts of another length or
+        below zero, a CSR whose pointers do not run from 0 to its entries, an index past
+        its matrix), or None. The kernels index with these arrays unchecked."""
+        n, ranks = self.num_owned, self.num_ranks
+        for name in ("send_pre_counts", "send_post_counts", "recv_counts"):
+            counts = getattr(self, name)
+            if counts.shape != (ranks,) or (counts < 0).any():
+                return f"{name} holds {counts.size} values, {int((counts < 0).sum())} below zero, not {ranks} counts"
+        post_rows = int(self.send_post_counts.sum())
+        for name, length in (("in_degree", n), ("owned_old_ids", n), ("post_send_index", post_rows)):
+            if len(getattr(self, name)) != length:
+                return f"{name} has {len(getattr(self, name)):,} entries, not {length:,}"
+        if not _within(self.post_send_index, n):
+            return f"post_send_index names owned nodes outside 0..{n - 1}"
+        for name, indptr, indices, rows, columns in (
+                ("local", self.local_indptr, self.local_indices, n, n),
+                ("pre", self.pre_indptr, self.pre_indices, int(self.send_pre_counts.sum()), n),
+                ("remote", self.remote_indptr, self.remote_indices, n, int(self.recv_counts.sum()))):
+            if (len(indptr) != rows + 1 or indptr[0] != 0 or indptr[-1] != len(indices)
+                    or (np.diff(indptr) < 0).any()):
+                return f"the {name} CSR's pointers do not run from 0 to its {len(indices):,} entries over {rows:,} rows"
+            if not _within(indices, columns):
+                return f"the {name} CSR indexes columns outside 0..{columns - 1}"
+        return None
+
     def send_positions(self) -> tuple[np.ndarray, np.ndarray]:
         """Rows of the send buffer that receive the PRE partial rows and the POST rows."""
         chunk_start = block_starts(self.send_counts)
@@ -134,6 +160,11 @@ class RankPlan:
                              shape=(int(self.send_counts.sum()), self.num_owned))
         return {"local": csr(self.local_indptr, self.local_indices, self.num_owned), "send": send,
                 "remote": csr(self.remote_indptr, self.remote_indices, int(self.recv_counts.sum()))}
+
+
+def _within(values: np.ndarray, upper: int) -> bool:
+    """Whether every value lies in 0..upper-1."""
+    return not len(values) or (int(values.min()) >= 0 and int(values.max()) < upper)
 
 
 def rank_edges(graph: Graph, partition: Partition, rank: int, old_to_new: np.ndarray,
@@ -560,7 +591,12 @@ def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
         values = {f.name: arrays[f.name] for f in fields(RankPlan)}
     for scalar in ("rank", "num_ranks", "offset"):
         values[scalar] = int(values[scalar])
-    return RankPlan(**values)
+    plan = RankPlan(**values)
+    problem = f"it is the plan of rank {plan.rank}" if plan.rank != rank else plan.contradiction()
+    if problem is not None:
+        raise SuperGCNError(f"plan file {path} contradicts itself: {problem}",
+                            "delete the plan directory and rerun `supergcn plan`")
+    return plan
 
 
 def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -> dict[str, np.ndarray]:

@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from supergcn.data.storage import atomic_file
-from supergcn.distributed.ranks import CollectiveError
+from supergcn.distributed.ranks import CollectiveError, agree
 from supergcn.errors import SuperGCNError, first_line
+from supergcn.train.exports import save_torch
 
 #: What a checkpoint holds.
 CHECKPOINT_KEYS = frozenset({"epoch", "fingerprint", "num_ranks", "model", "optimizer", "rank_states", "records",
@@ -88,13 +88,15 @@ class Checkpointer:
              records: list[dict], best: dict) -> None:
         """Write the checkpoint after ``epoch`` (collective: every rank calls it)."""
         rank_states = self.comm.gather(rank_state, root=0)
-        if self.rank == 0:
-            with atomic_file(self.path) as tmp:
-                torch.save({"epoch": epoch, "fingerprint": self.fingerprint, "num_ranks": self.size,
+
+        def write():
+            if self.rank == 0:
+                save_torch({"epoch": epoch, "fingerprint": self.fingerprint, "num_ranks": self.size,
                             "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                            "rank_states": rank_states, "records": records, "best": best}, tmp)
-        # Nobody moves on (and possibly fails) before the checkpoint is on disk.
-        self.comm.Barrier()
+                            "rank_states": rank_states, "records": records, "best": best}, self.path)
+        # Nobody moves on before the checkpoint is on disk, and every rank stops with rank
+        # 0's error if it cannot be written (a full disk).
+        agree(self.comm, write)
 
     def restore(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, epochs: int) -> Restored | None:
         """Load a compatible checkpoint into ``model`` and ``optimizer`` (collective).

@@ -247,15 +247,30 @@ class Trainer:
         accuracy, logits = self.evaluate()
         hashes = self.comm.gather(parameter_hash(self.model), root=0)
         peak_memory = self.comm.gather(peak_memory_bytes(), root=0)
-        if self.config.save_logits is not None:
-            exports.save_logits(self.comm, self.data.owned_old_ids, logits, self.config.save_logits)
-        if self.rank != 0:
-            return
-        if self.config.save_model is not None:
-            exports.save_model(self.model, self.config.save_model)
-        write_metrics(self.config.out, header, self.records,
-                           summary_record(self.records, self.best, accuracy, hashes, peak_memory))
-        self.checkpointer.discard()
+        written = []
+
+        def write_outputs():
+            if self.rank != 0:
+                return
+            if self.config.save_model is not None:
+                exports.save_model(self.model, self.config.save_model)
+                written.append(self.config.save_model)
+            write_metrics(self.config.out, header, self.records,
+                          summary_record(self.records, self.best, accuracy, hashes, peak_memory))
+        try:
+            if self.config.save_logits is not None:
+                exports.save_logits(self.comm, self.data.owned_old_ids, logits, self.config.save_logits)
+                written.append(self.config.save_logits)
+            # Every rank ends with rank 0's error if it cannot write them (a full disk),
+            # not with an abort of the job.
+            agree(self.comm, write_outputs)
+        except BaseException:
+            if self.rank == 0:  # a run that did not finish leaves no outputs
+                for path in written:
+                    Path(path).unlink(missing_ok=True)
+            raise
+        if self.rank == 0:
+            self.checkpointer.discard()
 
 
 def train(config: TrainConfig, comm) -> None:

@@ -185,6 +185,14 @@ CASES = [
      lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", truncated_parts(ws, bad), "--strategy", "pre",
                       "--out", bad / "plan"],
      "parts.npy is truncated"),
+    ("plan: part ids beyond the parts, manifest rewritten to match", "cli",
+     lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", rewritten_partition(ws, bad, lambda parts: parts + 1),
+                      "--strategy", "pre", "--out", bad / "plan"],
+     "holds part ids from 1 to 2, outside 0..1"),
+    ("plan: part ids for fewer nodes than the graph, manifest rewritten to match", "cli",
+     lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", rewritten_partition(ws, bad, lambda ids: ids[:-1]),
+                      "--strategy", "pre", "--out", bad / "plan"],
+     "part ids for a graph of"),
     ("plan: unknown strategy", "cli",
      lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", ws.P2, "--strategy", "both", "--out", bad / "p"],
      "invalid choice: 'both'"),
@@ -224,6 +232,12 @@ CASES = [
      lambda ws, bad: train(ws, bad, partition=ws.P2_other), "built from a different partition"),
     ("train: truncated rank-ordered features", "mpi",
      lambda ws, bad: train(ws, bad, partition=truncated_rows(ws, bad)), "rows_features.npy is truncated"),
+    ("train: a rank file indexing past its matrix, hashes rewritten to match", "mpi",
+     lambda ws, bad: train(ws, bad, plan=rewritten_plan(ws, bad, "remote_indices", lambda ids: ids + 10**6)),
+     "contradicts itself: the remote CSR indexes columns outside"),
+    ("train: a rank file with counts for another number of ranks, hashes rewritten to match", "mpi",
+     lambda ws, bad: train(ws, bad, plan=rewritten_plan(ws, bad, "recv_counts", lambda counts: counts[:1])),
+     "contradicts itself: recv_counts holds 1 values"),
     ("train: three ranks for a plan of two", "mpi3", lambda ws, bad: train(ws, bad), "launch with `mpiexec -n 2`"),
     # tables and figures
     ("tables: truncated metrics file", "cli",
@@ -337,6 +351,41 @@ def truncated_rows(ws, bad) -> Path:
     partition = copy_of(ws.P2, bad / "P2")
     truncate(partition / "rows_features.npy")
     return partition
+
+
+def rewritten_partition(ws, bad, change) -> Path:
+    """A copy of the partition with ``parts.npy`` changed and its manifest's hash updated
+    to match: arrays that parse and pass the hash, but contradict the graph."""
+    from supergcn.partition.metis import Partition
+
+    partition = copy_of(ws.P2, bad / "P2")
+    parts = change(np.load(partition / "parts.npy"))
+    np.save(partition / "parts.npy", parts)
+    manifest = json.loads((partition / "partition.json").read_text())
+    manifest["partition_hash"] = Partition(parts, manifest["num_parts"]).content_hash()
+    (partition / "partition.json").write_text(json.dumps(manifest))
+    return partition
+
+
+def rewritten_plan(ws, bad, name, change) -> Path:
+    """A copy of the plan with array ``name`` of rank 1's file changed and every hash
+    above it (``rank_hashes.npy``, ``plan.json``) updated to match."""
+    from supergcn.data.storage import file_digest
+    from supergcn.partition.plan import _HASH_BYTES, RANK_HASHES_FILE, file_hash
+
+    plan = copy_of(ws.plan, bad / "plan")
+    rank_file = plan / "rank_00001.npz"
+    with np.load(rank_file) as arrays:
+        values = {key: arrays[key] for key in arrays.files}
+    values[name] = change(values[name])
+    np.savez(rank_file, **values)
+    hashes = np.load(plan / RANK_HASHES_FILE)
+    hashes[1] = file_hash(rank_file.read_bytes())
+    np.save(plan / RANK_HASHES_FILE, hashes)
+    manifest = json.loads((plan / "plan.json").read_text())
+    manifest["file_hashes"][RANK_HASHES_FILE] = file_digest(plan / RANK_HASHES_FILE, _HASH_BYTES)
+    (plan / "plan.json").write_text(json.dumps(manifest))
+    return plan
 
 
 def old_plan(ws, bad) -> Path:
@@ -459,3 +508,61 @@ def test_a_checkpoint_that_would_run_code_is_never_unpickled(good, tmp_path):
     torch.save({"model": Exploit(marker)}, path)
     torch.load(path, weights_only=False)
     assert marker.exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A file system of one 4 KiB page, mounted for the test: the kernel's own ENOSPC,
+    part-way through a write (needs root, as CI has; skipped elsewhere)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(mount)], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here ({mounted.stderr.strip()}): the test needs root")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+# Each case: (id, runner, command writing one output to ``small`` and any other to ``room``).
+FULL_DISK_CASES = [
+    ("prepare", "cli", lambda ws, room, small: ["prepare", "synthetic-tiny", "--out", small / "graph"]),
+    ("partition", "cli", lambda ws, room, small: ["partition", "--graph", ws.graph, "--parts", 2,
+                                                  "--out", small / "P2"]),
+    ("plan", "cli", lambda ws, room, small: ["plan", "--graph", ws.graph, "--partition", ws.P2, "--strategy",
+                                             "hybrid", "--out", small / "plan"]),
+    ("train: metrics", "mpi", lambda ws, room, small: short_run(ws, small / "metrics.jsonl")),
+    ("train: checkpoint", "mpi", lambda ws, room, small: short_run(ws, room / "metrics.jsonl", "--checkpoint",
+                                                                   small / "checkpoint.pt", "--checkpoint-every", 1)),
+    ("train: model", "mpi", lambda ws, room, small: short_run(ws, room / "metrics.jsonl", "--save-logits",
+                                                              room / "logits.npy", "--save-model",
+                                                              small / "model.pt")),
+    ("train: logits", "mpi", lambda ws, room, small: short_run(ws, room / "metrics.jsonl", "--save-logits",
+                                                               small / "logits.npy")),
+    ("tables", "cli", lambda ws, room, small: ["tables", "--runs", ws.run / "metrics.jsonl", "--out-dir",
+                                               small / "tables"]),
+    ("figures", "cli", lambda ws, room, small: ["figures", "--tables-dir", ws.tables, "--out-dir",
+                                                small / "figures"]),
+]
+
+
+def short_run(ws, out, *extra) -> list:
+    return ["train", *train_inputs(ws), "--out", out, "--epochs", 2, "--hidden", 8, *extra]
+
+
+@pytest.mark.parametrize("name, runner, make", FULL_DISK_CASES, ids=[case[0] for case in FULL_DISK_CASES])
+def test_a_full_disk_is_one_clear_line_and_leaves_nothing(good, tmp_path, small_disk, name, runner, make):
+    """Every step that writes, with its output on a file system too small for it: one
+    line naming the output and the space, exit status 2, nothing left on either disk
+    (training: every rank ends with that line, none is aborted)."""
+    room = tmp_path / "room"
+    room.mkdir()
+    result = run_case(runner, make(good, room, small_disk), {})
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert "Traceback" not in output and "MPI_Abort" not in output, output
+    errors = [line for line in output.splitlines() if "error:" in line]
+    assert len(errors) == 1, output
+    assert ERROR_LINE.match(errors[0]) and f"no space left for {small_disk}/" in errors[0], errors[0]
+    assert "free there now" in errors[0] and " — " in errors[0], errors[0]
+    assert list(small_disk.iterdir()) == [] and list(room.iterdir()) == [], output

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from supergcn.data import storage
-from supergcn.data.storage import atomic_file, atomic_output_dir, file_digest, release_pages
+from supergcn.data.storage import (
+    atomic_file,
+    atomic_output_dir,
+    file_digest,
+    files_written_together,
+    release_pages,
+    write_text,
+)
 from supergcn.errors import SuperGCNError
 
 
@@ -79,3 +86,27 @@ def test_other_write_errors_pass_through_unchanged(tmp_path):
         with atomic_output_dir(tmp_path / "out"):
             raise PermissionError(errno.EACCES, "denied")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_files_written_together_fall_together(tmp_path):
+    """A failing step that writes several files into a shared directory removes the ones it
+    wrote (new or replaced), keeps the others, and removes the directory if it made it."""
+    shared = tmp_path / "tables"
+    shared.mkdir()
+    write_text(shared / "other_step.csv", "kept")
+    write_text(shared / "replaced.csv", "old")
+    with pytest.raises(RuntimeError):
+        with files_written_together(shared):
+            write_text(shared / "replaced.csv", "new")
+            write_text(shared / "new.csv", "new")
+            raise RuntimeError("the third table failed")
+    assert sorted(p.name for p in shared.iterdir()) == ["other_step.csv"]
+    fresh = tmp_path / "figures"
+    with pytest.raises(RuntimeError):
+        with files_written_together(fresh):
+            write_text(fresh / "a.png", "x")
+            raise RuntimeError("the second figure failed")
+    assert not fresh.exists()
+    with files_written_together(shared):
+        write_text(shared / "done.csv", "y")
+    assert (shared / "done.csv").read_text() == "y"
