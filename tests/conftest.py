@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -121,3 +123,35 @@ def tiny_plans(tmp_path_factory):
                          "--out", root / f"P2-{strategy}")
         assert result.returncode == 0, result.stderr
     return root
+
+
+@pytest.fixture
+def http_server():
+    """Serves ``files[path]`` with Range support and records the ranges asked for."""
+    files, ranges = {}, []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = files.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            asked = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
+            start = int(asked.group(1)) if asked else 0
+            ranges.append(start)
+            if start >= len(body):
+                self.send_error(416)
+                return
+            self.send_response(206 if asked else 200)
+            self.send_header("Content-Length", str(len(body) - start))
+            self.end_headers()
+            self.wfile.write(body[start:])
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", files, ranges
+    httpd.shutdown()

@@ -100,9 +100,10 @@ def _refuse_full_disk(exc: BaseException, destination: Path, written: int, neede
     existing = next(p for p in [destination, *destination.parents] if p.exists())
     free = shutil.disk_usage(existing).free
     if needed is None:
-        need = f"the step had written {_size(written)} when the disk filled (it needs more; {_size(free)}"
+        need = (f"the step had written {human_bytes(written)} when the disk filled (it needs more; "
+                f"{human_bytes(free)}")
     else:
-        need = f"it needs {_size(needed)} ({_size(free)}"
+        need = f"it needs {human_bytes(needed)} ({human_bytes(free)}"
     raise SuperGCNError(f"no space left for {destination}: {need} free there now), and nothing is left behind",
                         "free space on that file system (or raise the quota), or write the output elsewhere") from exc
 
@@ -119,7 +120,7 @@ def refusing_full_disk(destination: str | os.PathLike, needed: int | None = None
         raise
 
 
-def _size(num_bytes: float) -> str:
+def human_bytes(num_bytes: float) -> str:
     """``num_bytes`` in B, KiB, MiB or GiB."""
     for unit in ("B", "KiB", "MiB"):
         if num_bytes < 1024:

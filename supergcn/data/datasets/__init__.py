@@ -6,6 +6,7 @@ Real datasets read their original files from a *raw root* laid out as
     <raw_root>/facebook_page_page/raw/facebook_{edges,target}.csv, facebook.json
     <raw_root>/ogb/ogbn_{arxiv,products,papers100M}/...
     <raw_root>/reddit/raw/...
+    <raw_root>/igb/{tiny,small,medium,large,full}/processed/...
 
 (the layout of ``../shared/datasets``), downloading into it when files are missing and
 the internet is reachable. Synthetic datasets are generated from ``seed``.
@@ -21,7 +22,8 @@ from supergcn.data.graph import Graph
 from supergcn.errors import SuperGCNError
 
 _RMAT = re.compile(r"^rmat-(\d+)$")
-REAL_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "reddit", "ogbn-arxiv", "ogbn-products", "ogbn-papers100M")
+REAL_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "reddit", "ogbn-arxiv", "ogbn-products", "ogbn-papers100M",
+                 "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
 
 
 def dataset_names() -> list[str]:
@@ -62,6 +64,9 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
     if name == "reddit":
         from supergcn.data.datasets.pyg import load_reddit
         return load_reddit(raw_root / "reddit")
+    if name.startswith("igb") and name in REAL_DATASETS:
+        from supergcn.data.datasets.igb import load_igb
+        return load_igb(name, raw_root / "igb")
     if name.startswith("ogbn-") and name in REAL_DATASETS:
         from supergcn.data.datasets.ogb import load_ogb
         return load_ogb(name, raw_root / "ogb")

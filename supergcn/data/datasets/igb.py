@@ -1,0 +1,144 @@
+"""IGB260M and its smaller homogeneous sizes (Khatua et al., KDD 2023) from IGB's own files.
+
+IGB's homogeneous graph is the paper-citation graph of its heterogeneous one. Its files,
+as IGB's download scripts lay them out under ``<root>`` (``<raw_root>/igb``):
+
+    <size>/processed/paper/node_feat.npy                 N x 1024 float32
+    <size>/processed/paper/node_label_19.npy             N labels (stored as float)
+    <size>/processed/paper__cites__paper/edge_index.npy  E x 2 (citing, cited)
+
+``tiny``, ``small`` and ``medium`` are ``.npy`` files; ``large`` and ``full`` (IGB260M)
+are raw arrays under the same names, without a ``.npy`` header, whose shapes IGB's
+loader takes from the sizes below (:data:`RAW_NODES`; the edge file's length gives E).
+
+What the pipeline adds, as IGB's own loader does it: the split, the first 60 % of the
+labelled nodes in id order for training, the next 20 % for validation and the rest of the
+labelled ones for testing (in ``full`` only the first :data:`LABELLED_FULL` nodes carry
+one of the 19 labels); the citations made undirected (the canonical graph is); IGB
+removes and adds self loops, which ``supergcn prepare --self-loops`` chooses here.
+
+Where none of a size's files are there, :func:`fetch_igb` downloads IGB's archive of
+that size (checked against its MD5, resumable, the disk space checked first).
+
+Nothing is read whole: features and edges are memory-mapped; the features are float32
+already, so they are written straight from the source file; the edges are read in
+blocks by :func:`~supergcn.data.graph.symmetric_csr`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from supergcn.data.graph import Graph, build_graph
+from supergcn.data.storage import reading_raw
+from supergcn.errors import SuperGCNError
+
+#: Dataset names and IGB's size names.
+SIZES = {"igb-tiny": "tiny", "igb-small": "small", "igb-medium": "medium", "igb-large": "large",
+         "igb260m": "full"}
+#: Sizes whose files are raw arrays, and their node counts (IGB's loader).
+RAW_NODES = {"large": 100_000_000, "full": 269_346_174}
+#: Nodes of ``full`` that carry one of the 19 labels (the first ones; IGB's loader).
+LABELLED_FULL = 227_130_858
+FEATURES = 1024
+SPLIT = (0.6, 0.2)
+
+
+#: IGB's archives of the sizes it serves as one file (IGB-Datasets' ``igb/download.py``:
+#: address and MD5), and their node counts, which bound what unpacking them takes.
+ARCHIVES = {
+    "tiny": ("https://igb-public-awsopen.s3.amazonaws.com/igb-homogeneous/igb_homogeneous_tiny.tar.gz",
+             "34856534da55419b316d620e2d5b21be", 100_000),
+    "small": ("https://igb-public-awsopen.s3.amazonaws.com/igb-homogeneous/igb_homogeneous_small.tar.gz",
+              "6781c699723529902ace0a95cafe6fe4", 1_000_000),
+    "medium": ("https://igb-public-awsopen.s3.amazonaws.com/igb-homogeneous/igb_homogeneous_medium.tar.gz",
+               "4640df4ceee46851fd18c0a44ddcc622", 10_000_000),
+}
+
+
+def fetch_igb(root: Path, size: str) -> None:
+    """Download, check and unpack IGB's archive of ``size`` into ``root`` (the archive is
+    removed once unpacked); ``large`` and ``full`` are many files IGB's scripts fetch."""
+    import tarfile
+
+    from supergcn.data.download import download
+
+    if size not in ARCHIVES:
+        raise SuperGCNError(f"IGB {size} is not one archive supergcn can fetch",
+                            f"run IGB-Datasets' igb/download_igb{'260m' if size == 'full' else '_large'}.sh and "
+                            f"put its paper/ and paper__cites__paper/ folders under {root / size / 'processed'}")
+    url, md5, nodes = ARCHIVES[size]
+    # Unpacked, the features alone take N x 1024 x 4 bytes.
+    archive = download(url, root / url.rsplit("/", 1)[1], md5, extra_bytes=nodes * FEATURES * 4)
+    with tarfile.open(archive) as tar:
+        tar.extractall(root, filter="data")
+    archive.unlink()
+
+
+def igb_files(root: str | Path, size: str) -> dict[str, Path]:
+    processed = Path(root) / size / "processed"
+    return {"features": processed / "paper" / "node_feat.npy", "labels": processed / "paper" / "node_label_19.npy",
+            "edges": processed / "paper__cites__paper" / "edge_index.npy"}
+
+
+def _open(path: Path, size: str, dtype, shape_of) -> np.ndarray:
+    """A memory map of ``path``: a ``.npy`` file, or for raw sizes a headerless array of
+    ``dtype`` whose shape ``shape_of(number of items)`` gives."""
+    if size not in RAW_NODES:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    items, remainder = divmod(path.stat().st_size, np.dtype(dtype).itemsize)
+    if remainder:
+        raise SuperGCNError(f"{path} holds {path.stat().st_size:,} bytes, not a whole number of {np.dtype(dtype)}",
+                            "the file is truncated: download it again")
+    return np.memmap(path, dtype=dtype, mode="r", shape=shape_of(items))
+
+
+def load_igb(name: str, root: str | Path) -> Graph:
+    """The homogeneous IGB graph of size ``SIZES[name]`` from its files under ``root``."""
+    size = SIZES[name]
+    files = igb_files(root, size)
+    if not any(path.exists() for path in files.values()):
+        fetch_igb(Path(root), size)
+    missing = [str(path) for path in files.values() if not path.is_file()]
+    if missing:
+        raise SuperGCNError(f"IGB {size} files not found: {', '.join(missing)}",
+                            f"download IGB's homogeneous {size} dataset (IGB-Datasets' download scripts) and "
+                            f"extract it so that {Path(root) / size / 'processed'} holds paper/ and "
+                            "paper__cites__paper/ (or pass --raw-root)")
+    num_nodes = RAW_NODES.get(size)
+    with reading_raw(name, Path(root) / size):
+        features = _open(files["features"], size, np.float32, lambda items: (items // FEATURES, FEATURES))
+        labels = _open(files["labels"], size, np.float32, lambda items: (items,))
+        edges = _open(files["edges"], size, np.int64, lambda items: (items // 2, 2))
+    num_nodes = features.shape[0] if num_nodes is None else num_nodes
+    problems = []
+    if features.ndim != 2 or features.shape != (num_nodes, FEATURES) or features.dtype != np.float32:
+        problems.append(f"node_feat.npy is {features.dtype}{list(features.shape)}, "
+                        f"not float32[{num_nodes}, {FEATURES}]")
+    if labels.shape != (num_nodes,):
+        problems.append(f"node_label_19.npy holds {labels.size:,} labels for {num_nodes:,} nodes")
+    if edges.ndim != 2 or edges.shape[1] != 2 or edges.dtype.kind not in "iu":
+        problems.append(f"edge_index.npy is {edges.dtype}{list(edges.shape)}, not integer pairs")
+    if problems:
+        raise SuperGCNError(f"the IGB {size} files under {Path(root) / size} disagree: " + "; ".join(problems),
+                            "they are truncated or from different sizes: download and extract them again")
+    labelled = LABELLED_FULL if size == "full" else num_nodes
+    values = np.asarray(labels[:labelled], dtype=np.float64)
+    if not np.all(np.isfinite(values) & (values >= 0) & (values == np.round(values))):
+        raise SuperGCNError(f"node_label_19.npy of IGB {size} holds labels that are not class numbers "
+                            "among its labelled nodes", "the file is damaged: download it again")
+    label_ids = np.full(num_nodes, -1, dtype=np.int64)
+    label_ids[:labelled] = values.astype(np.int64)
+    n_train, n_val = int(labelled * SPLIT[0]), int(labelled * SPLIT[1])
+    masks = [np.zeros(num_nodes, dtype=bool) for _ in range(3)]
+    masks[0][:n_train] = True
+    masks[1][n_train:n_train + n_val] = True
+    masks[2][n_train + n_val:labelled] = True
+    return build_graph(name, edges[:, 0], edges[:, 1], features, label_ids, *masks,
+                       provenance={"source": f"IGB homogeneous {size} (paper__cites__paper)",
+                                   "root": str(Path(root).resolve()), "made_undirected": True,
+                                   "split": f"IGB's: labelled nodes in id order, {SPLIT[0]:.0%} train, "
+                                            f"{SPLIT[1]:.0%} validation, the rest test",
+                                   "labelled_nodes": labelled})

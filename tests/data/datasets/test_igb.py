@@ -1,0 +1,112 @@
+"""IGB's homogeneous graphs from files in IGB's own layout, written here: ``.npy`` for
+the small sizes, headerless raw arrays for ``large`` and ``full``."""
+
+import hashlib
+import json
+import tarfile
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from supergcn.data.datasets import igb
+from supergcn.data.graph import load_graph
+
+from conftest import run_cli
+
+NODES, EDGES = 2_000, 12_000
+
+
+def igb_fixture(root, size="tiny", raw=False, seed=0):
+    """IGB's files for ``size`` under ``root``: features, 19-class labels stored as float,
+    directed citations with duplicates, a self loop and both directions of some pairs."""
+    rng = np.random.default_rng(seed)
+    processed = root / size / "processed"
+    (processed / "paper").mkdir(parents=True)
+    (processed / "paper__cites__paper").mkdir()
+    features = rng.standard_normal((NODES, igb.FEATURES), dtype=np.float32)
+    labels = rng.integers(0, 19, NODES).astype(np.float32)
+    edges = rng.integers(0, NODES, (EDGES, 2), dtype=np.int64)
+    edges[:100, 1] = edges[:100, 0][::-1]
+    edges[100] = (7, 7)
+    edges[101:200] = edges[:99, ::-1]
+    for array, path in ((features, processed / "paper" / "node_feat.npy"),
+                        (labels, processed / "paper" / "node_label_19.npy"),
+                        (edges, processed / "paper__cites__paper" / "edge_index.npy")):
+        if raw:
+            array.tofile(path)
+        else:
+            np.save(path, array)
+    return features, labels, edges
+
+
+def expected_adjacency(edges):
+    """The undirected, de-duplicated adjacency with each self loop once (scipy)."""
+    matrix = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(NODES, NODES)).tocsr()
+    matrix = ((matrix + matrix.T) > 0).astype(np.int8).tocsr()
+    matrix.sort_indices()
+    return matrix
+
+
+def test_igb_tiny_prepares_end_to_end_as_igb_defines_it(tmp_path):
+    features, labels, edges = igb_fixture(tmp_path / "raw" / "igb")
+    result = run_cli("prepare", "igb-tiny", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g")
+    assert result.returncode == 0, result.stderr
+    graph = load_graph(tmp_path / "g")
+    expected = expected_adjacency(edges)
+    np.testing.assert_array_equal(graph.indptr, expected.indptr)
+    np.testing.assert_array_equal(graph.indices, expected.indices)
+    np.testing.assert_array_equal(graph.features, features)
+    np.testing.assert_array_equal(graph.labels, labels.astype(np.int64))
+    # IGB's split: the first 60 % of the nodes train, the next 20 % validation, the rest test.
+    assert np.flatnonzero(graph.train_mask).tolist() == list(range(1200))
+    assert np.flatnonzero(graph.val_mask).tolist() == list(range(1200, 1600))
+    assert np.flatnonzero(graph.test_mask).tolist() == list(range(1600, 2000))
+    meta = json.loads((tmp_path / "g" / "meta.json").read_text())
+    assert meta["provenance"]["made_undirected"] and meta["num_classes"] == 19
+    assert meta["hash"] == "096d08087d6697a68e44c1b0ddeedf8b"
+
+
+def test_raw_sizes_are_read_without_a_header(tmp_path, monkeypatch):
+    """``large`` and ``full`` ship headerless arrays whose shapes IGB's loader knows; in
+    ``full`` only the first nodes are labelled, and the split covers those alone."""
+    features, labels, edges = igb_fixture(tmp_path, "full", raw=True)
+    monkeypatch.setitem(igb.RAW_NODES, "full", NODES)
+    monkeypatch.setattr(igb, "LABELLED_FULL", 1_500)
+    graph = igb.load_igb("igb260m", tmp_path)
+    np.testing.assert_array_equal(graph.features, features)
+    assert (graph.labels[:1_500] == labels[:1_500]).all() and (graph.labels[1_500:] == -1).all()
+    assert graph.train_mask.sum() == 900 and graph.val_mask.sum() == 300 and graph.test_mask.sum() == 300
+    assert not (graph.train_mask | graph.val_mask | graph.test_mask)[1_500:].any()
+    assert graph.num_edges == expected_adjacency(edges).nnz
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda processed: (processed / "paper__cites__paper" / "edge_index.npy").write_bytes(
+        (processed / "paper__cites__paper" / "edge_index.npy").read_bytes()[:5_000]), "raw files of igb-tiny"),
+    (lambda processed: np.save(processed / "paper" / "node_label_19.npy", np.zeros(NODES - 1, np.float32)),
+     "holds 1,999 labels for 2,000 nodes"),
+    (lambda processed: (processed / "paper" / "node_feat.npy").unlink(), "IGB tiny files not found"),
+])
+def test_a_damaged_igb_file_is_one_line(tmp_path, damage, message):
+    igb_fixture(tmp_path / "raw" / "igb")
+    damage(tmp_path / "raw" / "igb" / "tiny" / "processed")
+    result = run_cli("prepare", "igb-tiny", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("error:") == 1 and message in result.stderr, result.stderr
+    assert not (tmp_path / "g").exists()
+
+
+def test_igb_fetches_unpacks_and_prepares_its_archive(tmp_path, http_server, monkeypatch):
+    """An IGB size whose files are absent is downloaded, checked, unpacked and read."""
+    url, files, _ = http_server
+    igb_fixture(tmp_path / "source")
+    archive = tmp_path / "igb_homogeneous_tiny.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "source" / "tiny", arcname="tiny")
+    files["/igb_homogeneous_tiny.tar.gz"] = archive.read_bytes()
+    monkeypatch.setitem(igb.ARCHIVES, "tiny", (f"{url}/igb_homogeneous_tiny.tar.gz",
+                                               hashlib.md5(archive.read_bytes()).hexdigest(), 2_000))
+    root = tmp_path / "raw" / "igb"
+    graph = igb.load_igb("igb-tiny", root)
+    assert graph.num_nodes == 2_000 and sorted(p.name for p in root.iterdir()) == ["tiny"]
