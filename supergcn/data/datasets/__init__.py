@@ -6,6 +6,7 @@ Real datasets read their original files from a *raw root* laid out as
     <raw_root>/facebook_page_page/raw/facebook_{edges,target}.csv, facebook.json
     <raw_root>/ogb/ogbn_{arxiv,products,papers100M}/...
     <raw_root>/reddit/raw/...
+    <raw_root>/ogb_lsc/mag240m_kddcup2021/...
     <raw_root>/igb/{tiny,small,medium,large,full}/processed/...
 
 (the layout of ``../shared/datasets``), downloading into it when files are missing and
@@ -23,7 +24,7 @@ from supergcn.errors import SuperGCNError
 
 _RMAT = re.compile(r"^rmat-(\d+)$")
 REAL_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "reddit", "ogbn-arxiv", "ogbn-products", "ogbn-papers100M",
-                 "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
+                 "ogb-lsc-mag240M", "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
 
 
 def dataset_names() -> list[str]:
@@ -64,6 +65,9 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
     if name == "reddit":
         from supergcn.data.datasets.pyg import load_reddit
         return load_reddit(raw_root / "reddit")
+    if name == "ogb-lsc-mag240M":
+        from supergcn.data.datasets.mag240m import load_mag240m
+        return load_mag240m(raw_root / "ogb_lsc")
     if name.startswith("igb") and name in REAL_DATASETS:
         from supergcn.data.datasets.igb import load_igb
         return load_igb(name, raw_root / "igb")
