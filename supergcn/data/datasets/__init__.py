@@ -7,6 +7,7 @@ Real datasets read their original files from a *raw root* laid out as
     <raw_root>/ogb/ogbn_{arxiv,products,papers100M}/...
     <raw_root>/reddit/raw/...
     <raw_root>/ogb_lsc/mag240m_kddcup2021/...
+    <raw_root>/law/uk-2007-05/uk-2007-05.{graph,properties}
     <raw_root>/igb/{tiny,small,medium,large,full}/processed/...
 
 (the layout of ``../shared/datasets``), downloading into it when files are missing and
@@ -24,7 +25,7 @@ from supergcn.errors import SuperGCNError
 
 _RMAT = re.compile(r"^rmat-(\d+)$")
 REAL_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "reddit", "ogbn-arxiv", "ogbn-products", "ogbn-papers100M",
-                 "ogb-lsc-mag240M", "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
+                 "ogb-lsc-mag240M", "uk-2007-05", "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
 
 
 def dataset_names() -> list[str]:
@@ -65,6 +66,9 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
     if name == "reddit":
         from supergcn.data.datasets.pyg import load_reddit
         return load_reddit(raw_root / "reddit")
+    if name == "uk-2007-05":
+        from supergcn.data.datasets.law import load_uk_2007_05
+        return load_uk_2007_05(raw_root / "law", seed)
     if name == "ogb-lsc-mag240M":
         from supergcn.data.datasets.mag240m import load_mag240m
         return load_mag240m(raw_root / "ogb_lsc")

@@ -1,0 +1,70 @@
+"""UK-2007-05 from the LAW's BV files (written here in that format), with the features and
+labels the paper makes up for it."""
+
+import json
+
+import numpy as np
+import scipy.sparse as sp
+
+from supergcn.data.datasets import law
+from supergcn.data.datasets.webgraph import encode_bvgraph
+from supergcn.data.graph import load_graph
+
+from conftest import run_cli
+
+NODES = 1_500
+
+
+def uk_fixture(root):
+    """A web-graph-like BV graph of 1,500 pages (>= 10,000 links): hosts of consecutive
+    pages linking within, copied navigation lists, and a few far links."""
+    rng = np.random.default_rng(3)
+    lists = []
+    for x in range(NODES):
+        host = x - x % 50
+        links = set(range(host, host + int(rng.integers(4, 12))))
+        links |= set(rng.integers(host, host + 50, 6).tolist())
+        links |= set(rng.integers(0, NODES, 2).tolist())
+        lists.append(sorted(v for v in links if v < NODES))
+    (root / law.BASENAME).mkdir(parents=True)
+    encode_bvgraph(root / law.BASENAME / law.BASENAME, lists)
+    return lists
+
+
+def test_uk_2007_05_prepares_end_to_end(tmp_path):
+    lists = uk_fixture(tmp_path / "raw" / "law")
+    assert sum(map(len, lists)) >= 10_000
+    result = run_cli("prepare", "uk-2007-05", "--raw-root", tmp_path / "raw", "--seed", 4, "--out", tmp_path / "g")
+    assert result.returncode == 0, result.stderr
+    graph = load_graph(tmp_path / "g")
+    rows = np.repeat(np.arange(NODES), [len(successors) for successors in lists])
+    matrix = sp.coo_matrix((np.ones(len(rows)), (rows, np.concatenate(lists))), shape=(NODES, NODES)).tocsr()
+    matrix = ((matrix + matrix.T) > 0).tocsr()
+    matrix.sort_indices()
+    np.testing.assert_array_equal(graph.indptr, matrix.indptr)
+    np.testing.assert_array_equal(graph.indices, matrix.indices)
+    assert graph.features.shape == (NODES, law.FEATURES) and abs(float(graph.features.std()) - 1) < 0.02
+    assert graph.labels.min() >= 0 and graph.labels.max() < law.CLASSES
+    assert (graph.train_mask.sum(), graph.val_mask.sum(), graph.test_mask.sum()) == (900, 300, 300)
+    meta = json.loads((tmp_path / "g" / "meta.json").read_text())
+    assert meta["provenance"]["seed"] == 4 and "made_up" in meta["provenance"]
+    assert meta["hash"] == "a470e5c8eb21bba4d0dc6da6fd40b89f"
+
+
+def test_made_up_features_follow_the_seed_and_are_written_once(tmp_path):
+    first = law.made_up_features(tmp_path / "a.npy", 1_000, seed=1)
+    again = law.made_up_features(tmp_path / "a.npy", 1_000, seed=1)
+    other = law.made_up_features(tmp_path / "b.npy", 1_000, seed=2)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy"]
+
+
+def test_a_truncated_uk_graph_is_one_line(tmp_path):
+    uk_fixture(tmp_path / "raw" / "law")
+    graph_file = tmp_path / "raw" / "law" / law.BASENAME / f"{law.BASENAME}.graph"
+    graph_file.write_bytes(graph_file.read_bytes()[:-200])
+    result = run_cli("prepare", "uk-2007-05", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("error:") == 1 and "uk-2007-05.graph" in result.stderr, result.stderr
+    assert not (tmp_path / "g").exists()
