@@ -6,6 +6,7 @@ Real datasets read their original files from a *raw root* laid out as
     <raw_root>/facebook_page_page/raw/facebook_{edges,target}.csv, facebook.json
     <raw_root>/ogb/ogbn_{arxiv,products,papers100M}/...
     <raw_root>/reddit/raw/...
+    <raw_root>/proteins/subgraph3_iso_vs_iso_30_70length_ALL.m100.propermm.mtx
     <raw_root>/ogb_lsc/mag240m_kddcup2021/...
     <raw_root>/law/uk-2007-05/uk-2007-05.{graph,properties}
     <raw_root>/igb/{tiny,small,medium,large,full}/processed/...
@@ -25,7 +26,8 @@ from supergcn.errors import SuperGCNError
 
 _RMAT = re.compile(r"^rmat-(\d+)$")
 REAL_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "reddit", "ogbn-arxiv", "ogbn-products", "ogbn-papers100M",
-                 "ogb-lsc-mag240M", "uk-2007-05", "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
+                 "proteins", "ogb-lsc-mag240M", "uk-2007-05",
+                 "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
 
 
 def dataset_names() -> list[str]:
@@ -66,6 +68,9 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
     if name == "reddit":
         from supergcn.data.datasets.pyg import load_reddit
         return load_reddit(raw_root / "reddit")
+    if name == "proteins":
+        from supergcn.data.datasets.proteins import load_proteins
+        return load_proteins(raw_root / "proteins", seed)
     if name == "uk-2007-05":
         from supergcn.data.datasets.law import load_uk_2007_05
         return load_uk_2007_05(raw_root / "law", seed)

@@ -16,43 +16,21 @@ from pathlib import Path
 
 import numpy as np
 
+from supergcn.data.datasets.made_up import made_up_features, made_up_labels
 from supergcn.data.datasets.webgraph import decode_bvgraph
 from supergcn.data.graph import Graph, build_graph, random_split
-from supergcn.data.storage import atomic_file, release_pages
 
 BASENAME = "uk-2007-05"
 FEATURES, CLASSES = 128, 172
 SPLIT = (0.6, 0.2, 0.2)
-#: Rows generated per block of the made-up features.
-BLOCK_ROWS = 1 << 18
-
-
-def made_up_features(path: Path, num_nodes: int, seed: int) -> np.ndarray:
-    """Standard normal float32 features, row block b drawn from ``(seed, b)``, written once
-    to ``path`` and memory-mapped from there (reused when its shape matches)."""
-    if path.is_file():
-        features = np.load(path, mmap_mode="r", allow_pickle=False)
-        if features.shape == (num_nodes, FEATURES) and features.dtype == np.float32:
-            return features
-    with atomic_file(path) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(num_nodes, FEATURES))
-        for block, start in enumerate(range(0, num_nodes, BLOCK_ROWS)):
-            rows = out[start:start + BLOCK_ROWS]
-            np.random.default_rng([seed, block]).standard_normal(rows.shape, dtype=np.float32, out=rows)
-            out.flush()
-            release_pages(out)
-        del out
-    return np.load(path, mmap_mode="r", allow_pickle=False)
-
-
 def load_uk_2007_05(root: str | Path, seed: int) -> Graph:
     folder = Path(root) / BASENAME
     indptr, successors = decode_bvgraph(folder / BASENAME)
     num_nodes = len(indptr) - 1
     sources = np.repeat(np.arange(num_nodes, dtype=successors.dtype), np.diff(indptr))
-    labels = np.random.default_rng([seed, num_nodes]).integers(0, CLASSES, num_nodes)
+    labels = made_up_labels(num_nodes, CLASSES, seed)
     masks = random_split(num_nodes, SPLIT, seed)
-    features = made_up_features(folder / f"{BASENAME}.features-seed{seed}.npy", num_nodes, seed)
+    features = made_up_features(folder / f"{BASENAME}.features-seed{seed}.npy", num_nodes, FEATURES, seed)
     return build_graph(BASENAME, sources, successors, features, labels, *masks,
                        provenance={"source": "LAW uk-2007-05 BV graph", "root": str(Path(root).resolve()),
                                    "made_undirected": True, "seed": seed,

@@ -51,15 +51,6 @@ def test_uk_2007_05_prepares_end_to_end(tmp_path):
     assert meta["hash"] == "a470e5c8eb21bba4d0dc6da6fd40b89f"
 
 
-def test_made_up_features_follow_the_seed_and_are_written_once(tmp_path):
-    first = law.made_up_features(tmp_path / "a.npy", 1_000, seed=1)
-    again = law.made_up_features(tmp_path / "a.npy", 1_000, seed=1)
-    other = law.made_up_features(tmp_path / "b.npy", 1_000, seed=2)
-    np.testing.assert_array_equal(first, again)
-    assert not np.array_equal(first, other)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy"]
-
-
 def test_a_truncated_uk_graph_is_one_line(tmp_path):
     uk_fixture(tmp_path / "raw" / "law")
     graph_file = tmp_path / "raw" / "law" / law.BASENAME / f"{law.BASENAME}.graph"
