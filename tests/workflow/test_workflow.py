@@ -461,3 +461,27 @@ def test_the_prepost_profile_preprocesses_and_stops_before_training():
     result = plan_from_scratch("--profile", "workflow/profiles/fugaku-prepost")
     assert result.returncode == 0, result.stderr
     assert set(planned_jobs(result.stdout)) == {"prepare", "partition", "plan"}
+
+
+def test_the_table2_study_plans_every_graph_at_every_process_count():
+    """config/studies/paper-table2.yaml: the eight graphs of the paper's Table 2, the three
+    that fit a node trained at Table 3's counts, the five largest partitioned, planned and
+    predicted at the paper's, each with its own Table 2 settings."""
+    study = yaml.safe_load((REPO / "config" / "studies" / "paper-table2.yaml").read_text())
+    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/paper-table2.yaml")
+    assert result.returncode == 0, result.stderr
+    jobs = planned_jobs(result.stdout)
+    graphs = [*study["datasets"], *study["perf"]["datasets"]]
+    assert len(set(graphs)) == 8 == jobs["prepare"] and set(graphs) == set(study["training_by_dataset"])
+    perf = study["perf"]
+    predicted = {(dataset, int(p)) for dataset, p in re.findall(r"perf predict --graph data/graphs/(\S+) .*?"
+                                                                 r"data/partitions/\S+/P(\d+)", result.stdout)}
+    assert predicted == {(dataset, p) for dataset in perf["datasets"]
+                         for p in perf.get("process_counts_by_dataset", {}).get(dataset, perf["process_counts"])}
+    trained = {(dataset, int(p)) for dataset, p in re.findall(r"train --graph data/graphs/(\S+) "
+                                                              r"--partition data/partitions/\S+/P(\d+)", result.stdout)}
+    assert trained == {(dataset, p) for dataset in study["datasets"] for p in study["process_counts"]}
+    assert jobs["train"] == len(trained) * len(study["variants"])
+    # UK-2007-05's own width (Table 2: 128) reaches its predictions; papers100M's learning rate its runs' config.
+    assert re.search(r"perf predict --graph data/graphs/uk-2007-05 .*--hidden 128 ", result.stdout)
+    assert not re.search(r"perf predict --graph data/graphs/uk-2007-05 .*--hidden 256 ", result.stdout)

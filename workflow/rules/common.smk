@@ -79,6 +79,11 @@ def plan_mem_mb(wildcards, input):
     return step_mem_mb(input.graph, per_entry, PLAN_BYTES_PER_PAIR, num_ranks)
 
 
+def training_for(dataset):
+    """The training settings of `dataset`: `training`, with its entry of `training_by_dataset`."""
+    return {**TRAINING, **config.get("training_by_dataset", {}).get(dataset, {})}
+
+
 def partition_threads(wildcards):
     """KaMinPar's threads; METIS runs on one, so its jobs ask for no more."""
     return config["partition"]["threads"] if config["partition"]["engine"] == "kaminpar" else 1

@@ -20,7 +20,7 @@ rule bench_comm:
     output:
         f"{RESULTS}/perf/bench/comm-P{{P}}.json",
     params:
-        hidden=TRAINING["hidden"],
+        hidden=training_for(PERF["local"]["dataset"])["hidden"],
         # the quantized width the model is checked at (its cost per value hardly depends on it)
         bits=min([bits for bits in PERF["local"]["bits"] if bits != 32], default=2),
         exchanges=lambda wildcards, input: " ".join(
@@ -51,7 +51,7 @@ rule local_machine:
     output:
         f"{RESULTS}/perf/machines/local.json",
     params:
-        hidden=TRAINING["hidden"],
+        hidden=training_for(PERF["local"]["dataset"])["hidden"],
         threads=EXECUTION["threads_per_rank"],
         code=code("perf_profile"),
     # Asks for as many cores as the largest measured MPI job, so that locally nothing
@@ -92,7 +92,7 @@ rule predict:
     output:
         f"{RESULTS}/perf/predictions/{{dataset}}/P{{P}}.json",
     params:
-        hidden=TRAINING["hidden"],
+        hidden=lambda wildcards: training_for(wildcards.dataset)["hidden"],
         num_layers=TRAINING["num_layers"],
         bits=" ".join(str(bits) for bits in PERF["bits"]),
         parameter_dtype=TRAINING["parameter_dtype"],
