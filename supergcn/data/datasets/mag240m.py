@@ -38,8 +38,9 @@ def _load_pt(path: Path):
     """A ``torch.save``d dict of ints and numpy arrays, with nothing else allowed to load."""
     import torch
 
-    reconstruct = np._core.multiarray._reconstruct
-    allowed = [np.ndarray, np.dtype, reconstruct, (reconstruct, "numpy.core.multiarray._reconstruct"),
+    reconstruct = np.zeros(1).__reduce__()[0]  # numpy's array unpickler, under numpy 1's name or 2's
+    allowed = [np.ndarray, np.dtype, (reconstruct, "numpy.core.multiarray._reconstruct"),
+               (reconstruct, "numpy._core.multiarray._reconstruct"),
                *{type(np.dtype(kind)) for kind in ("int64", "int32", "float32", "float64")}]
     with torch.serialization.safe_globals(allowed):
         return torch.load(path, weights_only=True)
