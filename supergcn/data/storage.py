@@ -271,6 +271,27 @@ def _file_stamps(directory: Path) -> dict[Path, tuple[int, int, int]]:
             for path in directory.rglob("*") if path.is_file() for stat in [path.stat()]}
 
 
+def array_written_once(path: str | os.PathLike, shape: tuple[int, int], dtype, fill_rows,
+                       block_rows: int) -> np.ndarray:
+    """A ``.npy`` array at ``path``, memory-mapped: the one there if its shape and dtype are
+    these, else written through :func:`atomic_file` a block of rows at a time, each by
+    ``fill_rows(start, rows)`` into the mapped ``rows`` from row ``start`` on, the written
+    pages released as it goes, so that it is never whole in memory."""
+    path, dtype = Path(path), np.dtype(dtype)
+    if path.is_file():
+        existing = np.load(path, mmap_mode="r", allow_pickle=False)
+        if existing.shape == tuple(shape) and existing.dtype == dtype:
+            return existing
+    with atomic_file(path) as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=tuple(shape))
+        for start in range(0, shape[0], block_rows):
+            fill_rows(start, out[start:start + block_rows])
+            out.flush()
+            release_pages(out)
+        del out
+    return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write a text file through a temporary file and a rename."""
     with atomic_file(path) as tmp:

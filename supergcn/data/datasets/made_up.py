@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.storage import atomic_file, release_pages
+from supergcn.data.storage import array_written_once
 
 #: Rows generated per block of features.
 BLOCK_ROWS = 1 << 18
@@ -17,19 +17,9 @@ def made_up_features(path: Path, num_nodes: int, num_features: int, seed: int) -
     """Standard normal float32 features, row block b drawn from ``(seed, b)``, written once
     to ``path`` a block at a time and memory-mapped from there (reused when its shape
     matches): never whole in memory."""
-    if path.is_file():
-        features = np.load(path, mmap_mode="r", allow_pickle=False)
-        if features.shape == (num_nodes, num_features) and features.dtype == np.float32:
-            return features
-    with atomic_file(path) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(num_nodes, num_features))
-        for block, start in enumerate(range(0, num_nodes, BLOCK_ROWS)):
-            rows = out[start:start + BLOCK_ROWS]
-            np.random.default_rng([seed, block]).standard_normal(rows.shape, dtype=np.float32, out=rows)
-            out.flush()
-            release_pages(out)
-        del out
-    return np.load(path, mmap_mode="r", allow_pickle=False)
+    def draw(start, rows):
+        np.random.default_rng([seed, start // BLOCK_ROWS]).standard_normal(rows.shape, dtype=np.float32, out=rows)
+    return array_written_once(path, (num_nodes, num_features), np.float32, draw, BLOCK_ROWS)
 
 
 def made_up_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:

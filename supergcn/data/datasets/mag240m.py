@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.graph import Graph, build_graph
-from supergcn.data.storage import atomic_file, reading_raw, release_pages
+from supergcn.data.storage import array_written_once, reading_raw, release_pages
 from supergcn.errors import SuperGCNError
 
 FOLDER = "mag240m_kddcup2021"
@@ -49,20 +49,11 @@ def _load_pt(path: Path):
 def widened_features(source: Path) -> np.ndarray:
     """``source``'s float16 rows as a float32 memory map beside it, written once."""
     half = np.load(source, mmap_mode="r", allow_pickle=False)
-    target = source.with_name("node_feat.float32.npy")
-    if target.is_file():
-        widened = np.load(target, mmap_mode="r", allow_pickle=False)
-        if widened.shape == half.shape and widened.dtype == np.float32:
-            return widened
-    with atomic_file(target) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=half.shape)
-        for start in range(0, len(half), WIDEN_ROWS):
-            rows = half[start:start + WIDEN_ROWS]
-            out[start:start + len(rows)] = rows
-            out.flush()
-            release_pages(half, out)
-        del out
-    return np.load(target, mmap_mode="r", allow_pickle=False)
+
+    def widen(start, rows):
+        rows[:] = half[start:start + len(rows)]
+        release_pages(half)
+    return array_written_once(source.with_name("node_feat.float32.npy"), half.shape, np.float32, widen, WIDEN_ROWS)
 
 
 def load_mag240m(root: str | Path) -> Graph:

@@ -7,9 +7,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from supergcn.data.datasets import law
-from supergcn.data.datasets.webgraph import encode_bvgraph
 from supergcn.data.graph import load_graph
 
+from bvgraph_writer import encode_bvgraph
 from conftest import run_cli
 
 NODES = 1_500
