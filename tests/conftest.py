@@ -127,10 +127,20 @@ def tiny_plans(tmp_path_factory):
 
 @pytest.fixture
 def http_server():
-    """Serves ``files[path]`` with Range support and records the ranges asked for."""
+    """Serves ``files[path]`` with Range support and HEAD requests, and records the ranges
+    of the GETs asked for."""
     files, ranges = {}, []
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            body = files.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+
         def do_GET(self):
             body = files.get(self.path)
             if body is None:

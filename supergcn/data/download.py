@@ -1,14 +1,22 @@
-"""Downloading a dataset's archive so that a user can trust it, and restart it.
+"""Downloading a dataset's files so that a user can trust them, and restart them.
 
-:func:`download` fetches ``url`` into ``destination`` through ``destination.part``:
+A dataset's source is a list of :class:`RemoteFile`: an address, where the file goes, and
+what is recorded about it (its MD5 where the source or a named third party publishes one,
+its exact size where the published counts fix it). :func:`download_all` fetches those not
+yet there:
 
-* before anything is fetched it checks the free space below ``destination`` against
-  what is left to fetch plus what the caller will unpack (``extra_bytes``), and refuses
-  with both figures;
+* before anything is fetched it checks the free space below the dataset's root against
+  everything left to fetch (the sizes recorded, else what the server announces) plus what
+  the caller will unpack or derive (``extra_bytes``), and refuses with both figures;
 * an interrupted download resumes from its ``.part`` file with an HTTP range request (a
   server that ignores the range starts it again);
-* the whole file's MD5 is compared with the recorded one once it is complete, and only
-  a match is renamed into place; a mismatch removes the ``.part`` file and says so.
+* the MD5 is computed as the bytes arrive; a file that arrives with another size or MD5
+  than recorded is removed and refused; only a checked file is renamed into place, with
+  its MD5 beside it in ``md5sum`` format (``<file>.md5``): where the source publishes no
+  checksum, that is the record of what arrived.
+
+A file already in place (downloaded before, or put there by hand) is not fetched again;
+the loaders check what they read against its manifest and the published counts.
 """
 
 from __future__ import annotations
@@ -17,12 +25,26 @@ import hashlib
 import shutil
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from supergcn.data.storage import human_bytes
 from supergcn.errors import SuperGCNError
 
 CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One file of a dataset's source: ``url``, fetched to ``path`` (below the dataset's
+    root), with the ``md5`` and exact ``size`` in bytes recorded for it (``None`` where
+    nothing is published)."""
+
+    url: str
+    path: str
+    md5: str | None = None
+    size: int | None = None
 
 
 def file_md5(path: Path, digest=None):
@@ -34,18 +56,47 @@ def file_md5(path: Path, digest=None):
     return digest
 
 
-def download(url: str, destination: str | Path, md5: str, extra_bytes: int = 0, timeout: float = 60) -> Path:
+def _part(destination: Path) -> Path:
+    return destination.with_name(destination.name + ".part")
+
+
+def _unreachable(url: str, destination: Path, exc: Exception) -> SuperGCNError:
+    detail = f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError) else str(exc)
+    return SuperGCNError(f"could not download {url} ({detail})",
+                         f"on a machine with internet fetch it to {destination}, then run again")
+
+
+def announced_size(url: str, timeout: float = 60) -> int:
+    """The bytes the server announces for ``url`` (a HEAD request's Content-Length)."""
+    request = urllib.request.Request(url, method="HEAD")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return int(response.headers.get("Content-Length") or 0)
+
+
+def check_space(root: Path, fetch_bytes: int, extra_bytes: int, what: str) -> None:
+    """Refuse, with the figures, if ``root``'s file system lacks ``fetch_bytes + extra_bytes``."""
+    existing = next(p for p in [root, *root.parents] if p.exists())
+    free = shutil.disk_usage(existing).free
+    if fetch_bytes + extra_bytes > free:
+        raise SuperGCNError(f"no space for {what}: it needs {human_bytes(fetch_bytes + extra_bytes)} more "
+                            f"({human_bytes(fetch_bytes)} to download, {human_bytes(extra_bytes)} to unpack or "
+                            f"derive) and {human_bytes(free)} is free there",
+                            "free space there, or pass a --raw-root on a larger file system")
+
+
+def download(url: str, destination: str | Path, md5: str | None = None, size: int | None = None,
+             extra_bytes: int = 0, timeout: float = 60) -> Path:
     """Fetch ``url`` to ``destination`` (see the module docstring); returns ``destination``.
 
     Raises:
-        SuperGCNError: no space for it, the server unreachable or refusing, or a checksum
-            that does not match.
+        SuperGCNError: no space for it, the server unreachable or refusing, or a size or
+            checksum that does not match the recorded one.
     """
     destination = Path(destination)
-    if destination.is_file() and file_md5(destination).hexdigest() == md5:
+    if destination.is_file():
         return destination
     destination.parent.mkdir(parents=True, exist_ok=True)
-    part = destination.with_name(destination.name + ".part")
+    part = _part(destination)
     have = part.stat().st_size if part.is_file() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     try:
@@ -56,24 +107,95 @@ def download(url: str, destination: str | Path, md5: str, extra_bytes: int = 0, 
                                 f"check the address, or fetch it by hand to {destination}") from exc
         response = None
     except OSError as exc:
-        raise SuperGCNError(f"could not download {url} ({exc})",
-                            f"on a machine with internet fetch it to {destination}, then run again") from exc
+        raise _unreachable(url, destination, exc) from exc
+    digest = hashlib.md5()
+    if response is None or response.status == 206:
+        file_md5(part, digest)
     if response is not None:
         with response:
             resumed = have and response.status == 206
-            remaining = int(response.headers.get("Content-Length") or 0)
-            free = shutil.disk_usage(destination.parent).free
-            if remaining + extra_bytes > free:
-                raise SuperGCNError(f"no space for {destination}: it needs {human_bytes(remaining + extra_bytes)} more "
-                                    f"({human_bytes(remaining)} to download, {human_bytes(extra_bytes)} to unpack) and "
-                                    f"{human_bytes(free)} is free there",
-                                    "free space there, or pass a --raw-root on a larger file system")
+            check_space(destination.parent, int(response.headers.get("Content-Length") or 0), extra_bytes,
+                        str(destination))
             with open(part, "ab" if resumed else "wb") as handle:
                 while chunk := response.read(CHUNK_BYTES):
                     handle.write(chunk)
-    if file_md5(part).hexdigest() != md5:
+                    digest.update(chunk)
+    arrived = part.stat().st_size
+    problem = None
+    if size is not None and arrived != size:
+        problem = f"{url} arrived with {arrived:,} bytes, not the {size:,} recorded"
+    elif md5 is not None and digest.hexdigest() != md5:
+        problem = f"{url} arrived with another checksum than recorded (MD5 {md5})"
+    if problem:
         part.unlink()
-        raise SuperGCNError(f"{url} arrived with another checksum than recorded (MD5 {md5}): damaged in transit "
-                            "or changed at the source", f"run again to download it afresh (removed {part})")
+        raise SuperGCNError(f"{problem}: damaged in transit or changed at the source",
+                            f"run again to download it afresh (removed {part})")
+    destination.with_name(destination.name + ".md5").write_text(f"{digest.hexdigest()}  {destination.name}\n")
     part.replace(destination)
     return destination
+
+
+def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int = 0,
+                 timeout: float = 60) -> list[Path]:
+    """Fetch every file of ``files`` not yet below ``root`` (see the module docstring),
+    the space for all of them and ``extra_bytes`` checked before the first starts."""
+    root = Path(root)
+    missing = [remote for remote in files if not (root / remote.path).is_file()]
+    to_fetch = 0
+    for remote in missing:
+        part = _part(root / remote.path)
+        try:
+            total = remote.size if remote.size is not None else announced_size(remote.url, timeout)
+        except (urllib.error.HTTPError, OSError) as exc:
+            raise _unreachable(remote.url, root / remote.path, exc) from exc
+        to_fetch += max(0, total - (part.stat().st_size if part.is_file() else 0))
+    if missing:
+        check_space(root, to_fetch, extra_bytes, f"{len(missing)} files under {root}")
+    return [download(remote.url, root / remote.path, remote.md5, remote.size, timeout=timeout) for remote in files]
+
+
+def read_md5sums(path: Path) -> dict[str, str]:
+    """``{file name: MD5}`` of an ``md5sum`` listing (``<md5>  <name>`` lines; a ``*``
+    before the name marks binary mode)."""
+    sums = {}
+    for line in path.read_text().splitlines():
+        fields = line.split(maxsplit=1)
+        if len(fields) == 2 and len(fields[0]) == 32:
+            sums[fields[1].lstrip("*").strip()] = fields[0].lower()
+    return sums
+
+
+def unpack(archive: Path, root: Path, folder: str) -> Path:
+    """Unpack ``archive`` (zip or tar), whose members lie below ``folder``, into
+    ``root/folder`` through a staging folder beside it, so that an interrupted unpacking
+    leaves nothing a loader could take for the dataset; the archive is removed once
+    unpacked. Returns ``root/folder``."""
+    import tarfile
+    import zipfile
+
+    target, staging = root / folder, root / f".{folder}.unpacking"
+    if target.exists() and any(target.iterdir()):
+        raise SuperGCNError(f"{target} already holds files, so {archive.name} is not unpacked over them",
+                            f"move them away (or delete {target}) and run again")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as bundle:
+                bundle.extractall(staging)
+        else:
+            with tarfile.open(archive) as bundle:
+                # The archive's checksum matched the recorded one; the "data" filter, where this
+                # Python has it, keeps every member below the staging folder all the same.
+                bundle.extractall(staging, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        if not (staging / folder).is_dir():
+            raise SuperGCNError(f"{archive} does not unpack to a folder {folder}",
+                                "it is not the archive expected: delete it and run again")
+        if target.exists():
+            target.rmdir()
+        (staging / folder).replace(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    archive.unlink()
+    archive.with_name(archive.name + ".md5").unlink(missing_ok=True)
+    return target

@@ -7,9 +7,10 @@ as IGB's download scripts lay them out under ``<root>`` (``<raw_root>/igb``):
     <size>/processed/paper/node_label_19.npy             N labels (stored as float)
     <size>/processed/paper__cites__paper/edge_index.npy  E x 2 (citing, cited)
 
-``tiny``, ``small`` and ``medium`` are ``.npy`` files; ``large`` and ``full`` (IGB260M)
-are raw arrays under the same names, without a ``.npy`` header, whose shapes IGB's
-loader takes from the sizes below (:data:`RAW_NODES`; the edge file's length gives E).
+``tiny``, ``small`` and ``medium`` are ``.npy`` files. Of ``large`` and ``full`` (IGB260M)
+IGB serves the features and labels as raw arrays without a ``.npy`` header (some copies
+have one), whose shapes IGB's loader takes from the sizes below (:data:`RAW_NODES`), and
+the edges as a ``.npy`` file; each file is read as its first bytes say.
 
 What the pipeline adds, as IGB's own loader does it: the split, the first 60 % of the
 labelled nodes in id order for training, the next 20 % for validation and the rest of the
@@ -17,8 +18,10 @@ labelled ones for testing (in ``full`` only the first :data:`LABELLED_FULL` node
 one of the 19 labels); the citations made undirected (the canonical graph is); IGB
 removes and adds self loops, which ``supergcn prepare --self-loops`` chooses here.
 
-Where none of a size's files are there, :func:`fetch_igb` downloads IGB's archive of
-that size (checked against its MD5, resumable, the disk space checked first).
+:func:`fetch_igb` downloads what is missing (resumable, the disk space checked first):
+the archive of a small size, checked against IGB's MD5, where none of its files are
+there; the files of ``large`` and ``full``, checked against the sizes and MD5s recorded in
+:data:`FILE_RECORDS`.
 
 Nothing is read whole: features and edges are memory-mapped; the features are float32
 already, so they are written straight from the source file; the edges are read in
@@ -56,27 +59,40 @@ ARCHIVES = {
     "medium": ("https://igb-public-awsopen.s3.amazonaws.com/igb-homogeneous/igb_homogeneous_medium.tar.gz",
                "4640df4ceee46851fd18c0a44ddcc622", 10_000_000),
 }
+#: Where IGB's scripts (``download_igb_large.sh``, ``download_igb260m.sh``) fetch the files of
+#: the sizes served file by file.
+FILE_ROOTS = {"large": "https://igb-public-awsopen.s3.amazonaws.com/igb_large/processed",
+              "full": "https://igb-public-awsopen.s3.amazonaws.com/IGBH/processed"}
+#: What is recorded about those files. IGB publishes no checksums for them; those of
+#: ``full`` are MLCommons' (the MLPerf inference IGBH download and cm4mlops'
+#: get-dataset-mlperf-inference-igbh). The sizes of ``large``'s headerless arrays follow
+#: from its node count; ``full``'s files are read as IGB's loader reads them, with or
+#: without a header, so no size is recorded for them, nor for any edge file (the count of
+#: ``full``'s is disputed: 3,995,777,033 in the paper, 3,727,095,830 in the file users report).
+FILE_RECORDS = {
+    "large": {"paper/node_feat.npy": (None, RAW_NODES["large"] * FEATURES * 4),
+              "paper/node_label_19.npy": (None, RAW_NODES["large"] * 4),
+              "paper__cites__paper/edge_index.npy": (None, None)},
+    "full": {"paper/node_feat.npy": ("71058b9ac8011bafa1c5467504452d13", None),
+             "paper/node_label_19.npy": ("be6fda45566e679bdb05ebea98ad16d4", None),
+             "paper__cites__paper/edge_index.npy": ("f4897f53636c04a9c66f6063ec635c16", None)},
+}
+NUMPY_MAGIC = b"\x93NUMPY"
 
 
 def fetch_igb(root: Path, size: str) -> None:
-    """Download, check and unpack IGB's archive of ``size`` into ``root`` (the archive is
-    removed once unpacked); ``large`` and ``full`` are many files IGB's scripts fetch."""
-    import tarfile
+    """Download and check IGB's files of ``size`` below ``root``: the archive of a small
+    size, unpacked (and removed), or the missing files of ``large`` and ``full``."""
+    from supergcn.data.download import RemoteFile, download, download_all, unpack
 
-    from supergcn.data.download import download
-
-    if size not in ARCHIVES:
-        raise SuperGCNError(f"IGB {size} is not one archive supergcn can fetch",
-                            f"run IGB-Datasets' igb/download_igb{'260m' if size == 'full' else '_large'}.sh and "
-                            f"put its paper/ and paper__cites__paper/ folders under {root / size / 'processed'}")
+    if size in FILE_RECORDS:
+        download_all([RemoteFile(f"{FILE_ROOTS[size]}/{path}", f"{size}/processed/{path}", md5, recorded)
+                      for path, (md5, recorded) in FILE_RECORDS[size].items()], root)
+        return
     url, md5, nodes = ARCHIVES[size]
     # Unpacked, the features alone take N x 1024 x 4 bytes.
     archive = download(url, root / url.rsplit("/", 1)[1], md5, extra_bytes=nodes * FEATURES * 4)
-    with tarfile.open(archive) as tar:
-        # The archive is IGB's (its MD5 matched); the "data" filter, where this Python has
-        # it, keeps every member below root all the same.
-        tar.extractall(root, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
-    archive.unlink()
+    unpack(archive, root, size)
 
 
 def igb_files(root: str | Path, size: str) -> dict[str, Path]:
@@ -86,9 +102,12 @@ def igb_files(root: str | Path, size: str) -> dict[str, Path]:
 
 
 def _open(path: Path, size: str, dtype, shape_of) -> np.ndarray:
-    """A memory map of ``path``: a ``.npy`` file, or for raw sizes a headerless array of
-    ``dtype`` whose shape ``shape_of(number of items)`` gives."""
-    if size not in RAW_NODES:
+    """A memory map of ``path``: a ``.npy`` file, or for raw sizes (IGB's loader reads
+    ``large`` and ``full`` either way) a headerless array of ``dtype`` whose shape
+    ``shape_of(number of items)`` gives."""
+    with open(path, "rb") as handle:
+        has_header = handle.read(len(NUMPY_MAGIC)) == NUMPY_MAGIC
+    if has_header or size not in RAW_NODES:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     items, remainder = divmod(path.stat().st_size, np.dtype(dtype).itemsize)
     if remainder:
@@ -101,7 +120,7 @@ def load_igb(name: str, root: str | Path) -> Graph:
     """The homogeneous IGB graph of size ``SIZES[name]`` from its files under ``root``."""
     size = SIZES[name]
     files = igb_files(root, size)
-    if not any(path.exists() for path in files.values()):
+    if size in FILE_RECORDS or not any(path.exists() for path in files.values()):
         fetch_igb(Path(root), size)
     missing = [str(path) for path in files.values() if not path.is_file()]
     if missing:

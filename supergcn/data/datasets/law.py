@@ -8,6 +8,12 @@ labels and a random 60/20/20 split, all recorded in the graph manifest. The feat
 generated a block of rows at a time into a memory map beside the graph's files
 (``uk-2007-05.features-seed<seed>.npy``, 54 GB for the full graph) and reused; the links
 are made undirected.
+
+Where the graph's files are absent, :func:`fetch_uk_2007_05` downloads them from the LAW
+(resumable, the space for them and the made-up features checked first): the LAW's
+``uk-2007-05.md5sums`` first, then the ``.properties`` and ``.graph`` files, each checked
+against the MD5 listed there, and the properties against the published node and arc
+counts. The ``.offsets`` file is not needed: the graph is decoded in one pass.
 """
 
 from __future__ import annotations
@@ -17,14 +23,43 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.datasets.made_up import made_up_features, made_up_labels
-from supergcn.data.datasets.webgraph import decode_bvgraph
+from supergcn.data.datasets.webgraph import decode_bvgraph, read_properties
 from supergcn.data.graph import Graph, build_graph, random_split
+from supergcn.errors import SuperGCNError
 
 BASENAME = "uk-2007-05"
 FEATURES, CLASSES = 128, 172
 SPLIT = (0.6, 0.2, 0.2)
+#: Where the LAW serves the graph, and its published size (the paper's Table 2).
+SOURCE_URL = f"http://data.law.di.unimi.it/webdata/{BASENAME}"
+NODES, ARCS = 105_896_555, 3_738_733_648
+
+
+def fetch_uk_2007_05(folder: Path) -> None:
+    """Download the LAW's files of the graph into ``folder`` (see the module docstring)."""
+    from supergcn.data.download import RemoteFile, download, download_all, read_md5sums
+
+    sums_path = download(f"{SOURCE_URL}/{BASENAME}.md5sums", folder / f"{BASENAME}.md5sums")
+    sums = read_md5sums(sums_path)
+    names = [f"{BASENAME}.properties", f"{BASENAME}.graph"]
+    unlisted = [name for name in names if name not in sums]
+    if unlisted:
+        raise SuperGCNError(f"{sums_path} lists no MD5 for {', '.join(unlisted)}, so the download cannot be checked",
+                            f"delete {sums_path} to fetch it again, or put the checked files there by hand")
+    download_all([RemoteFile(f"{SOURCE_URL}/{name}", name, sums[name]) for name in names], folder,
+                 extra_bytes=NODES * FEATURES * 4)
+    properties = read_properties(folder / names[0])
+    counts = (int(properties.get("nodes", -1)), int(properties.get("arcs", -1)))
+    if counts != (NODES, ARCS):
+        raise SuperGCNError(f"the LAW's {names[0]} gives {counts[0]:,} nodes and {counts[1]:,} arcs, not the "
+                            f"published {NODES:,} and {ARCS:,}", "the source changed: check the LAW's page for the "
+                            "graph before preparing it")
+
+
 def load_uk_2007_05(root: str | Path, seed: int) -> Graph:
     folder = Path(root) / BASENAME
+    if not all((folder / f"{BASENAME}{suffix}").is_file() for suffix in (".properties", ".graph")):
+        fetch_uk_2007_05(folder)
     indptr, successors = decode_bvgraph(folder / BASENAME)
     num_nodes = len(indptr) - 1
     sources = np.repeat(np.arange(num_nodes, dtype=successors.dtype), np.diff(indptr))

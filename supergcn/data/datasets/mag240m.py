@@ -16,6 +16,10 @@ is "n/a"); and the features widened to float32, which the model trains in: writt
 a block of rows at a time, beside the original (``node_feat.float32.npy``, 374 GB for the
 full graph) and memory-mapped from there, so they are never whole in memory. The
 ``.pt`` files are read without unpickling code (numpy arrays and ints only).
+
+Where the folder is absent, :func:`fetch_mag240m` downloads OGB-LSC's archive (resumable,
+checked against the MD5 OGB's maintainers published, the space for the archive, its
+contents and the widened features checked first) and unpacks it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,14 @@ FOLDER = "mag240m_kddcup2021"
 FEATURES = 768
 #: Rows widened per block (about 200 MB of float32).
 WIDEN_ROWS = 65_536
+#: OGB-LSC's archive: the address ``ogb.lsc.MAG240MDataset`` fetches, the MD5 OGB's
+#: maintainers published for it (snap-stanford/ogb issue 127; a comment in
+#: ``ogb/lsc/mag240m.py``), and what it unpacks to ("around 202GB", OGB-LSC's documentation).
+ARCHIVE_URL = "https://dgl-data.s3-accelerate.amazonaws.com/dataset/OGB-LSC/mag240m_kddcup2021.zip"
+ARCHIVE_MD5 = "bd61c9446f557fbe4430d9a7ce108b34"
+UNPACKED_BYTES = 202 * 10**9
+#: Papers of the full graph (meta.pt), which size the widened features.
+PAPERS = 121_751_666
 
 
 def _load_pt(path: Path):
@@ -56,8 +68,20 @@ def widened_features(source: Path) -> np.ndarray:
     return array_written_once(source.with_name("node_feat.float32.npy"), half.shape, np.float32, widen, WIDEN_ROWS)
 
 
+def fetch_mag240m(root: Path) -> None:
+    """Download, check and unpack OGB-LSC's MAG240M archive into ``root`` (the archive is
+    removed once unpacked)."""
+    from supergcn.data.download import download, unpack
+
+    archive = download(ARCHIVE_URL, root / ARCHIVE_URL.rsplit("/", 1)[1], ARCHIVE_MD5,
+                       extra_bytes=UNPACKED_BYTES + PAPERS * FEATURES * 4)
+    unpack(archive, root, FOLDER)
+
+
 def load_mag240m(root: str | Path) -> Graph:
     folder = Path(root) / FOLDER
+    if not folder.exists():
+        fetch_mag240m(Path(root))
     files = {"meta": folder / "meta.pt", "split": folder / "split_dict.pt",
              "features": folder / "processed" / "paper" / "node_feat.npy",
              "labels": folder / "processed" / "paper" / "node_label.npy",
@@ -65,8 +89,8 @@ def load_mag240m(root: str | Path) -> Graph:
     missing = [str(path) for path in files.values() if not path.is_file()]
     if missing:
         raise SuperGCNError(f"ogb-lsc-mag240M files not found: {', '.join(missing)}",
-                            f"download OGB-LSC's mag240m_kddcup2021.zip (ogb.lsc.MAG240MDataset's address) and unpack "
-                            f"it into {Path(root)} (or pass --raw-root)")
+                            f"download {ARCHIVE_URL} (MD5 {ARCHIVE_MD5}) and unpack it into {Path(root)} "
+                            "(or pass --raw-root)")
     with reading_raw("ogb-lsc-mag240M", folder):
         meta, split = _load_pt(files["meta"]), _load_pt(files["split"])
         half = np.load(files["features"], mmap_mode="r", allow_pickle=False)

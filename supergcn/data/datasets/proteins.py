@@ -11,6 +11,13 @@ and DistGNN's conversion of it, the pipeline makes them up from ``--seed``
 (:mod:`supergcn.data.datasets.made_up`) and takes DistGNN's split: the first 1,000,000
 nodes for training, the next 500,000 for testing, the next 5,000 for validation, in id
 order (scaled down in proportion for a graph of fewer nodes); the edges are undirected.
+
+Where the file is absent, :func:`fetch_proteins` downloads it from NERSC's portal, where
+DGL's DistGNN tools fetch it (resumable, the space for it and the made-up features
+checked first). Its source publishes no size or checksum: what is checked is that the
+file is whole (every entry its size line announces, parsed) and that its size line gives
+the published 8,745,542 proteins; the MD5 of what arrived is written beside it
+(``<file>.md5``) and recorded in the graph's manifest.
 """
 
 from __future__ import annotations
@@ -26,9 +33,13 @@ from supergcn.errors import SuperGCNError
 
 FILE = "subgraph3_iso_vs_iso_30_70length_ALL.m100.propermm.mtx"
 FEATURES, CLASSES = 128, 256
-#: DistGNN's split of the 8,745,542 proteins, in id order: train, test, validation.
-DISTGNN_NODES, DISTGNN_SPLIT = 8_745_542, (1_000_000, 500_000, 5_000)
+#: Proteins in the published network (the paper's Table 2).
+PUBLISHED_NODES = 8_745_542
+#: DistGNN's split of those proteins, in id order: train, test, validation.
+DISTGNN_NODES, DISTGNN_SPLIT = PUBLISHED_NODES, (1_000_000, 500_000, 5_000)
 BLOCK_LINES = 1 << 22
+#: Where DGL's DistGNN tools (``dgl/distgnn/tools/tools.py``) fetch the file.
+SOURCE_URL = f"https://portal.nersc.gov/project/m1982/GNN/{FILE}"
 
 
 def read_coordinate_header(handle) -> tuple[int, int, int, bool]:
@@ -86,12 +97,26 @@ def distgnn_split(num_nodes: int) -> list[np.ndarray]:
     return masks
 
 
+def fetch_proteins(root: Path) -> None:
+    """Download the matrix into ``root`` (see the module docstring)."""
+    from supergcn.data.download import download
+
+    path = download(SOURCE_URL, root / FILE, extra_bytes=PUBLISHED_NODES * FEATURES * 4)
+    with open(path) as handle:
+        rows = read_coordinate_header(handle)[0]
+    if rows != PUBLISHED_NODES:
+        path.rename(path.with_name(path.name + ".unexpected"))
+        raise SuperGCNError(f"{SOURCE_URL} arrived as a matrix of {rows:,} rows, not the published "
+                            f"{PUBLISHED_NODES:,} proteins (kept as {path.name}.unexpected)",
+                            "the source changed: check it before preparing it, and rename the file to use it all "
+                            "the same")
+
+
 def load_proteins(root: str | Path, seed: int) -> Graph:
     path = Path(root) / FILE
     if not path.is_file():
-        raise SuperGCNError(f"the Proteins matrix {path} was not found",
-                            f"download https://portal.nersc.gov/project/m1982/GNN/{FILE} (the file DGL's DistGNN "
-                            "example uses) into that folder, or pass --raw-root")
+        fetch_proteins(Path(root))
+    checksum = path.with_name(path.name + ".md5")
     with reading_raw("proteins", Path(root)):
         num_nodes, sources, destinations = read_coordinate_edges(path)
     labels = made_up_labels(num_nodes, CLASSES, seed)
@@ -99,6 +124,7 @@ def load_proteins(root: str | Path, seed: int) -> Graph:
     return build_graph("proteins", sources, destinations, features, labels, *distgnn_split(num_nodes),
                        provenance={"source": f"HipMCL isolate network, {FILE}", "root": str(Path(root).resolve()),
                                    "made_undirected": True, "seed": seed,
+                                   "md5": checksum.read_text().split()[0] if checksum.is_file() else None,
                                    "made_up": f"{FEATURES} standard normal features (row block b from (seed, b)), "
                                               f"{CLASSES} uniform labels, as the paper adds them",
                                    "split": "DistGNN's: the first 1,000,000 nodes train, the next 500,000 test, "

@@ -9,17 +9,20 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from supergcn.cli import main
 from supergcn.data.datasets import igb
 from supergcn.data.graph import load_graph
+from supergcn.errors import SuperGCNError
 
 from conftest import run_cli
 
 NODES, EDGES = 2_000, 12_000
 
 
-def igb_fixture(root, size="tiny", raw=False, seed=0):
+def igb_fixture(root, size="tiny", raw=False, seed=0, raw_edges=None):
     """IGB's files for ``size`` under ``root``: features, 19-class labels stored as float,
-    directed citations with duplicates, a self loop and both directions of some pairs."""
+    directed citations with duplicates, a self loop and both directions of some pairs;
+    headerless when ``raw`` (the edges as ``raw_edges`` says, by default as ``raw``)."""
     rng = np.random.default_rng(seed)
     processed = root / size / "processed"
     (processed / "paper").mkdir(parents=True)
@@ -30,10 +33,11 @@ def igb_fixture(root, size="tiny", raw=False, seed=0):
     edges[:100, 1] = edges[:100, 0][::-1]
     edges[100] = (7, 7)
     edges[101:200] = edges[:99, ::-1]
-    for array, path in ((features, processed / "paper" / "node_feat.npy"),
-                        (labels, processed / "paper" / "node_label_19.npy"),
-                        (edges, processed / "paper__cites__paper" / "edge_index.npy")):
-        if raw:
+    raw_edges = raw if raw_edges is None else raw_edges
+    for array, path, headerless in ((features, processed / "paper" / "node_feat.npy", raw),
+                                    (labels, processed / "paper" / "node_label_19.npy", raw),
+                                    (edges, processed / "paper__cites__paper" / "edge_index.npy", raw_edges)):
+        if headerless:
             array.tofile(path)
         else:
             np.save(path, array)
@@ -67,10 +71,12 @@ def test_igb_tiny_prepares_end_to_end_as_igb_defines_it(tmp_path):
     assert meta["hash"] == "096d08087d6697a68e44c1b0ddeedf8b"
 
 
-def test_raw_sizes_are_read_without_a_header(tmp_path, monkeypatch):
-    """``large`` and ``full`` ship headerless arrays whose shapes IGB's loader knows; in
-    ``full`` only the first nodes are labelled, and the split covers those alone."""
-    features, labels, edges = igb_fixture(tmp_path, "full", raw=True)
+@pytest.mark.parametrize("raw_edges", [False, True])
+def test_raw_sizes_are_read_without_a_header(tmp_path, monkeypatch, raw_edges):
+    """``large`` and ``full`` ship headerless features and labels whose shapes IGB's
+    loader knows, and their edges as ``.npy`` (or headerless, in some copies); in ``full``
+    only the first nodes are labelled, and the split covers those alone."""
+    features, labels, edges = igb_fixture(tmp_path, "full", raw=True, raw_edges=raw_edges)
     monkeypatch.setitem(igb.RAW_NODES, "full", NODES)
     monkeypatch.setattr(igb, "LABELLED_FULL", 1_500)
     graph = igb.load_igb("igb260m", tmp_path)
@@ -110,3 +116,51 @@ def test_igb_fetches_unpacks_and_prepares_its_archive(tmp_path, http_server, mon
     root = tmp_path / "raw" / "igb"
     graph = igb.load_igb("igb-tiny", root)
     assert graph.num_nodes == 2_000 and sorted(p.name for p in root.iterdir()) == ["tiny"]
+
+
+def _serve_igb_files(tmp_path, http_server, monkeypatch, size):
+    """IGB's files of ``size`` as IGB serves them (headerless features and labels, ``.npy``
+    edges), on the local server in place of IGB's bucket; returns the server's files."""
+    url, files, ranges = http_server
+    igb_fixture(tmp_path / "source", size, raw=True, raw_edges=False)
+    for path in igb.FILE_RECORDS[size]:
+        files[f"/{size}/{path}"] = (tmp_path / "source" / size / "processed" / path).read_bytes()
+    monkeypatch.setitem(igb.FILE_ROOTS, size, f"{url}/{size}")
+    monkeypatch.setitem(igb.RAW_NODES, size, NODES)
+    monkeypatch.setattr(igb, "LABELLED_FULL", 1_500)
+    return files, ranges
+
+
+def test_igb260m_fetches_its_files_checked_against_the_recorded_checksums(tmp_path, http_server, monkeypatch,
+                                                                          capsys):
+    files, ranges = _serve_igb_files(tmp_path, http_server, monkeypatch, "full")
+    monkeypatch.setitem(igb.FILE_RECORDS, "full", {path: (hashlib.md5(files[f"/full/{path}"]).hexdigest(), None)
+                                                   for path in igb.FILE_RECORDS["full"]})
+    good = files["/full/paper__cites__paper/edge_index.npy"]
+    files["/full/paper__cites__paper/edge_index.npy"] = good[:-8] + bytes(8)  # the last citation changed
+    root = tmp_path / "raw" / "igb"
+    # In this process, where the server's address is patched in: the command's one-line error.
+    assert main(["prepare", "igb260m", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g"]) == 2
+    stderr = capsys.readouterr().err
+    assert stderr.count("error:") == 1 and "edge_index.npy arrived with another checksum than recorded" in stderr
+    assert not (tmp_path / "g").exists() and not list(root.rglob("edge_index.npy*"))
+    files["/full/paper__cites__paper/edge_index.npy"] = good
+    graph = igb.load_igb("igb260m", root)
+    np.testing.assert_array_equal(graph.features, np.fromfile(root / "full/processed/paper/node_feat.npy",
+                                                              np.float32).reshape(NODES, igb.FEATURES))
+    assert graph.train_mask.sum() == 900
+    # The two files that arrived whole the first time were not fetched again.
+    assert len(ranges) == 4
+    fetched = sorted(str(p.relative_to(root / "full" / "processed")) for p in root.rglob("*") if p.is_file())
+    assert fetched == sorted([*igb.FILE_RECORDS["full"], *(f"{path}.md5" for path in igb.FILE_RECORDS["full"])])
+
+
+def test_igb_large_files_of_another_size_than_recorded_are_refused(tmp_path, http_server, monkeypatch):
+    files, _ = _serve_igb_files(tmp_path, http_server, monkeypatch, "large")
+    monkeypatch.setitem(igb.FILE_RECORDS, "large", {"paper/node_feat.npy": (None, NODES * igb.FEATURES * 4),
+                                                    "paper/node_label_19.npy": (None, NODES * 4),
+                                                    "paper__cites__paper/edge_index.npy": (None, None)})
+    files["/large/paper/node_label_19.npy"] += bytes(4)
+    with pytest.raises(SuperGCNError, match=f"node_label_19.npy arrived with {NODES * 4 + 4:,} bytes, not the "
+                                            f"{NODES * 4:,} recorded"):
+        igb.load_igb("igb-large", tmp_path / "raw" / "igb")

@@ -1,13 +1,17 @@
 """UK-2007-05 from the LAW's BV files (written here in that format), with the features and
 labels the paper makes up for it."""
 
+import hashlib
 import json
+import subprocess
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
-from supergcn.data.datasets import law
+from supergcn.data.datasets import law, webgraph
 from supergcn.data.graph import load_graph
+from supergcn.errors import SuperGCNError
 
 from bvgraph_writer import encode_bvgraph
 from conftest import run_cli
@@ -59,3 +63,46 @@ def test_a_truncated_uk_graph_is_one_line(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("error:") == 1 and "uk-2007-05.graph" in result.stderr, result.stderr
     assert not (tmp_path / "g").exists()
+
+
+def _serve_uk(tmp_path, http_server, monkeypatch, listed=None):
+    """The fixture's files on the local server as the LAW serves them, with an md5sums
+    listing (``listed`` overrides its entries)."""
+    url, files, ranges = http_server
+    uk_fixture(tmp_path / "source")
+    sums = []
+    for suffix in (".graph", ".properties", ".offsets"):
+        name = f"{law.BASENAME}{suffix}"
+        body = (tmp_path / "source" / law.BASENAME / name).read_bytes() if suffix != ".offsets" else b"offsets"
+        files[f"/{name}"] = body
+        sums.append(f"{(listed or {}).get(name, hashlib.md5(body).hexdigest())}  {name}")
+    files[f"/{law.BASENAME}.md5sums"] = ("\n".join(sums) + "\n").encode()
+    monkeypatch.setattr(law, "SOURCE_URL", url)
+    return files, ranges
+
+
+def test_uk_2007_05_fetches_the_laws_files_checked_against_its_md5sums(tmp_path, http_server, monkeypatch):
+    _, ranges = _serve_uk(tmp_path, http_server, monkeypatch)
+    properties = webgraph.read_properties(tmp_path / "source" / law.BASENAME / f"{law.BASENAME}.properties")
+    monkeypatch.setattr(law, "NODES", int(properties["nodes"]))
+    monkeypatch.setattr(law, "ARCS", int(properties["arcs"]))
+    graph = law.load_uk_2007_05(tmp_path / "raw", seed=0)
+    local = law.load_uk_2007_05(tmp_path / "source", seed=0)
+    np.testing.assert_array_equal(graph.indices, local.indices)
+    assert len(ranges) == 3  # md5sums, properties, graph; the offsets are not needed
+    folder = tmp_path / "raw" / law.BASENAME
+    assert subprocess.run(["md5sum", "-c", "--ignore-missing", f"{law.BASENAME}.md5sums"], cwd=folder).returncode == 0
+
+
+def test_a_uk_download_the_listing_does_not_vouch_for_is_refused(tmp_path, http_server, monkeypatch):
+    _serve_uk(tmp_path, http_server, monkeypatch, listed={f"{law.BASENAME}.graph": "0" * 32})
+    with pytest.raises(SuperGCNError, match="uk-2007-05.graph arrived with another checksum than recorded"):
+        law.load_uk_2007_05(tmp_path / "raw", seed=0)
+    assert not (tmp_path / "raw" / law.BASENAME / f"{law.BASENAME}.graph").exists()
+
+
+def test_a_uk_download_of_another_graph_than_published_is_refused(tmp_path, http_server, monkeypatch):
+    _serve_uk(tmp_path, http_server, monkeypatch)
+    with pytest.raises(SuperGCNError, match=r"gives 1,500 nodes and [\d,]+ arcs, not the published 105,896,555 "
+                                            r"and 3,738,733,648"):
+        law.load_uk_2007_05(tmp_path / "raw", seed=0)

@@ -1,14 +1,18 @@
 """ogb-lsc-mag240M's paper-citation graph from files in OGB-LSC's layout, written here."""
 
+import hashlib
 import json
+import zipfile
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 
+from supergcn.data.datasets import mag240m
 from supergcn.data.datasets.mag240m import FEATURES, FOLDER, load_mag240m
 from supergcn.data.graph import load_graph
+from supergcn.errors import SuperGCNError
 
 from conftest import run_cli
 
@@ -91,3 +95,26 @@ def test_a_damaged_mag240m_file_is_one_line(tmp_path, damage, message):
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("error:") == 1 and message in result.stderr, result.stderr
     assert not (tmp_path / "g").exists()
+
+
+def test_mag240m_is_fetched_checked_and_unpacked_where_absent(tmp_path, http_server, monkeypatch):
+    url, files, _ = http_server
+    mag240m_fixture(tmp_path / "source")
+    archive = tmp_path / "mag240m_kddcup2021.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for path in (tmp_path / "source").rglob("*"):
+            if path.is_file():
+                bundle.write(path, path.relative_to(tmp_path / "source"))
+    files["/mag240m_kddcup2021.zip"] = archive.read_bytes()
+    monkeypatch.setattr(mag240m, "ARCHIVE_URL", f"{url}/mag240m_kddcup2021.zip")
+    monkeypatch.setattr(mag240m, "UNPACKED_BYTES", 10**8)
+    monkeypatch.setattr(mag240m, "PAPERS", NODES)
+    monkeypatch.setattr(mag240m, "ARCHIVE_MD5", "0" * 32)
+    root = tmp_path / "raw" / "ogb_lsc"
+    with pytest.raises(SuperGCNError, match="arrived with another checksum than recorded"):
+        load_mag240m(root)
+    assert list(root.iterdir()) == []
+    monkeypatch.setattr(mag240m, "ARCHIVE_MD5", hashlib.md5(archive.read_bytes()).hexdigest())
+    graph = load_mag240m(root)
+    assert graph.num_nodes == NODES and [p.name for p in root.iterdir()] == [FOLDER]
+    np.testing.assert_array_equal(graph.indices, load_mag240m(tmp_path / "source").indices)

@@ -1,6 +1,7 @@
 """Proteins from a Matrix Market file in the layout of HipMCL's (written here), against
 scipy's own reader."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -8,8 +9,10 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
+from supergcn.cli import main
 from supergcn.data.datasets import proteins
 from supergcn.data.graph import load_graph
+from supergcn.errors import SuperGCNError
 
 from conftest import run_cli
 
@@ -56,7 +59,6 @@ def test_proteins_prepares_end_to_end(tmp_path, symmetric):
      "entries, not the 12,000 its size line announces"),
     (lambda path: path.write_text("%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n"),
      "is not a Matrix Market coordinate matrix"),
-    (lambda path: path.unlink(), "was not found"),
 ])
 def test_a_damaged_proteins_file_is_one_line(tmp_path, damage, message):
     damage(proteins_fixture(tmp_path / "raw" / "proteins"))
@@ -64,3 +66,32 @@ def test_a_damaged_proteins_file_is_one_line(tmp_path, damage, message):
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("error:") == 1 and message in result.stderr, result.stderr
     assert not (tmp_path / "g").exists()
+
+
+def test_proteins_are_fetched_whole_and_what_arrived_is_recorded(tmp_path, http_server, monkeypatch):
+    url, files, _ = http_server
+    body = proteins_fixture(tmp_path / "source").read_bytes()
+    files[f"/{proteins.FILE}"] = body
+    monkeypatch.setattr(proteins, "SOURCE_URL", f"{url}/{proteins.FILE}")
+    monkeypatch.setattr(proteins, "PUBLISHED_NODES", NODES)
+    assert main(["prepare", "proteins", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g"]) == 0
+    meta = json.loads((tmp_path / "g" / "meta.json").read_text())
+    assert meta["provenance"]["md5"] == hashlib.md5(body).hexdigest()
+    assert meta["hash"] == "49de19e6e80c9f74ff80af187f0504ae"  # the graph of the same file put there by hand
+
+
+def test_a_proteins_download_of_another_size_than_published_is_kept_aside(tmp_path, http_server, monkeypatch):
+    url, files, _ = http_server
+    files[f"/{proteins.FILE}"] = proteins_fixture(tmp_path / "source").read_bytes()
+    monkeypatch.setattr(proteins, "SOURCE_URL", f"{url}/{proteins.FILE}")
+    with pytest.raises(SuperGCNError, match="arrived as a matrix of 3,000 rows, not the published 8,745,542"):
+        proteins.load_proteins(tmp_path / "raw", seed=0)
+    assert sorted(p.name for p in (tmp_path / "raw").iterdir()) == [f"{proteins.FILE}.md5",
+                                                                   f"{proteins.FILE}.unexpected"]
+
+
+def test_absent_proteins_where_the_source_is_unreachable_name_where_to_put_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(proteins, "SOURCE_URL", f"http://127.0.0.1:9/{proteins.FILE}")
+    with pytest.raises(SuperGCNError, match=f"could not download .* — on a machine with internet fetch it to "
+                                            f".*raw/{proteins.FILE}, then run again"):
+        proteins.load_proteins(tmp_path / "raw", seed=0)
