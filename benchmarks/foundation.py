@@ -11,8 +11,9 @@ balance of each constraint, and the cover computation of the largest rank pairs 
 against networkx on exactly the same bipartite graphs (``--pairs 0`` skips it). Last, a
 table of the same figures, one line per step.
 
-Each step runs in a fresh spawned process that reports its own ``ru_maxrss``, so one
-step's peak is not hidden behind an earlier one's, and the figures match what the
+Each step runs in a fresh spawned process that reports its own peak (``VmHWM``: Linux's
+``ru_maxrss`` would carry this process's peak into the child), so one step's peak is not
+hidden behind an earlier one's, and the figures match what the
 pipeline's rules (one process per step) need. Outputs go to a temporary directory, or
 to ``--workdir`` to keep them; ``--graph`` reuses a prepared graph instead of preparing.
 ``--scale`` shrinks a synthetic preset's nodes and edges by the same factor, to iterate

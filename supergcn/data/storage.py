@@ -219,7 +219,18 @@ def release_pages(*arrays: np.ndarray) -> None:
 
 
 def peak_memory_mib() -> float:
-    """Peak resident memory of this process so far, in MiB (Linux reports KiB, macOS bytes)."""
+    """Peak resident memory of this process's own program so far, in MiB.
+
+    Linux's ``ru_maxrss`` is not that: it keeps, across ``execve``, the peak of the process
+    this one was forked from, so a step started by Snakemake, an MPI launcher or a
+    benchmark that holds gigabytes would report its parent's peak where that is larger.
+    ``VmHWM`` (``/proc/self/status``) is the high-water mark of this program's memory
+    alone; where there is no ``/proc``, ``ru_maxrss`` (macOS reports bytes, Linux KiB).
+    """
+    with contextlib.suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 

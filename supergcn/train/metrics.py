@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import time
 from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.storage import write_text
+from supergcn.data.storage import peak_memory_mib, write_text
 from supergcn.distributed.comm import MPICH_SETTINGS
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
@@ -87,8 +86,8 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
 
 
 def peak_memory_bytes() -> int:
-    """This process's peak resident set size (Linux reports ``ru_maxrss`` in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This rank's peak resident set size (:func:`~supergcn.data.storage.peak_memory_mib`)."""
+    return round(peak_memory_mib() * 2**20)
 
 
 def summary_record(records: list[dict], best: dict, final_accuracy: dict, parameter_hashes: list[str],

@@ -4,6 +4,7 @@ import errno
 import hashlib
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,6 +36,23 @@ def _resident_file_kib() -> int:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads RssFile from /proc/self/status (Linux)")
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
+def test_a_process_reports_its_own_peak_not_the_peak_of_the_process_that_started_it():
+    """Linux keeps a parent's ``ru_maxrss`` across fork and exec: a step started by a
+    process holding 600 MiB would report at least that (checked here, so the test can
+    fail) where its own program peaks at a few tens of MiB."""
+    import resource
+    import subprocess
+
+    held = np.ones(600 * 2**20 // 8)
+    script = ("import resource; from supergcn.data.storage import peak_memory_mib; "
+              "print(peak_memory_mib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    own, inherited = map(float, subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                               check=True).stdout.split())
+    assert inherited >= 600 and held.sum() > 0
+    assert own < 200 and own < resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def test_released_pages_leave_the_resident_set_and_read_back_unchanged(tmp_path):
     values = np.arange(16 * 2**20 // 8, dtype=np.int64)  # 16 MiB
     np.save(tmp_path / "values.npy", values)
