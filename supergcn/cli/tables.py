@@ -20,6 +20,8 @@ def configure(parser) -> None:
     parser.add_argument("--plan-dirs", nargs="*", type=Path, default=[],
                         help="plan directories of any strategy, for the preprocessing table")
     parser.add_argument("--hidden", type=positive_int, default=256, help="feature width of the volume table")
+    parser.add_argument("--hidden-by-dataset", nargs="*", default=[], metavar="DATASET=WIDTH",
+                        help="a dataset's own width in the volume table, where it is not --hidden")
     parser.add_argument("--out-dir", type=output_dir, required=True)
     parser.add_argument("--baseline", help="variant to show every variant's speed-up over (e.g. post-fp32-nolp)")
     parser.add_argument("--absolute-targets", nargs="*", type=percentage, default=[], metavar="PERCENT",
@@ -35,12 +37,14 @@ def run(args) -> None:
     from supergcn.data.storage import files_written_together
     from supergcn.report import tables
 
-    plans = []
-    for item in args.plans:
-        dataset, sep, directory = item.partition("=")
-        if not sep:
-            raise SuperGCNError(f"--plans takes DATASET=PLAN_DIR, got {item!r}", "write it as DATASET=PLAN_DIR")
-        plans.append((dataset, directory))
+    plans = [_pair(item, "--plans", "PLAN_DIR") for item in args.plans]
+    widths = {}
+    for item in args.hidden_by_dataset:
+        dataset, width = _pair(item, "--hidden-by-dataset", "WIDTH")
+        if not width.isdigit() or int(width) < 1:
+            raise SuperGCNError(f"--hidden-by-dataset gives {dataset} the width {width!r}",
+                                "give a whole number of features, at least 1")
+        widths[dataset] = int(width)
     runs = tables.runs_table(args.runs)
     baseline = "" if args.baseline is None else f", and speed-up over {args.baseline} at the same P"
     # Every table is built before any is written: a bad input leaves the old tables whole.
@@ -63,9 +67,10 @@ def run(args) -> None:
                              "reach it (reached: runs that do / runs)."),
     }
     if plans:
-        written["volume"] = (tables.volume_table(plans, args.hidden),
-                             f"Bytes exchanged by one layer at width {args.hidden}: pre / post / hybrid (FP32) and "
-                             "hybrid with Int2 data plus bfloat16 parameters.")
+        written["volume"] = (tables.volume_table(plans, {dataset: widths.get(dataset, args.hidden)
+                                                         for dataset, _ in plans}),
+                             "Bytes exchanged by one layer at the dataset's hidden width: pre / post / hybrid (FP32) "
+                             "and hybrid with Int2 data plus bfloat16 parameters.")
     if args.graphs:
         written["preprocessing"] = (tables.preprocessing_table(args.graphs, args.partitions, args.plan_dirs),
                                     "Preprocessing steps per dataset and P: seconds of the step's own work and "
@@ -75,3 +80,11 @@ def run(args) -> None:
     with files_written_together(args.out_dir):
         for stem, (table, caption) in written.items():
             tables.write_table(table, args.out_dir / stem, caption)
+
+
+def _pair(item: str, option: str, value: str) -> tuple[str, str]:
+    """``DATASET=VALUE`` split, or the error naming ``option``'s form."""
+    dataset, sep, rest = item.partition("=")
+    if not sep or not dataset or not rest:
+        raise SuperGCNError(f"{option} takes DATASET={value}, got {item!r}", f"write it as DATASET={value}")
+    return dataset, rest

@@ -27,6 +27,7 @@ The figures drawn from them are :mod:`supergcn.report.figures`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -183,13 +184,15 @@ def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.D
     return table.reset_index(drop=True)
 
 
-def volume_table(plans: list[tuple[str, str | Path]], width: int) -> pd.DataFrame:
-    """Bytes of one layer's exchange at ``width`` features for every (dataset, plan)."""
+def volume_table(plans: list[tuple[str, str | Path]], widths: Mapping[str, int]) -> pd.DataFrame:
+    """Bytes of one layer's exchange for every (dataset, plan), at the dataset's hidden
+    width ``widths[dataset]`` (its own in a study that sets widths per dataset)."""
     records = {}
     for dataset, directory in plans:
         manifest, rows = plan_strategy_rows(directory)
         key = (dataset, manifest["num_ranks"])
-        row = records.setdefault(key, {"dataset": dataset, "P": manifest["num_ranks"]})
+        width = widths[dataset]
+        row = records.setdefault(key, {"dataset": dataset, "P": manifest["num_ranks"], "hidden": width})
         row["pre_bytes"] = layer_bytes(rows["pre"], width, 32)[0]
         row["post_bytes"] = layer_bytes(rows["post"], width, 32)[0]
         if manifest["strategy"] == "hybrid":

@@ -15,6 +15,7 @@ from supergcn.report.tables import (
     runs_table,
     scaling_table,
     time_to_accuracy_table,
+    volume_table,
     write_table,
 )
 from supergcn.train.metrics import summary_record, write_metrics
@@ -171,3 +172,13 @@ def test_preprocessing_table_reports_each_steps_manifest_per_adjacency_entry(tmp
                                          plan["peak_memory_mib"]]) * 2**20 / entries)
     with pytest.raises(SuperGCNError, match="belongs to none of its graphs"):
         preprocessing_table([], [tmp_path / "p2"], [])
+
+
+def test_the_volume_table_counts_each_dataset_at_its_own_width(tiny_plans):
+    """Two datasets over the same plan at widths 8 and 16: FP32 rows cost 4 B per feature,
+    so every FP32 volume doubles; each row names the width it was counted at."""
+    plan = tiny_plans / "P2-hybrid"
+    table = volume_table([("narrow", plan), ("wide", plan)], {"narrow": 8, "wide": 16}).set_index("dataset")
+    assert table.loc["narrow", "hidden"] == 8 and table.loc["wide", "hidden"] == 16
+    for column in ("pre_bytes", "post_bytes", "hybrid_bytes"):
+        assert table.loc["narrow", column] > 0 and table.loc["wide", column] == 2 * table.loc["narrow", column]

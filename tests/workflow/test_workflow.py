@@ -485,3 +485,6 @@ def test_the_table2_study_plans_every_graph_at_every_process_count():
     # UK-2007-05's own width (Table 2: 128) reaches its predictions; papers100M's learning rate its runs' config.
     assert re.search(r"perf predict --graph data/graphs/uk-2007-05 .*--hidden 128 ", result.stdout)
     assert not re.search(r"perf predict --graph data/graphs/uk-2007-05 .*--hidden 256 ", result.stdout)
+    # The volume table counts each trained graph at its own width.
+    widths = " ".join(f"{dataset}={study['training_by_dataset'][dataset]['hidden']}" for dataset in study["datasets"])
+    assert re.search(rf"supergcn.cli tables .*--hidden-by-dataset {widths} ", result.stdout)

@@ -27,6 +27,7 @@ rule tables:
     params:
         plans=" ".join(shlex.quote(f"{dataset}={plan}") for dataset, plan in volume_plans()),
         hidden=TRAINING["hidden"],
+        hidden_by_dataset=" ".join(f"{dataset}={training_for(dataset)['hidden']}" for dataset in config["datasets"]),
         baseline=speedup_baseline_flag(),
         targets=accuracy_target_flags(),
         code=code("tables"),
@@ -37,6 +38,7 @@ rule tables:
         "logs/results/tables.log",
     shell:
         "python -m supergcn.cli tables --runs {input.runs:q} --plans {params.plans} --hidden {params.hidden} "
+        "--hidden-by-dataset {params.hidden_by_dataset} "
         "{params.baseline} {params.targets} --graphs {input.graphs:q} --partitions {input.partitions:q} "
         "--plan-dirs {input.plan_dirs:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
