@@ -146,7 +146,9 @@ def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int
         part = _part(root / remote.path)
         try:
             total = remote.size if remote.size is not None else announced_size(remote.url, timeout)
-        except (urllib.error.HTTPError, OSError) as exc:
+        except urllib.error.HTTPError:
+            total = 0  # a server that answers no HEAD: its GET's length is checked when it starts
+        except OSError as exc:
             raise _unreachable(remote.url, root / remote.path, exc) from exc
         to_fetch += max(0, total - (part.stat().st_size if part.is_file() else 0))
     if missing:

@@ -6,6 +6,7 @@ import io
 import shutil
 import subprocess
 import tarfile
+import urllib.error
 import zipfile
 
 import numpy as np
@@ -150,3 +151,14 @@ def test_an_archive_is_not_unpacked_over_files_already_there(tmp_path):
     with pytest.raises(SuperGCNError, match="already holds files"):
         unpack(archive, tmp_path / "root", "data")
     assert [p.name for p in (tmp_path / "root" / "data").iterdir()] == ["mine.txt"]
+
+
+def test_a_server_that_answers_no_head_request_is_still_fetched_and_checked(tmp_path, http_server, monkeypatch):
+    url, files, ranges = http_server
+    files["/data.bin"] = PAYLOAD
+
+    def refused(address, timeout):
+        raise urllib.error.HTTPError(address, 405, "Method Not Allowed", {}, None)
+    monkeypatch.setattr(download_module, "announced_size", refused)
+    [path] = download_all([RemoteFile(f"{url}/data.bin", "data.bin", MD5)], tmp_path)
+    assert path.read_bytes() == PAYLOAD and ranges == [0]
