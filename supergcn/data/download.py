@@ -95,7 +95,6 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
     destination = Path(destination)
     if destination.is_file():
         return destination
-    destination.parent.mkdir(parents=True, exist_ok=True)
     part = _part(destination)
     have = part.stat().st_size if part.is_file() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
@@ -116,6 +115,7 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
             resumed = have and response.status == 206
             check_space(destination.parent, int(response.headers.get("Content-Length") or 0), extra_bytes,
                         str(destination))
+            destination.parent.mkdir(parents=True, exist_ok=True)
             with open(part, "ab" if resumed else "wb") as handle:
                 while chunk := response.read(CHUNK_BYTES):
                     handle.write(chunk)
@@ -149,7 +149,9 @@ def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int
         except urllib.error.HTTPError:
             total = 0  # a server that answers no HEAD: its GET's length is checked when it starts
         except OSError as exc:
-            raise _unreachable(remote.url, root / remote.path, exc) from exc
+            wanted = "; ".join(f"{each.url} to {root / each.path}" for each in missing)
+            raise SuperGCNError(f"could not reach {remote.url} ({exc}) to download {len(missing)} files",
+                                f"on a machine with internet fetch {wanted}, then run again") from exc
         to_fetch += max(0, total - (part.stat().st_size if part.is_file() else 0))
     if missing:
         check_space(root, to_fetch, extra_bytes, f"{len(missing)} files under {root}")

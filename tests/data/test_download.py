@@ -162,3 +162,12 @@ def test_a_server_that_answers_no_head_request_is_still_fetched_and_checked(tmp_
     monkeypatch.setattr(download_module, "announced_size", refused)
     [path] = download_all([RemoteFile(f"{url}/data.bin", "data.bin", MD5)], tmp_path)
     assert path.read_bytes() == PAYLOAD and ranges == [0]
+
+
+def test_an_unreachable_source_names_every_file_of_the_set_and_where_it_goes(tmp_path):
+    remotes = [RemoteFile("http://127.0.0.1:9/a.bin", "a.bin"), RemoteFile("http://127.0.0.1:9/b.bin", "sub/b.bin")]
+    with pytest.raises(SuperGCNError, match=r"to download 2 files — on a machine with internet fetch "
+                                            r"http://127.0.0.1:9/a.bin to .*/a.bin; http://127.0.0.1:9/b.bin to "
+                                            r".*/sub/b.bin, then run again"):
+        download_all(remotes, tmp_path / "raw", timeout=5)
+    assert not (tmp_path / "raw").exists()
