@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
-from foundation import in_child
+from foundation import in_child, in_workdir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "data" / "datasets"))
 
@@ -133,15 +132,17 @@ def main():
     parser.add_argument("--entries", type=int, nargs="+", default=[2_000_000, 16_000_000],
                         help="target directed adjacency entries of the written sources (the smallest is the baseline)")
     parser.add_argument("--loaders", nargs="+", choices=sorted(WRITERS), default=list(WRITERS))
-    parser.add_argument("--workdir", type=Path, help="keep the sources and graphs here")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-        rows = []
-        for loader in args.loaders:
-            for entries in sorted(args.entries):
-                rows.append(measure(loader, entries, Path(tmp)))
-                print(rows[-1], flush=True)
-    print(report(rows))
+    parser.add_argument("--workdir", type=Path, help="keep the sources and graphs here (else a temporary directory)")
+    print(report(in_workdir(parser.parse_args(), run)))
+
+
+def run(args, workdir: Path) -> list[dict]:
+    rows = []
+    for loader in args.loaders:
+        for entries in sorted(args.entries):
+            rows.append(measure(loader, entries, workdir))
+            print(rows[-1], flush=True)
+    return rows
 
 
 if __name__ == "__main__":

@@ -126,10 +126,29 @@ def tiny_plans(tmp_path_factory):
 
 
 @pytest.fixture
+def roomy_disk(monkeypatch):
+    """Downloads see a petabyte free: a test of what follows a published size's download
+    (tens of GB of features to derive) need not depend on the disk it runs on."""
+    from supergcn.data import download
+
+    real = download.shutil.disk_usage
+    monkeypatch.setattr(download.shutil, "disk_usage", lambda path: real(path)._replace(free=2**50))
+
+
+class ServedFiles(dict):
+    """``path: bytes`` served by :func:`http_server`; ``cut_after[path] = n`` sends only the
+    first n bytes of a response (its full length announced) and drops the connection."""
+
+    def __init__(self):
+        super().__init__()
+        self.cut_after: dict[str, int] = {}
+
+
+@pytest.fixture
 def http_server():
-    """Serves ``files[path]`` with Range support and HEAD requests, and records the ranges
-    of the GETs asked for."""
-    files, ranges = {}, []
+    """Serves ``files[path]`` as S3 does: byte ranges (206 with ``Content-Range``; 416 with
+    the length past the end), HEAD requests; records the start of each GET."""
+    files, ranges = ServedFiles(), []
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_HEAD(self):
@@ -150,12 +169,19 @@ def http_server():
             start = int(asked.group(1)) if asked else 0
             ranges.append(start)
             if start >= len(body):
-                self.send_error(416)
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(body)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
                 return
             self.send_response(206 if asked else 200)
+            if asked:
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
             self.send_header("Content-Length", str(len(body) - start))
             self.end_headers()
-            self.wfile.write(body[start:])
+            self.wfile.write(body[start:start + files.cut_after.get(self.path, len(body))])
+            if self.path in files.cut_after:
+                self.close_connection = True
 
         def log_message(self, *args):
             pass

@@ -21,7 +21,10 @@ the loaders check what they read against its manifest and the published counts.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import http.client
+import re
 import shutil
 import urllib.error
 import urllib.request
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from supergcn.data.storage import human_bytes
+from supergcn.data.storage import human_bytes, refusing_full_disk
 from supergcn.errors import SuperGCNError
 
 CHUNK_BYTES = 1 << 20
@@ -89,11 +92,13 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
     """Fetch ``url`` to ``destination`` (see the module docstring); returns ``destination``.
 
     Raises:
-        SuperGCNError: no space for it, the server unreachable or refusing, or a size or
-            checksum that does not match the recorded one.
+        SuperGCNError: no space for it (or, for a file already there, for ``extra_bytes``),
+            the server unreachable or refusing, a transfer cut short (its ``.part`` kept to
+            resume), or a size or checksum that does not match the recorded one.
     """
     destination = Path(destination)
     if destination.is_file():
+        check_space(destination.parent, 0, extra_bytes, f"what {destination} unpacks or derives")
         return destination
     part = _part(destination)
     have = part.stat().st_size if part.is_file() else 0
@@ -101,25 +106,50 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
     try:
         response = urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
-        if exc.code != 416:  # 416: the part is already whole
+        if exc.code != 416:
             raise SuperGCNError(f"could not download {url} (HTTP {exc.code})",
                                 f"check the address, or fetch it by hand to {destination}") from exc
+        # 416: nothing lies past the part. It is the whole file only if the source's length
+        # (``Content-Range: bytes */N``) is the part's.
+        total = re.fullmatch(r"bytes \*/(\d+)", exc.headers.get("Content-Range", "") if exc.headers else "")
+        if total and int(total.group(1)) != have:
+            part.unlink()
+            raise SuperGCNError(f"the partial download {part} ({have:,} bytes) is longer than {url} "
+                                f"({int(total.group(1)):,} bytes): it was of another file",
+                                "run again to download it afresh (the part was removed)") from exc
         response = None
     except OSError as exc:
         raise _unreachable(url, destination, exc) from exc
     digest = hashlib.md5()
-    if response is None or response.status == 206:
-        file_md5(part, digest)
     if response is not None:
         with response:
             resumed = have and response.status == 206
-            check_space(destination.parent, int(response.headers.get("Content-Length") or 0), extra_bytes,
-                        str(destination))
+            if resumed:
+                first = re.match(r"bytes (\d+)-", response.headers.get("Content-Range", ""))
+                if first is None or int(first.group(1)) != have:
+                    raise SuperGCNError(f"{url} answered a resume from byte {have:,} with "
+                                        f"{response.headers.get('Content-Range')!r}",
+                                        f"delete {part} to download it afresh")
+                file_md5(part, digest)
+            announced = response.headers.get("Content-Length")
+            check_space(destination.parent, int(announced or 0), extra_bytes, str(destination))
             destination.parent.mkdir(parents=True, exist_ok=True)
-            with open(part, "ab" if resumed else "wb") as handle:
-                while chunk := response.read(CHUNK_BYTES):
-                    handle.write(chunk)
-                    digest.update(chunk)
+            received = 0
+            try:
+                with open(part, "ab" if resumed else "wb") as handle:
+                    while chunk := response.read(CHUNK_BYTES):
+                        handle.write(chunk)
+                        digest.update(chunk)
+                        received += len(chunk)
+            except (OSError, http.client.HTTPException) as exc:
+                if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise SuperGCNError(f"no space left for {part} after {human_bytes(part.stat().st_size)}",
+                                        "free space there and run again: it resumes") from exc
+                raise _interrupted(url, part, exc) from exc
+            if announced is not None and received < int(announced):
+                raise _interrupted(url, part, f"{received:,} of {int(announced):,} bytes arrived")
+    else:
+        file_md5(part, digest)
     arrived = part.stat().st_size
     problem = None
     if size is not None and arrived != size:
@@ -133,6 +163,11 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
     destination.with_name(destination.name + ".md5").write_text(f"{digest.hexdigest()}  {destination.name}\n")
     part.replace(destination)
     return destination
+
+
+def _interrupted(url: str, part: Path, cause) -> SuperGCNError:
+    return SuperGCNError(f"the download of {url} was cut short ({cause}); {human_bytes(part.stat().st_size)} are "
+                         f"in {part}", "run again: it resumes from there")
 
 
 def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int = 0,
@@ -176,6 +211,7 @@ def unpack(archive: Path, root: Path, folder: str) -> Path:
     unpacked. Returns ``root/folder``."""
     import tarfile
     import zipfile
+    import zlib
 
     target, staging = root / folder, root / f".{folder}.unpacking"
     if target.exists() and any(target.iterdir()):
@@ -184,14 +220,19 @@ def unpack(archive: Path, root: Path, folder: str) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as bundle:
-                bundle.extractall(staging)
-        else:
-            with tarfile.open(archive) as bundle:
-                # The archive's checksum matched the recorded one; the "data" filter, where this
-                # Python has it, keeps every member below the staging folder all the same.
-                bundle.extractall(staging, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        with refusing_full_disk(target):
+            try:
+                if zipfile.is_zipfile(archive):
+                    with zipfile.ZipFile(archive) as bundle:
+                        bundle.extractall(staging)
+                else:
+                    with tarfile.open(archive) as bundle:
+                        # The archive's checksum matched the recorded one; the "data" filter, where
+                        # this Python has it, keeps every member below the staging folder all the same.
+                        bundle.extractall(staging, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+            except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
+                raise SuperGCNError(f"{archive} could not be unpacked ({type(exc).__name__}: {exc}): it is damaged",
+                                    "delete it to download it again") from exc
         if not (staging / folder).is_dir():
             raise SuperGCNError(f"{archive} does not unpack to a folder {folder}",
                                 "it is not the archive expected: delete it and run again")

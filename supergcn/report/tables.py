@@ -209,7 +209,7 @@ def volume_table(plans: list[tuple[str, str | Path]], widths: Mapping[str, int])
 
 def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
     """Seconds and peak memory of each preprocessing step, from the manifests the steps
-    write (peak resident memory of the step's process, ``getrusage``), per dataset and P,
+    write (peak resident memory of the step's own process, ``VmHWM``), per dataset and P,
     with the peak per adjacency entry of the graph (directed CSR entries); partitions add
     their edge cut and the max/mean imbalance of each constraint."""
     graphs = {}

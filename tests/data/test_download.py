@@ -137,7 +137,7 @@ def test_an_archive_that_fails_to_unpack_leaves_nothing_a_loader_could_read(tmp_
         bundle.writestr("data/b.txt", "b" * 10_000)
     archive.write_bytes(archive.read_bytes().replace(b"b" * 100, b"c" * 100, 1))  # b.txt's CRC no longer matches
     root = tmp_path / "root"
-    with pytest.raises(zipfile.BadZipFile):
+    with pytest.raises(SuperGCNError, match=r"data\.zip could not be unpacked \(BadZipFile: .*\): it is damaged"):
         unpack(archive, root, "data")
     assert list(root.iterdir()) == [] and archive.exists()
 
@@ -171,3 +171,30 @@ def test_an_unreachable_source_names_every_file_of_the_set_and_where_it_goes(tmp
                                             r".*/sub/b.bin, then run again"):
         download_all(remotes, tmp_path / "raw", timeout=5)
     assert not (tmp_path / "raw").exists()
+
+
+@pytest.mark.parametrize("recorded", [{}, {"md5": MD5, "size": len(PAYLOAD)}])
+def test_a_transfer_cut_short_keeps_its_part_and_the_next_run_resumes(tmp_path, http_server, recorded):
+    """A dropped connection ends the read without an exception: the announced length shows
+    it, whether or not a size or checksum is on record."""
+    url, files, ranges = http_server
+    files["/data.bin"] = PAYLOAD
+    files.cut_after["/data.bin"] = 1_000_000
+    with pytest.raises(SuperGCNError, match=r"was cut short \(1,000,000 of [\d,]+ bytes arrived\).* run again: it "
+                                            "resumes"):
+        download(f"{url}/data.bin", tmp_path / "data.bin", **recorded)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.bin.part"]
+    del files.cut_after["/data.bin"]
+    assert download(f"{url}/data.bin", tmp_path / "data.bin", **recorded).read_bytes() == PAYLOAD
+    assert ranges == [0, 1_000_000] and (tmp_path / "data.bin.md5").read_text().split()[0] == MD5
+
+
+def test_a_part_longer_than_the_source_is_removed_not_taken_for_the_file(tmp_path, http_server):
+    url, files, _ = http_server
+    files["/data.bin"] = PAYLOAD[:1000]
+    (tmp_path / "data.bin.part").write_bytes(PAYLOAD[:5000])
+    with pytest.raises(SuperGCNError, match=r"\(5,000 bytes\) is longer than .* \(1,000 bytes\)"):
+        download(f"{url}/data.bin", tmp_path / "data.bin")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "data.bin.part").write_bytes(PAYLOAD[:1000])  # whole already: the 416 says so
+    assert download(f"{url}/data.bin", tmp_path / "data.bin").read_bytes() == PAYLOAD[:1000]

@@ -35,7 +35,6 @@ def _resident_file_kib() -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("RssFile:"))
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads RssFile from /proc/self/status (Linux)")
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc")
 def test_a_process_reports_its_own_peak_not_the_peak_of_the_process_that_started_it():
     """Linux keeps a parent's ``ru_maxrss`` across fork and exec: a step started by a
@@ -53,6 +52,7 @@ def test_a_process_reports_its_own_peak_not_the_peak_of_the_process_that_started
     assert own < 200 and own < resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads RssFile from /proc/self/status (Linux)")
 def test_released_pages_leave_the_resident_set_and_read_back_unchanged(tmp_path):
     values = np.arange(16 * 2**20 // 8, dtype=np.int64)  # 16 MiB
     np.save(tmp_path / "values.npy", values)

@@ -39,9 +39,15 @@ def fetch_uk_2007_05(folder: Path) -> None:
     """Download the LAW's files of the graph into ``folder`` (see the module docstring)."""
     from supergcn.data.download import RemoteFile, download, download_all, read_md5sums
 
-    sums_path = download(f"{SOURCE_URL}/{BASENAME}.md5sums", folder / f"{BASENAME}.md5sums")
-    sums = read_md5sums(sums_path)
     names = [f"{BASENAME}.properties", f"{BASENAME}.graph"]
+    try:
+        sums_path = download(f"{SOURCE_URL}/{BASENAME}.md5sums", folder / f"{BASENAME}.md5sums")
+    except SuperGCNError as exc:
+        wanted = ", ".join(f"{BASENAME}{suffix}" for suffix in (".md5sums", ".properties", ".graph"))
+        raise SuperGCNError(f"the LAW's listing of {BASENAME}'s checksums could not be fetched ({exc})",
+                            f"on a machine with internet fetch {wanted} from {SOURCE_URL}/ into {folder} (then "
+                            f"`md5sum -c {BASENAME}.md5sums --ignore-missing` there), and run again") from exc
+    sums = read_md5sums(sums_path)
     unlisted = [name for name in names if name not in sums]
     if unlisted:
         raise SuperGCNError(f"{sums_path} lists no MD5 for {', '.join(unlisted)}, so the download cannot be checked",
@@ -51,9 +57,14 @@ def fetch_uk_2007_05(folder: Path) -> None:
     properties = read_properties(folder / names[0])
     counts = (int(properties.get("nodes", -1)), int(properties.get("arcs", -1)))
     if counts != (NODES, ARCS):
+        # Set aside, so that the next run neither prepares them nor takes them for the graph.
+        for name in names:
+            for path in (folder / name, folder / f"{name}.md5"):
+                path.rename(path.with_name(path.name + ".unexpected"))
         raise SuperGCNError(f"the LAW's {names[0]} gives {counts[0]:,} nodes and {counts[1]:,} arcs, not the "
-                            f"published {NODES:,} and {ARCS:,}", "the source changed: check the LAW's page for the "
-                            "graph before preparing it")
+                            f"published {NODES:,} and {ARCS:,} (the files are kept with the suffix .unexpected)",
+                            "the source changed: check the LAW's page for the graph before preparing it, and rename "
+                            "the files to use them all the same")
 
 
 def load_uk_2007_05(root: str | Path, seed: int) -> Graph:

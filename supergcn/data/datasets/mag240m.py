@@ -80,7 +80,7 @@ def fetch_mag240m(root: Path) -> None:
 
 def load_mag240m(root: str | Path) -> Graph:
     folder = Path(root) / FOLDER
-    if not folder.exists():
+    if not folder.is_dir() or not any(folder.iterdir()):
         fetch_mag240m(Path(root))
     files = {"meta": folder / "meta.pt", "split": folder / "split_dict.pt",
              "features": folder / "processed" / "paper" / "node_feat.npy",

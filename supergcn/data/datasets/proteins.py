@@ -105,7 +105,8 @@ def fetch_proteins(root: Path) -> None:
     with open(path) as handle:
         rows = read_coordinate_header(handle)[0]
     if rows != PUBLISHED_NODES:
-        path.rename(path.with_name(path.name + ".unexpected"))
+        for arrived in (path, path.with_name(path.name + ".md5")):
+            arrived.rename(arrived.with_name(arrived.name + ".unexpected"))
         raise SuperGCNError(f"{SOURCE_URL} arrived as a matrix of {rows:,} rows, not the published "
                             f"{PUBLISHED_NODES:,} proteins (kept as {path.name}.unexpected)",
                             "the source changed: check it before preparing it, and rename the file to use it all "

@@ -94,15 +94,28 @@ def test_uk_2007_05_fetches_the_laws_files_checked_against_its_md5sums(tmp_path,
     assert subprocess.run(["md5sum", "-c", "--ignore-missing", f"{law.BASENAME}.md5sums"], cwd=folder).returncode == 0
 
 
-def test_a_uk_download_the_listing_does_not_vouch_for_is_refused(tmp_path, http_server, monkeypatch):
+def test_a_uk_download_the_listing_does_not_vouch_for_is_refused(tmp_path, http_server, monkeypatch, roomy_disk):
     _serve_uk(tmp_path, http_server, monkeypatch, listed={f"{law.BASENAME}.graph": "0" * 32})
     with pytest.raises(SuperGCNError, match="uk-2007-05.graph arrived with another checksum than recorded"):
         law.load_uk_2007_05(tmp_path / "raw", seed=0)
     assert not (tmp_path / "raw" / law.BASENAME / f"{law.BASENAME}.graph").exists()
 
 
-def test_a_uk_download_of_another_graph_than_published_is_refused(tmp_path, http_server, monkeypatch):
-    _serve_uk(tmp_path, http_server, monkeypatch)
-    with pytest.raises(SuperGCNError, match=r"gives 1,500 nodes and [\d,]+ arcs, not the published 105,896,555 "
-                                            r"and 3,738,733,648"):
+def test_a_uk_download_of_another_graph_than_published_is_set_aside(tmp_path, http_server, monkeypatch, roomy_disk):
+    _, ranges = _serve_uk(tmp_path, http_server, monkeypatch)
+    for _ in range(2):  # the files set aside are neither prepared nor taken for the graph the next time
+        with pytest.raises(SuperGCNError, match=r"gives 1,500 nodes and [\d,]+ arcs, not the published 105,896,555 "
+                                                r"and 3,738,733,648 \(the files are kept with the suffix .unexpected"):
+            law.load_uk_2007_05(tmp_path / "raw", seed=0)
+    folder = tmp_path / "raw" / law.BASENAME
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".unexpected")) == [
+        f"{law.BASENAME}.md5sums", f"{law.BASENAME}.md5sums.md5"]
+    assert len(ranges) == 5  # md5sums once, then properties and graph twice
+
+
+def test_absent_uk_files_where_the_laws_server_is_unreachable_name_all_three(tmp_path, monkeypatch):
+    monkeypatch.setattr(law, "SOURCE_URL", "http://127.0.0.1:9/uk-2007-05")
+    with pytest.raises(SuperGCNError, match=r"fetch uk-2007-05.md5sums, uk-2007-05.properties, uk-2007-05.graph "
+                                            r"from http://127.0.0.1:9/uk-2007-05/ into .*raw/uk-2007-05"):
         law.load_uk_2007_05(tmp_path / "raw", seed=0)
+    assert not (tmp_path / "raw").exists()

@@ -80,13 +80,14 @@ def test_proteins_are_fetched_whole_and_what_arrived_is_recorded(tmp_path, http_
     assert meta["hash"] == "49de19e6e80c9f74ff80af187f0504ae"  # the graph of the same file put there by hand
 
 
-def test_a_proteins_download_of_another_size_than_published_is_kept_aside(tmp_path, http_server, monkeypatch):
+def test_a_proteins_download_of_another_size_than_published_is_kept_aside(tmp_path, http_server, monkeypatch,
+                                                                          roomy_disk):
     url, files, _ = http_server
     files[f"/{proteins.FILE}"] = proteins_fixture(tmp_path / "source").read_bytes()
     monkeypatch.setattr(proteins, "SOURCE_URL", f"{url}/{proteins.FILE}")
     with pytest.raises(SuperGCNError, match="arrived as a matrix of 3,000 rows, not the published 8,745,542"):
         proteins.load_proteins(tmp_path / "raw", seed=0)
-    assert sorted(p.name for p in (tmp_path / "raw").iterdir()) == [f"{proteins.FILE}.md5",
+    assert sorted(p.name for p in (tmp_path / "raw").iterdir()) == [f"{proteins.FILE}.md5.unexpected",
                                                                    f"{proteins.FILE}.unexpected"]
 
 
