@@ -8,8 +8,10 @@ yet there:
 * before anything is fetched it checks the free space below the dataset's root against
   everything left to fetch (the sizes recorded, else what the server announces) plus what
   the caller will unpack or derive (``extra_bytes``), and refuses with both figures;
-* an interrupted download resumes from its ``.part`` file with an HTTP range request (a
-  server that ignores the range starts it again);
+* a transfer cut short (a dropped connection, which ends the read silently, a timeout, a
+  full disk) keeps its ``.part`` file and says so; the next run resumes it with an HTTP
+  range request (a server that ignores the range starts it again; a part longer than the
+  source is removed);
 * the MD5 is computed as the bytes arrive; a file that arrives with another size or MD5
   than recorded is removed and refused; only a checked file is renamed into place, with
   its MD5 beside it in ``md5sum`` format (``<file>.md5``): where the source publishes no
@@ -101,7 +103,7 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
         check_space(destination.parent, 0, extra_bytes, f"what {destination} unpacks or derives")
         return destination
     part = _part(destination)
-    have = part.stat().st_size if part.is_file() else 0
+    have = _size(part)
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     try:
         response = urllib.request.urlopen(request, timeout=timeout)
@@ -143,7 +145,7 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
                         received += len(chunk)
             except (OSError, http.client.HTTPException) as exc:
                 if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise SuperGCNError(f"no space left for {part} after {human_bytes(part.stat().st_size)}",
+                    raise SuperGCNError(f"no space left for {part} after {human_bytes(_size(part))}",
                                         "free space there and run again: it resumes") from exc
                 raise _interrupted(url, part, exc) from exc
             if announced is not None and received < int(announced):
@@ -166,8 +168,12 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
 
 
 def _interrupted(url: str, part: Path, cause) -> SuperGCNError:
-    return SuperGCNError(f"the download of {url} was cut short ({cause}); {human_bytes(part.stat().st_size)} are "
-                         f"in {part}", "run again: it resumes from there")
+    return SuperGCNError(f"the download of {url} was cut short ({cause}); {human_bytes(_size(part))} are in {part}",
+                         "run again: it resumes from there")
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else 0
 
 
 def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int = 0,
@@ -187,7 +193,7 @@ def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int
             wanted = "; ".join(f"{each.url} to {root / each.path}" for each in missing)
             raise SuperGCNError(f"could not reach {remote.url} ({exc}) to download {len(missing)} files",
                                 f"on a machine with internet fetch {wanted}, then run again") from exc
-        to_fetch += max(0, total - (part.stat().st_size if part.is_file() else 0))
+        to_fetch += max(0, total - _size(part))
     if missing:
         check_space(root, to_fetch, extra_bytes, f"{len(missing)} files under {root}")
     return [download(remote.url, root / remote.path, remote.md5, remote.size, timeout=timeout) for remote in files]
