@@ -65,10 +65,15 @@ def _part(destination: Path) -> Path:
     return destination.with_name(destination.name + ".part")
 
 
+class FetchFailed(SuperGCNError):
+    """The source did not deliver the file: its server unreachable (no internet here, or
+    the server down) or refusing the request."""
+
+
 def _unreachable(url: str, destination: Path, exc: Exception) -> SuperGCNError:
     detail = f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError) else str(exc)
-    return SuperGCNError(f"could not download {url} ({detail})",
-                         f"on a machine with internet fetch it to {destination}, then run again")
+    return FetchFailed(f"could not download {url} ({detail})",
+                             f"on a machine with internet fetch it to {destination}, then run again")
 
 
 def announced_size(url: str, timeout: float = 60) -> int:
@@ -109,8 +114,8 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
         response = urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
         if exc.code != 416:
-            raise SuperGCNError(f"could not download {url} (HTTP {exc.code})",
-                                f"check the address, or fetch it by hand to {destination}") from exc
+            raise FetchFailed(f"could not download {url} (HTTP {exc.code})",
+                              f"check the address, or fetch it by hand to {destination}") from exc
         # 416: nothing lies past the part. It is the whole file only if the source's length
         # (``Content-Range: bytes */N``) is the part's.
         total = re.fullmatch(r"bytes \*/(\d+)", exc.headers.get("Content-Range", "") if exc.headers else "")
@@ -191,8 +196,8 @@ def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int
             total = 0  # a server that answers no HEAD: its GET's length is checked when it starts
         except OSError as exc:
             wanted = "; ".join(f"{each.url} to {root / each.path}" for each in missing)
-            raise SuperGCNError(f"could not reach {remote.url} ({exc}) to download {len(missing)} files",
-                                f"on a machine with internet fetch {wanted}, then run again") from exc
+            raise FetchFailed(f"could not reach {remote.url} ({exc}) to download {len(missing)} files",
+                                    f"on a machine with internet fetch {wanted}, then run again") from exc
         to_fetch += max(0, total - _size(part))
     if missing:
         check_space(root, to_fetch, extra_bytes, f"{len(missing)} files under {root}")

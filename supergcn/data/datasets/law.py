@@ -37,14 +37,15 @@ NODES, ARCS = 105_896_555, 3_738_733_648
 
 def fetch_uk_2007_05(folder: Path) -> None:
     """Download the LAW's files of the graph into ``folder`` (see the module docstring)."""
-    from supergcn.data.download import RemoteFile, download, download_all, read_md5sums
+    from supergcn.data.download import FetchFailed, RemoteFile, download, download_all, read_md5sums
 
     names = [f"{BASENAME}.properties", f"{BASENAME}.graph"]
     try:
         sums_path = download(f"{SOURCE_URL}/{BASENAME}.md5sums", folder / f"{BASENAME}.md5sums")
-    except SuperGCNError as exc:
+    except FetchFailed as exc:
         wanted = ", ".join(f"{BASENAME}{suffix}" for suffix in (".md5sums", ".properties", ".graph"))
-        raise SuperGCNError(f"the LAW's listing of {BASENAME}'s checksums could not be fetched ({exc})",
+        cause = str(exc).split(" — ", 1)[0]  # the source's answer, without the single file's fix
+        raise SuperGCNError(f"the LAW's listing of {BASENAME}'s checksums could not be fetched ({cause})",
                             f"on a machine with internet fetch {wanted} from {SOURCE_URL}/ into {folder} (then "
                             f"`md5sum -c {BASENAME}.md5sums --ignore-missing` there), and run again") from exc
     sums = read_md5sums(sums_path)
@@ -60,7 +61,8 @@ def fetch_uk_2007_05(folder: Path) -> None:
         # Set aside, so that the next run neither prepares them nor takes them for the graph.
         for name in names:
             for path in (folder / name, folder / f"{name}.md5"):
-                path.rename(path.with_name(path.name + ".unexpected"))
+                if path.exists():
+                    path.rename(path.with_name(path.name + ".unexpected"))
         raise SuperGCNError(f"the LAW's {names[0]} gives {counts[0]:,} nodes and {counts[1]:,} arcs, not the "
                             f"published {NODES:,} and {ARCS:,} (the files are kept with the suffix .unexpected)",
                             "the source changed: check the LAW's page for the graph before preparing it, and rename "

@@ -119,3 +119,11 @@ def test_absent_uk_files_where_the_laws_server_is_unreachable_name_all_three(tmp
                                             r"from http://127.0.0.1:9/uk-2007-05/ into .*raw/uk-2007-05"):
         law.load_uk_2007_05(tmp_path / "raw", seed=0)
     assert not (tmp_path / "raw").exists()
+
+
+def test_a_source_without_the_listing_names_all_three_files_too(tmp_path, http_server, monkeypatch):
+    url, files, _ = http_server
+    monkeypatch.setattr(law, "SOURCE_URL", url)  # serves nothing: 404
+    with pytest.raises(SuperGCNError, match=r"\(HTTP 404\).* fetch uk-2007-05.md5sums, uk-2007-05.properties, "
+                                            r"uk-2007-05.graph from"):
+        law.load_uk_2007_05(tmp_path / "raw", seed=0)
