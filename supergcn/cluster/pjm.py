@@ -7,7 +7,7 @@
 * cancelling is ``pjdel`` itself (the executor calls ``[cancel-cmd] + job ids``), and
   ``supergcn-pjm-sidecar`` deletes what is left: while a status round is under way,
   Snakemake's executor holds no active job to cancel, so a Ctrl-C then would leave jobs
-  running. The sidecar notes every job the run submits and ``pjdel``s those that have not
+  running. The sidecar notes every job the run submits and ``pjdel``\\ s those that have not
   ended when it is stopped (by Snakemake at its end, or by the Ctrl-C itself).
 
 What follows the "Supercomputer Fugaku Users Guide - Use and job execution" (1.52,

@@ -7,7 +7,7 @@ int64 neighbour ids, sorted within each row), ``features.npy`` (float32, n x F),
 
 The adjacency is symmetric: row ``v`` lists the neighbours ``u`` of ``v``, which are both
 its in- and out-neighbours. A self loop is kept once. The mean aggregation used by
-GraphSAGE is therefore
+GraphSAGE is therefore::
 
     (Â X)[v] = (1 / deg(v)) * sum_{u in N(v)} X[u],   deg(v) = |N(v)|,
 

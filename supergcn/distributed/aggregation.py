@@ -355,7 +355,7 @@ class GraphOps:
     """Normalised aggregations of one rank, differentiable through the exchange.
 
     * ``mean(x)[v] = (1/deg(v)) * sum_{u in N(v)} x[u]`` (0 for isolated v), deg global;
-    * ``gcn(x)[v] = d(v)^{-1/2} * sum_{u in N(v) ∪ {v}} d(u)^{-1/2} x[u]``, d = |N(v) ∪ {v}|
+    * ``gcn(x)[v] = d(v)^{-1/2} * sum_{u in N(v) ∪ {v}} d(u)^{-1/2} x[u]``, ``d = |N(v) ∪ {v}|``
       (PyG's ``gcn_norm`` with ``add_remaining_self_loops``).
 
     Under a DistGNN schedule (``delayed``, :mod:`supergcn.distributed.delayed`) the mean

@@ -5,7 +5,7 @@ For a row x (one node's embedding or gradient):
     zero_point = min(x),   scale = (max(x) - min(x)) / (2^b - 1)   (scale = 1 if max == min),
     q = round((x - zero_point) * (1 / scale)),   x' = q * scale + zero_point.
 
-``nearest`` rounding (upstream) keeps |x' - x| <= scale / 2; ``stochastic`` rounding
+``nearest`` rounding (upstream) keeps ``|x' - x| <= scale / 2``; ``stochastic`` rounding
 (AdaQP) uses q = floor((x - zero_point) / scale + u), u ~ U[0, 1), which is unbiased:
 E[x'] = x. The uniform numbers come from a counter-based hash of (seed, row, column), so
 results do not depend on the thread count.

@@ -7,7 +7,7 @@ Then
 
     C = (L \\ Z) ∪ (R ∩ Z)
 
-is a vertex cover and |C| = |M| (König 1931), hence minimum. The maximum matching comes
+is a vertex cover and ``|C| = |M|`` (König 1931), hence minimum. The maximum matching comes
 from ``scipy.sparse.csgraph.maximum_bipartite_matching`` (Hopcroft–Karp); the alternating
 search is a breadth-first search compiled with numba, linear in the number of edges.
 A disjoint union of bipartite graphs can be handled in one call: matchings, reachability

@@ -15,7 +15,7 @@ Every cut edge (u on j, v on i) is served in one of two ways:
 ``pre`` serves all cut edges PRE (rows sent j->i = distinct destinations), ``post`` all
 POST (= distinct sources), and ``hybrid`` (Alg. 1) takes a minimum vertex cover C of each
 pair's bipartite cut graph: an edge is POST when u ∈ C, otherwise PRE (then v ∈ C). Rows
-sent j->i = |C| = maximum matching size (König), the fewest possible.
+sent j->i = ``|C|`` = maximum matching size (König), the fewest possible.
 
 Buffers. Rank j's send buffer holds, for each destination i in rank order, first its PRE
 partial rows (ordered by destination id) and then its POST raw rows (ordered by source

@@ -34,7 +34,7 @@ on the machine at hand (``supergcn bench comm``, :mod:`supergcn.perf.commbench`)
 Every rank pays a latency for each of its P - 1 peers, as in Eq. 2 (an Alltoallv
 addresses all of them), even where it sends a peer nothing. Eq. 7's ratios and Eq. 8's
 predicted speedup are evaluated at the bottleneck rank, with TH the round trip's
-throughput 2 / (1 / TH_q + 1 / TH_d):
+throughput 2 / (1 / TH_q + 1 / TH_d)::
 
     alpha = Comm / Params (values),  beta = TH / BW,  gamma = 32 / b,
     delta = L * (P - 1) / (Comm_i * F * (b / 8) / BW),
