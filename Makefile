@@ -12,7 +12,7 @@ CORES ?= all
 STAMP := $(VENV)/.supergcn-installed
 BIN := $(VENV)/bin
 
-.PHONY: venv run test lint profiles clean
+.PHONY: venv run test lint docs profiles clean
 
 venv: $(STAMP)
 
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_INDEX) $(TORCH)
-	$(BIN)/python -m pip install --quiet -e '.[test,mpich,cluster]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,mpich,cluster]'
 	touch $@
 
 run: $(STAMP)
@@ -33,6 +33,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+# The documentation site (docs/): HTML in docs/_build/html, built afresh (-E) with warnings
+# as errors, as tests/test_docs.py builds it.
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -E -W --keep-going -q -b html docs docs/_build/html
+	@echo "Open $(CURDIR)/docs/_build/html/index.html"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -47,5 +53,5 @@ profiles:
 	@echo "installed profiles $(notdir $(wildcard workflow/profiles/*)) in $(PROFILE_HOME)"
 
 clean:
-	rm -rf data logs .snakemake
+	rm -rf data logs .snakemake docs/_build docs/_autosummary
 	find results -mindepth 1 ! -name README.md -delete
