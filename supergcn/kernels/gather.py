@@ -4,39 +4,72 @@ Every aggregation is a sparse-dense product in CSR *gather* form,
 
     out[r, :] = row_scale[r] * (prev[r, :] + sum_{k in row r} w[k] * x[col[k], :])
 
-(prev = out's current content when accumulating, else 0),
+(prev = out's current content when accumulating, else 0), summed in the order of the
+row's entries, so every result is the same to the last bit whatever the threads, pieces
+or register block. The transpose is applied as another gather over a precomputed CSR of
+A^T, so neither direction needs atomics. ``index_add`` (dst[idx[k]] += src[k]) becomes
+the same gather once ``idx`` is sorted and clustered: a pointer array over the stable
+``argsort(idx)`` is exactly a CSR whose columns point into ``src`` — no rows are moved.
 
-and the transpose is applied as another gather over a precomputed CSR of A^T, so neither
-direction needs atomics. ``index_add`` (dst[idx[k]] += src[k]) becomes the same gather
-once ``idx`` is sorted and clustered: a pointer array over the stable ``argsort(idx)``
-is exactly a CSR whose columns point into ``src`` — no rows are moved.
+Micro-kernel (the paper's register-blocked 1 × N kernels). A row's features are cut
+into *segments* (:func:`segments`): blocks of ``BLOCK`` columns (eight vector registers:
+128 float32 with AVX-512), then one each of ``BLOCK``/2, /4 and /8 columns as the
+remainder's bits ask, then a tail narrower than one vector. For each segment the
+accumulators live in registers (:func:`~supergcn.kernels.simd.stack_buffer`) while the
+row's neighbours stream through, with the same segment of the neighbour
+``PREFETCH_DISTANCE`` entries ahead prefetched; the output is read (when accumulating)
+and written once per segment, not once per neighbour. Segment widths are compile-time
+constants (one specialisation each), so the loops unroll into whole-vector instructions.
 
 Parallel schedule: the rows are cut into chunks of equal *work* (nnz + 1 per row, the +1
 for writing the row) by prefix sums, not equal row counts, so a few hub rows do not
-leave one thread with most of the work; feature tiles add a second parallel dimension
-for wide features. The (tile, chunk) pairs run in one parallel loop. Inner loops run
-over contiguous features and vectorise; nothing is allocated inside the parallel loop.
-
-Tile width, measured: on the arxiv-shaped graph (2.33 M non-zeros, F = 256, 2 threads)
-a full-row gather took 151 ms, 64-float tiles 231 ms and 16-float tiles 694 ms. Each
-gather costs a near-fixed latency, so narrower tiles (more, shorter gathers) lose even
-when the gathered slice of X fits in the last-level cache; tiles are therefore as wide
-as the features, capped at 512 floats (2 KiB, so the output slice and a gathered row
-stay in L1 for very wide inputs such as Facebook's 4,714 features).
+leave one thread with most of the work. Rows run one after another inside a chunk, all
+their segments before the next row, so the second segment of a neighbour finds the
+lines the hardware fetched beside the first. When there are too few chunks to occupy
+every thread (a matrix of a few rows), the segments are split into column groups as a
+second parallel dimension.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.jit import njit, numba, prange
+from supergcn.kernels.simd import (
+    ACCUMULATOR_VECTORS,
+    block_accumulate,
+    block_fill,
+    block_store,
+    prefer_wide_vectors,
+    prefetch,
+    stack_buffer,
+    vector_lanes,
+)
 
-MAX_TILE = 512
+#: float32 lanes of one vector register on this host.
+LANES = vector_lanes()
+#: Columns of the widest segment: the accumulators of a 1 x BLOCK micro-kernel.
+BLOCK = ACCUMULATOR_VECTORS * LANES
+#: The widths a segment can have: 1 to 8 vectors (compile-time constants).
+_W1, _W2, _W3, _W4, _W5, _W6, _W7, _W8 = (vectors * LANES for vectors in range(1, ACCUMULATOR_VECTORS + 1))
+#: Entries ahead of the one being summed whose row is prefetched (8 measured best among
+#: 4, 8, 12 and 16 on arxiv- and rank-sized graphs).
+PREFETCH_DISTANCE = 8
+#: float32 elements of a 64-byte cache line, the stride of the prefetches (a float64
+#: input is prefetched every other line).
+_LINE_ELEMENTS = 16
 
 
-def feature_tile(num_features: int) -> int:
-    """Feature columns one parallel job handles (see the module docstring)."""
-    return max(1, min(int(num_features), MAX_TILE))
+def segments(num_features: int) -> np.ndarray:
+    """(start, width, lanes used of the last vector) of each segment of a row of
+    ``num_features`` columns, in order: full blocks of ``BLOCK`` columns, then one segment
+    of as many vectors as the remainder needs, its last vector masked to the lanes used."""
+    rows = [(start, BLOCK, LANES) for start in range(0, num_features - num_features % BLOCK, BLOCK)]
+    remainder = num_features % BLOCK
+    if remainder:
+        vectors = -(-remainder // LANES)
+        rows.append((num_features - remainder, vectors * LANES, remainder - (vectors - 1) * LANES))
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 
 def balanced_chunks(indptr: np.ndarray, num_chunks: int) -> np.ndarray:
@@ -48,38 +81,82 @@ def balanced_chunks(indptr: np.ndarray, num_chunks: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], np.minimum(inner, num_rows), [num_rows]])).astype(np.int64)
 
 
-@njit(parallel=True, fastmath=True, cache=True, nogil=True)
-def _gather_spmm(indptr, indices, weights, row_scale, x, out, chunks, tile, accumulate):
-    num_features = x.shape[1]
-    num_tiles = (num_features + tile - 1) // tile
+@njit(fastmath=True, nogil=True, cache=True, inline="always")
+def _prefetch_ahead(x, indices, k, start, width):
+    """Prefetch columns ``start .. start + width`` of the row ``PREFETCH_DISTANCE`` entries
+    after entry ``k`` (the last entry's, near the end)."""
+    ahead = indices[min(k + PREFETCH_DISTANCE, len(indices) - 1)]
+    for offset in range(0, width, _LINE_ELEMENTS):
+        prefetch(x, ahead, start + offset)
+
+
+@njit(fastmath=True, nogil=True, cache=True, inline="always")
+def _segment(indptr, indices, weights, x, out, row, out_row, start, width, masked, count, accumulate, scale):
+    """Columns ``start .. start + width`` of ``row`` into ``out[out_row]``, the last vector
+    (of ``LANES`` columns) reading and writing only its first ``count`` lanes when
+    ``masked``. ``width`` and ``masked`` are compile-time constants (module docstring)."""
+    prefer_wide_vectors()
+    block = stack_buffer(width, x)
+    block_fill(block, width, LANES, masked, out, out_row, start, count, 1 if accumulate else 0)
+    if len(weights) == 0:  # an integer weight: no multiplication (an FMA's latency is twice an add's)
+        for k in range(indptr[row], indptr[row + 1]):
+            _prefetch_ahead(x, indices, k, start, width)
+            block_accumulate(block, width, LANES, masked, x, indices[k], start, count, 1)
+    else:
+        for k in range(indptr[row], indptr[row + 1]):
+            _prefetch_ahead(x, indices, k, start, width)
+            block_accumulate(block, width, LANES, masked, x, indices[k], start, count, weights[k])
+    block_store(block, width, LANES, masked, out, out_row, start, count, scale)
+
+
+@njit(fastmath=True, nogil=True, cache=True, inline="always")
+def _dispatch(indptr, indices, weights, x, out, row, out_row, start, width, count, accumulate, scale):
+    """:func:`_segment` for a run-time ``width``: a whole block unmasked, the remainder's
+    segment of 1 to 8 vectors masked (whatever its last vector's lanes; one specialisation
+    per width, so nine in all)."""
+    if width == BLOCK and count == LANES:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, BLOCK, False, count, accumulate, scale)
+    elif width == _W1:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W1, True, count, accumulate, scale)
+    elif width == _W2:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W2, True, count, accumulate, scale)
+    elif width == _W3:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W3, True, count, accumulate, scale)
+    elif width == _W4:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W4, True, count, accumulate, scale)
+    elif width == _W5:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W5, True, count, accumulate, scale)
+    elif width == _W6:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W6, True, count, accumulate, scale)
+    elif width == _W7:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W7, True, count, accumulate, scale)
+    else:
+        _segment(indptr, indices, weights, x, out, row, out_row, start, _W8, True, count, accumulate, scale)
+
+
+@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+def _gather_spmm(indptr, indices, weights, row_scale, x, out, chunks, segments, groups, accumulate, discard):
+    """The product over rows ``chunks[0] .. chunks[-1]``; with ``discard`` every row of a
+    chunk is written to the chunk's row of ``out`` instead of its own (the roofline's pure
+    gather: the same reads, no output traffic)."""
     num_chunks = len(chunks) - 1
-    use_weights = len(weights) > 0
-    use_scale = len(row_scale) > 0
-    for job in prange(num_tiles * num_chunks):
-        start = (job // num_chunks) * tile
-        stop = min(num_features, start + tile)
-        width = stop - start
+    unit = np.ones(1, x.dtype)[0]
+    for job in prange((len(groups) - 1) * num_chunks):
+        group = job // num_chunks
         chunk = job % num_chunks
         for r in range(chunks[chunk], chunks[chunk + 1]):
-            # Loops over 1-D views from index 0 vectorise; the same loops written with
-            # out[r, f] and offset bounds did not (600 ms instead of 150 ms, F = 256).
-            row = out[r, start:stop]
-            if not accumulate:
-                for f in range(width):
-                    row[f] = 0
-            for k in range(indptr[r], indptr[r + 1]):
-                gathered = x[indices[k], start:stop]
-                if use_weights:
-                    w = weights[k]
-                    for f in range(width):
-                        row[f] += w * gathered[f]
-                else:
-                    for f in range(width):
-                        row[f] += gathered[f]
-            if use_scale:
-                s = row_scale[r]
-                for f in range(width):
-                    row[f] *= s
+            scale = row_scale[r] if len(row_scale) else unit
+            target = chunk if discard else r
+            for s in range(groups[group], groups[group + 1]):
+                _dispatch(indptr, indices, weights, x, out, r, target, segments[s, 0], segments[s, 1], segments[s, 2],
+                          accumulate, scale)
+
+
+def column_groups(num_segments: int, num_chunks: int, threads: int) -> np.ndarray:
+    """Boundaries of the groups of segments run as separate parallel jobs: one group,
+    unless the chunks alone leave threads idle (then as many as fill them)."""
+    wanted = max(1, min(num_segments, -(-2 * threads // max(num_chunks, 1))))
+    return np.unique(np.linspace(0, num_segments, wanted + 1).astype(np.int64))
 
 
 def check_csr(indptr: np.ndarray, indices: np.ndarray, num_cols: int) -> None:
@@ -108,11 +185,10 @@ class GatherCsr:
             raise ValueError(f"{len(self.weights)} weights for {len(self.indices)} entries")
         self.chunks_per_thread = chunks_per_thread
         self._chunks: dict[tuple[int, int], np.ndarray] = {}  # (threads, pieces) -> boundaries
+        self._schedules: dict[tuple[int, int, int], list] = {}  # (threads, pieces, features) -> calls
 
     def chunks(self, pieces: int = 1) -> np.ndarray:
         """Row boundaries of ``chunks_per_thread`` chunks per thread and piece."""
-        from supergcn.kernels.jit import numba
-
         key = (numba.get_num_threads(), pieces)
         if key not in self._chunks:
             self._chunks[key] = balanced_chunks(self.indptr, key[0] * self.chunks_per_thread * pieces)
@@ -137,15 +213,39 @@ class GatherCsr:
             return out
         weights = self.weights.astype(x.dtype, copy=False)
         scale = np.empty(0, x.dtype) if row_scale is None else np.ascontiguousarray(row_scale, dtype=x.dtype)
-        tile = feature_tile(x.shape[1])
         x = np.ascontiguousarray(x)
-        chunks = self.chunks(pieces)
-        bounds = np.unique(np.linspace(0, len(chunks) - 1, pieces + 1).astype(np.int64))
-        for first, last in zip(bounds[:-1], bounds[1:]):
-            _gather_spmm(self.indptr, self.indices, weights, scale, x, out, chunks[first:last + 1], tile, accumulate)
+        for chunks, row_segments, groups in self.schedule(x.shape[1], pieces):
+            _gather_spmm(self.indptr, self.indices, weights, scale, x, out, chunks, row_segments, groups, accumulate,
+                         False)
             if between is not None:
                 between()
         return out
+
+    def schedule(self, num_features: int, pieces: int = 1) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The parallel calls of a product with ``num_features`` columns done in ``pieces``:
+        each call's row boundaries, the row's :func:`segments` and the :func:`column_groups`
+        (worked out once per thread count, pieces and width: a product of a few rows is
+        over in microseconds)."""
+        threads = numba.get_num_threads()
+        key = (threads, pieces, num_features)
+        if key not in self._schedules:
+            chunks = self.chunks(pieces)
+            row_segments = segments(num_features)
+            bounds = np.unique(np.linspace(0, len(chunks) - 1, pieces + 1).astype(np.int64))
+            self._schedules[key] = [(chunks[first:last + 1], row_segments,
+                                     column_groups(len(row_segments), last - first, threads))
+                                    for first, last in zip(bounds[:-1], bounds[1:])]
+        return self._schedules[key]
+
+    def pure_gather(self, x: np.ndarray, scratch: np.ndarray) -> None:
+        """Read every row :meth:`matmul` reads, in its order and the same way, but write each
+        chunk's rows over one row of ``scratch`` (chunks x F, in cache): the product's reads
+        without its output (:mod:`supergcn.perf.roofline`)."""
+        [(chunks, row_segments, groups)] = self.schedule(x.shape[1])
+        if scratch.shape != (len(chunks) - 1, x.shape[1]):
+            raise ValueError(f"scratch must have one row per chunk: {len(chunks) - 1} x {x.shape[1]}")
+        _gather_spmm(self.indptr, self.indices, self.weights.astype(x.dtype, copy=False), np.empty(0, x.dtype), x,
+                     scratch, chunks, row_segments, groups, False, True)
 
     def transpose(self) -> "GatherCsr":
         """The CSR of A^T, built once (a counting sort of the column indices)."""

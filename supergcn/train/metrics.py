@@ -4,8 +4,9 @@ Lines, in order:
 
 * ``header`` — config, dataset, strategy, P, threads, hosts, the memory allocator of every
   rank (:mod:`supergcn.train.allocator`), the MPI settings the ranks started with
-  (:data:`supergcn.distributed.comm.MPICH_SETTINGS`), versions, git commit and the graph / partition /
-  plan hashes;
+  (:data:`supergcn.distributed.comm.MPICH_SETTINGS`), what the aggregation kernels were
+  built for (:func:`supergcn.kernels.simd.kernel_target`: CPU, vector features, SVE length,
+  vector width), versions, git commit and the graph / partition / plan hashes;
 * one ``epoch`` line per epoch — loss, accuracies, seconds per phase per rank, each
   phase's max over ranks, the phases of the slowest rank (which add up to the epoch
   time), each rank's CPU seconds in user and system mode (``cpu_user``, ``cpu_system``:
@@ -36,6 +37,7 @@ from supergcn.data.storage import peak_memory_mib, write_text
 from supergcn.distributed.comm import MPICH_SETTINGS
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
+from supergcn.kernels.simd import kernel_target
 from supergcn.train.allocator import allocator_in_use
 from supergcn.train.provenance import git_commit, host, package_versions
 
@@ -55,6 +57,7 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
             "num_ranks": comm.Get_size(), "threads_per_rank": threads, "hosts": hosts,
             "allocator": allocators[0], "allocator_per_rank": [a["name"] for a in allocators],
             "mpi_environment": {name: os.environ.get(name) for name in MPICH_SETTINGS},
+            "kernels": kernel_target(),
             "versions": package_versions(), "git_commit": git_commit(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
 

@@ -1,12 +1,25 @@
-"""Numba kernels against scipy / torch on awkward sparse matrices."""
+"""Numba kernels against scipy / torch on awkward sparse matrices, and against a sum
+taken entry by entry in CSR order (the kernels' results, to the last bit)."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 
-from supergcn.kernels.gather import MAX_TILE, GatherCsr, balanced_chunks, index_add, index_add_plan
+from supergcn.kernels.gather import (
+    BLOCK,
+    LANES,
+    GatherCsr,
+    balanced_chunks,
+    column_groups,
+    index_add,
+    index_add_plan,
+    segments,
+)
 from supergcn.kernels.jit import numba
+
+#: Widths from a single lane to several blocks and a masked remainder of every kind.
+WIDTHS = [1, 5, LANES, 40, 47, BLOCK, BLOCK + 37, 3 * BLOCK + LANES + 1]
 
 
 def awkward_matrix(rng, rows=300, cols=250):
@@ -28,7 +41,7 @@ def threads(request):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("features", [1, 5, 64, MAX_TILE + 37])
+@pytest.mark.parametrize("features", WIDTHS)
 @pytest.mark.parametrize("weighted", [False, True])
 def test_gather_matches_scipy(threads, dtype, features, weighted):
     rng = np.random.default_rng(features)
@@ -44,16 +57,85 @@ def test_gather_matches_scipy(threads, dtype, features, weighted):
     np.testing.assert_allclose(op.transpose().matmul(y), m.T @ y, rtol=tolerance, atol=tolerance)
 
 
-def test_scaled_accumulation(threads):
+@pytest.mark.parametrize("features", WIDTHS)
+def test_scaled_accumulation(threads, features):
+    """Accumulating reads every row's previous values before any other row is written: a
+    masked store that wrote past its row would change the next row's starting values."""
     rng = np.random.default_rng(0)
     m = awkward_matrix(rng)
     op = GatherCsr(m.indptr, m.indices, m.shape[1], m.data)
-    x = rng.standard_normal((m.shape[1], 9))
-    previous = rng.standard_normal((m.shape[0], 9))
+    x = rng.standard_normal((m.shape[1], features))
+    previous = rng.standard_normal((m.shape[0], features))
     scale = rng.uniform(0, 2, m.shape[0])
     out = previous.copy()
     op.matmul(x, out=out, accumulate=True, row_scale=scale)
     np.testing.assert_allclose(out, scale[:, None] * (previous + m @ x), rtol=1e-10, atol=1e-12)
+
+
+def sequential_sum(m: sp.csr_matrix, x: np.ndarray, previous: np.ndarray | None = None) -> np.ndarray:
+    """out[r] = previous[r] + x[c_1] + x[c_2] + ... in the row's entry order, in x's dtype."""
+    out = np.zeros((m.shape[0], x.shape[1]), x.dtype) if previous is None else previous.copy()
+    for r in range(m.shape[0]):
+        for c in m.indices[m.indptr[r]:m.indptr[r + 1]]:
+            out[r] += x[c]
+    return out
+
+
+@pytest.mark.parametrize("features", WIDTHS)
+def test_sums_in_entry_order_to_the_last_bit(threads, features):
+    """Every result is the float32 sum in the row's entry order, whatever the threads, the
+    register block or the masked remainder: the pinned training results rest on it."""
+    rng = np.random.default_rng(features)
+    m = awkward_matrix(rng)
+    op = GatherCsr(m.indptr, m.indices, m.shape[1])
+    x = rng.standard_normal((m.shape[1], features)).astype(np.float32)
+    previous = rng.standard_normal((m.shape[0], features)).astype(np.float32)
+    np.testing.assert_array_equal(op.matmul(x), sequential_sum(m, x))
+    out = previous.copy()
+    op.matmul(x, out=out, accumulate=True)
+    np.testing.assert_array_equal(out, sequential_sum(m, x, previous))
+
+
+@pytest.mark.parametrize("features", [1, 40, BLOCK, 2 * BLOCK + 3])
+def test_segments_tile_the_row(features):
+    rows = segments(features)
+    starts, widths, used = rows.T
+    assert starts[0] == 0 and np.array_equal(starts[1:], np.cumsum(widths)[:-1]), "segments follow one another"
+    assert np.all(widths % LANES == 0) and np.all(widths <= BLOCK), "whole vectors, at most one block"
+    assert np.all(widths[:-1] == BLOCK) and np.all(used[:-1] == LANES), "only the last segment is partial"
+    assert starts[-1] + widths[-1] - LANES + used[-1] == features, "the last vector's lanes end the row"
+    assert 1 <= used[-1] <= LANES
+
+
+def test_segments_of_hand_worked_widths():
+    assert segments(2 * BLOCK).tolist() == [[0, BLOCK, LANES], [BLOCK, BLOCK, LANES]]
+    # 40 features: three vectors of 16 lanes, the last using 8 (AVX-512 or SVE-512 widths).
+    assert segments(2 * LANES + LANES // 2).tolist() == [[0, 3 * LANES, LANES // 2]]
+    assert segments(0).shape == (0, 3)
+
+
+def test_column_groups_fill_idle_threads_and_give_the_same_product(threads):
+    """A matrix of two rows and a wide input: the segments become a parallel dimension."""
+    assert column_groups(num_segments=8, num_chunks=1, threads=4).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8]
+    assert column_groups(num_segments=8, num_chunks=64, threads=4).tolist() == [0, 8]
+    m = sp.csr_matrix(np.array([[1, 0, 1], [0, 1, 1]], dtype=np.float32))
+    x = np.random.default_rng(0).standard_normal((3, 8 * BLOCK + 5)).astype(np.float32)
+    np.testing.assert_array_equal(GatherCsr(m.indptr, m.indices, 3).matmul(x), sequential_sum(m, x))
+
+
+def test_pure_gather_reads_the_rows_of_the_product_into_one_row_per_chunk(threads):
+    """The roofline's pure gather runs the same code: chunk c's row of the scratch ends
+    holding the product's row of the chunk's last row."""
+    rng = np.random.default_rng(4)
+    m = awkward_matrix(rng)
+    op = GatherCsr(m.indptr, m.indices, m.shape[1])
+    x = rng.standard_normal((m.shape[1], 40)).astype(np.float32)
+    chunks = op.chunks()
+    scratch = np.full((len(chunks) - 1, 40), np.nan, np.float32)
+    op.pure_gather(x, scratch)
+    np.testing.assert_array_equal(scratch, op.matmul(x)[chunks[1:] - 1])
+    with pytest.raises(ValueError, match="one row per chunk"):
+        op.pure_gather(x, scratch[:-1])
 
 
 def test_index_add_matches_torch(threads):
