@@ -1,25 +1,30 @@
 """Kernel benchmarks: ``supergcn bench kernels`` and ``supergcn bench quantization``.
 
-``bench_kernels`` measures our aggregation kernels against PyG, torch and scipy.
+``bench_kernels`` measures our aggregation kernel on a prepared graph or on a named
+synthetic shape (:data:`SHAPES`), in one process, on the same CSR arrays, features and
+threads, against:
 
-Everything is measured in one process, on the same graph, features and threads:
+* the roofline of :mod:`supergcn.perf.roofline` (a pure gather of the same rows plus a
+  pure write of the output, measured in the same rounds) and the bound of the cache
+  level holding the gathered matrix;
+* the authors' kernel (``supergnn_ops.spmm``, :mod:`supergcn.perf.authors`), forward and
+  on the transpose, where the user points to a built copy; its output is compared with
+  ours;
+* PyG's default ``SAGEConv`` CPU path (``x[src]`` then ``torch_geometric.utils.scatter``
+  with ``reduce="mean"``), ``torch.sparse.mm`` on a CSR tensor and ``scipy.sparse``,
+  timed after the others (they are slower, and PyG's edge-sized message tensor is
+  skipped, with the reason, where it would not fit in memory).
 
-* ``ours_forward`` — mean aggregation, numba gather over A with the 1/deg row scale;
-* ``ours_backward`` — its transpose, a gather over the precomputed A^T;
-* ``pyg_scatter_mean`` — PyG's default CPU path for ``SAGEConv``: gather ``x[src]`` then
-  ``torch_geometric.utils.scatter(..., reduce="mean")`` over ``edge_index``;
-* ``torch_sparse_mm`` — ``torch.sparse.mm`` on a CSR tensor (sum);
-* ``scipy_csr`` — ``scipy.sparse.csr_matrix @ x`` (sum);
-* ``memcpy_gb_per_s`` — bytes copied per second by a parallel copy of a 1 GiB array with
-  the same threads, and ``roofline_seconds`` = nnz x F x itemsize / that bandwidth: the
-  time to read every gathered row once from memory with no cache reuse.
-
-Times are medians of ``repeats`` calls after a warm-up call; ``first_call_seconds`` is
-the warm-up call of our kernel (compilation, or loading numba's on-disk cache).
+The kernel, its transpose, the authors' kernel and the roofline's passes are timed in
+turn, round after round (:func:`_interleaved`), each figure a median, so that this
+machine's drifting memory bandwidth reaches them alike. ``first_call_seconds`` is our
+kernel's first call (compilation, or loading numba's on-disk cache).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import statistics
 import time
 
@@ -31,6 +36,40 @@ from supergcn.data.graph import load_graph
 from supergcn.distributed.threads import set_threads
 from supergcn.kernels.gather import GatherCsr, _gather_spmm
 from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.simd import compiled_for
+from supergcn.perf import roofline
+
+#: Synthetic CSR shapes (nodes, entries): degrees Zipf(2.2) scaled to the mean, neighbours
+#: uniform at random (:func:`zipf_csr`).
+SHAPES = {
+    "papers100M-rank-8192": (13_500, 401_000),   # one rank's local graph at P = 8,192 on ogbn-papers100M
+    "synthetic-small": (20_000, 244_000),
+    "arxiv": (169_343, 2_470_000),               # ogbn-arxiv with self loops, undirected
+    "products": (2_449_029, 61_859_140),         # ogbn-products
+}
+ZIPF_EXPONENT = 2.2
+
+
+def zipf_csr(num_nodes: int, entries: int, seed: int = 0, exponent: float = ZIPF_EXPONENT):
+    """(indptr, indices) of a square CSR: row degrees Zipf(``exponent``) scaled to about
+    ``entries`` in all (at least one per row, none above ``num_nodes``), neighbours uniform
+    at random, sorted within each row."""
+    rng = np.random.default_rng(seed)
+    degrees = np.minimum(rng.zipf(exponent, num_nodes), num_nodes).astype(np.float64)
+    degrees = np.maximum(1, np.round(degrees / degrees.sum() * entries)).astype(np.int64)
+    indptr = np.concatenate([[0], np.cumsum(degrees)])
+    keys = np.repeat(np.arange(num_nodes, dtype=np.int64) * num_nodes, degrees)
+    keys += rng.integers(0, num_nodes, len(keys))
+    keys.sort()
+    return indptr, keys % num_nodes
+
+
+@functools.lru_cache(maxsize=1)
+def _shape_csr(shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """A shape's CSR, kept for the next call on the same shape (read-only: shared)."""
+    indptr, indices = zipf_csr(*SHAPES[shape])
+    indptr.flags.writeable = indices.flags.writeable = False
+    return indptr, indices
 
 
 def _timed(function, repeats: int) -> tuple[float, float]:
@@ -75,59 +114,131 @@ def reorder(indptr, indices, num_nodes, method: str):
     return matrix.indptr, matrix.indices, permutation
 
 
-def bench_kernels(graph_dir, features: int, threads: int, repeats: int = 5, reordering: str = "none",
-                  with_pyg: bool = True) -> dict:
-    from torch_geometric.utils import scatter
-
-    set_threads(threads)
+def load_csr(graph_dir=None, shape: str | None = None) -> tuple[str, np.ndarray, np.ndarray]:
+    """(name, indptr, indices) of a prepared graph's adjacency or of a synthetic shape."""
+    if (graph_dir is None) == (shape is None):
+        raise ValueError("pass a prepared graph or a shape, not both")
+    if shape is not None:
+        return shape, *_shape_csr(shape)
     graph = load_graph(graph_dir, mmap=True)
-    n = graph.num_nodes
-    indptr, indices, _ = reorder(np.asarray(graph.indptr), np.asarray(graph.indices), n, reordering)
+    return str(graph_dir), np.asarray(graph.indptr), np.asarray(graph.indices)
+
+
+def roofline_figures(seconds: dict, gathered_bytes: int, output_bytes: int, x_bytes: int, threads: int) -> dict:
+    """The roofline and the cache level's bound from the pure passes' medians."""
+    stream_rate = x_bytes / seconds["stream_read"]
+    write_rate = output_bytes / seconds["pure_write"]
+    return {"seconds": seconds["pure_gather"] + seconds["pure_write"],
+            "gather_gb_per_s": gathered_bytes / seconds["pure_gather"] / 1e9,
+            "write_gb_per_s": write_rate / 1e9, "stream_read_gb_per_s": stream_rate / 1e9,
+            "x_bytes": x_bytes, "x_fits_in": roofline.cache_level(x_bytes, threads),
+            "cache_sizes": roofline.cache_sizes(),
+            "level_bound_seconds": gathered_bytes / stream_rate + output_bytes / write_rate}
+
+
+def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats: int = 15,
+                  reordering: str = "none", with_pyg: bool = True, shape: str | None = None,
+                  authors_ops=None, with_references: bool = True) -> dict:
+    """Our kernel against its roofline, the authors' kernel (a module from
+    :func:`supergcn.perf.authors.load_authors_ops`) and the libraries (module docstring)."""
+    set_threads(threads)
+    name, indptr, indices = load_csr(graph_dir, shape)
+    n = len(indptr) - 1
+    indptr, indices, _ = reorder(indptr, indices, n, reordering)
     x = np.random.default_rng(0).standard_normal((n, features), dtype=np.float32)
-    degree = np.diff(indptr).astype(np.float32)
-    inv_degree = np.where(degree > 0, 1.0 / np.maximum(degree, 1), 0).astype(np.float32)
     forward = GatherCsr(indptr, indices, n)
     backward = forward.transpose()
-    out = np.empty_like(x)
-
-    first_call, ours_forward = _timed(lambda: forward.matmul(x, out=out, row_scale=inv_degree), repeats)
+    out, sink = np.empty_like(x), np.empty(threads, np.float32)
+    # One row per chunk, each at least a cache line apart, so threads do not share lines.
+    scratch = np.empty((len(forward.chunks()) - 1, max(features, 16)), np.float32)[:, :features]
+    started = time.perf_counter()
+    forward.matmul(x, out=out)
+    first_call = time.perf_counter() - started
+    contenders = {"ours_forward": lambda: forward.matmul(x, out=out),
+                  "ours_backward": lambda: backward.matmul(x, out=out),
+                  "pure_gather": lambda: forward.pure_gather(x, scratch),
+                  "pure_write": lambda: roofline.pure_write(out, forward.chunks(), np.float32(1)),
+                  "stream_read": lambda: roofline.stream_read(x, sink)}
+    result = {"graph": name, "num_nodes": n, "nnz": int(len(indices)), "features": features, "threads": threads,
+              "reordering": reordering, "repeats": repeats, "compiled_for": compiled_for()}
+    if authors_ops is not None:
+        contenders.update(_authors_contenders(authors_ops, forward, backward, x, threads, result))
+    seconds = _interleaved(contenders, repeats)
+    forward.matmul(x, out=out)
     reference = sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=(n, n))
-    expected = (reference @ x) * inv_degree[:, None]
-    max_error = float(np.abs(out - expected).max())
-    _, ours_backward = _timed(lambda: backward.matmul(x, out=out, row_scale=inv_degree), repeats)
-    _, scipy_time = _timed(lambda: reference @ x, repeats)
+    result["max_abs_error_vs_scipy"] = float(np.abs(out - reference @ x).max())
+    if authors_ops is not None:
+        result["authors_max_abs_difference"] = result.pop("_authors_check")(out)
+    result["first_call_seconds"] = first_call
+    result["numba_cache"] = {"hits": int(sum(_gather_spmm.stats.cache_hits.values())),
+                             "misses": int(sum(_gather_spmm.stats.cache_misses.values()))}
+    gathered_bytes = len(indices) * features * x.itemsize
+    result["roofline"] = roofline_figures({k: seconds.pop(k) for k in ("pure_gather", "pure_write", "stream_read")},
+                                          gathered_bytes, out.nbytes, x.nbytes, threads)
+    if with_references:
+        seconds.update(_library_seconds(reference, indptr, indices, x, repeats, with_pyg, result))
+    result["seconds"] = seconds
+    result["ratios"] = _ratios(seconds, result["roofline"])
+    return result
+
+
+def _authors_contenders(module, forward: GatherCsr, backward: GatherCsr, x: np.ndarray, threads: int,
+                        result: dict) -> dict:
+    """The authors' forward and transpose products as timed contenders; stores in
+    ``result["_authors_check"]`` the function comparing their forward output with ours."""
+    from supergcn.perf.authors import AuthorsSpmm
+
+    theirs = {direction: AuthorsSpmm(module, matrix.indptr, matrix.indices, threads)
+              for direction, matrix in (("forward", forward), ("backward", backward))}
+    outputs = {direction: np.zeros_like(x) for direction in theirs}
+
+    def check(ours: np.ndarray) -> float:
+        fresh = np.zeros_like(x)
+        theirs["forward"](x, fresh)
+        return float(np.abs(fresh - ours).max())
+    result["_authors_check"] = check
+    # Their kernel adds into its output: timed alone, as their layer calls it on a zeroed
+    # output it allocates; the additions change no timing.
+    return {f"authors_{direction}": (lambda d=direction: theirs[d](x, outputs[d])) for direction in theirs}
+
+
+def _library_seconds(reference, indptr, indices, x, repeats: int, with_pyg: bool, result: dict) -> dict:
+    """Medians of scipy, torch.sparse.mm and (where its message tensor fits) PyG's scatter."""
+    from torch_geometric.utils import scatter
+
+    n, features = x.shape
+    seconds = {"scipy_csr": _timed(lambda: reference @ x, repeats)[1]}
     csr = torch.sparse_csr_tensor(torch.from_numpy(indptr.astype(np.int64)), torch.from_numpy(indices.astype(np.int64)),
                                   torch.ones(len(indices)), size=(n, n), check_invariants=False)
     xt = torch.from_numpy(x)
-    _, torch_time = _timed(lambda: torch.sparse.mm(csr, xt), repeats)
-    result = {
-        "graph": str(graph_dir), "num_nodes": n, "nnz": int(len(indices)), "features": features, "threads": threads,
-        "reordering": reordering, "repeats": repeats,
-        "seconds": {"ours_forward": ours_forward, "ours_backward": ours_backward, "torch_sparse_mm": torch_time,
-                    "scipy_csr": scipy_time},
-        "first_call_seconds": first_call,
-        "numba_cache": {"hits": int(sum(_gather_spmm.stats.cache_hits.values())),
-                        "misses": int(sum(_gather_spmm.stats.cache_misses.values()))},
-        "max_abs_error_vs_scipy": max_error,
-    }
-    if with_pyg:
+    seconds["torch_sparse_mm"] = _timed(lambda: torch.sparse.mm(csr, xt), repeats)[1]
+    messages = len(indices) * features * x.itemsize
+    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if with_pyg and 2 * messages > available:
+        result["pyg_skipped"] = (f"its {len(indices):,} x {features} message tensor needs {messages / 2**30:.1f} GiB, "
+                                 f"{available / 2**30:.1f} GiB are free")
+    elif with_pyg:
         targets = torch.from_numpy(np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr)))
         sources = torch.from_numpy(indices.astype(np.int64))
-        _, pyg_time = _timed(lambda: scatter(xt[sources], targets, dim=0, dim_size=n, reduce="mean"), repeats)
-        result["seconds"]["pyg_scatter_mean"] = pyg_time
-    bandwidth = memcpy_bandwidth(threads)
-    roofline = len(indices) * features * x.itemsize / (bandwidth * 1e9)
-    seconds = result["seconds"]
-    result["memcpy_gb_per_s"] = bandwidth
-    result["roofline_seconds"] = roofline
-    result["ratios"] = {
-        "pyg_over_ours": seconds.get("pyg_scatter_mean", float("nan")) / ours_forward,
-        "torch_sparse_mm_over_ours": torch_time / ours_forward,
-        "scipy_over_ours": scipy_time / ours_forward,
-        "ours_over_roofline": ours_forward / roofline,
-        "backward_over_forward": ours_backward / ours_forward,
-    }
-    return result
+        seconds["pyg_scatter_mean"] = _timed(
+            lambda: scatter(xt[sources], targets, dim=0, dim_size=n, reduce="mean"), repeats)[1]
+    return seconds
+
+
+def _ratios(seconds: dict, bound: dict) -> dict:
+    ours = seconds["ours_forward"]
+    ratios = {"ours_over_roofline": ours / bound["seconds"],
+              "ours_over_level_bound": ours / bound["level_bound_seconds"],
+              "backward_over_forward": seconds["ours_backward"] / ours}
+    for other, key in (("authors_forward", "ours_over_authors"), ("authors_backward", "ours_backward_over_authors")):
+        if other in seconds:
+            mine = seconds["ours_backward"] if "backward" in other else ours
+            ratios[key] = mine / seconds[other]
+    for other, key in (("pyg_scatter_mean", "pyg_over_ours"), ("torch_sparse_mm", "torch_sparse_mm_over_ours"),
+                       ("scipy_csr", "scipy_over_ours")):
+        if other in seconds:
+            ratios[key] = seconds[other] / ours
+    return ratios
 
 
 def _interleaved(functions: dict, repeats: int) -> dict[str, float]:

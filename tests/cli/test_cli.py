@@ -108,11 +108,21 @@ def test_bench_kernels_reports_times_and_ratios(workspace, tmp_path):
     assert set(report["seconds"]) == {"ours_forward", "ours_backward", "torch_sparse_mm", "scipy_csr",
                                       "pyg_scatter_mean"}
     assert report["max_abs_error_vs_scipy"] < 1e-5
-    assert report["memcpy_gb_per_s"] > 0
-    nnz_bytes = report["nnz"] * 8 * 4
-    assert report["roofline_seconds"] == pytest.approx(nnz_bytes / (report["memcpy_gb_per_s"] * 1e9))
+    bound = report["roofline"]
+    gathered, written = report["nnz"] * 8 * 4, report["num_nodes"] * 8 * 4
+    assert bound["seconds"] == pytest.approx(gathered / (bound["gather_gb_per_s"] * 1e9)
+                                             + written / (bound["write_gb_per_s"] * 1e9))
+    assert bound["x_fits_in"] in ("L1", "L2", "L3", "memory")
+    assert report["ratios"]["ours_over_roofline"] == pytest.approx(report["seconds"]["ours_forward"]
+                                                                   / bound["seconds"])
     assert report["ratios"]["pyg_over_ours"] == pytest.approx(
         report["seconds"]["pyg_scatter_mean"] / report["seconds"]["ours_forward"])
+    assert report["compiled_for"]["lanes"] * 32 == report["compiled_for"]["vector_bits"]
+
+
+def test_bench_kernels_refuses_an_authors_folder_without_their_module(tmp_path):
+    result = run_cli("bench", "kernels", "--shape", "synthetic-small", "--features", 8, "--authors-ops", tmp_path)
+    assert_clean_failure(result, "no supergnn_ops")
 
 
 def test_bench_quantization_reports_rates_against_memcpy():
