@@ -42,8 +42,8 @@ from supergcn.data.graph import load_graph, read_graph_meta, save_graph
 from supergcn.data.storage import peak_memory_mib
 from supergcn.naming import PARTITION_ENGINES
 from supergcn.partition.cover import minimum_vertex_cover
-from supergcn.partition.metis import Engine, load_partition, run_partition
 from supergcn.partition.plan import rank_edges, run_plan
+from supergcn.partition.store import Engine, load_partition, run_partition
 
 
 def prepare_step(dataset: str, scale: float, out: Path) -> dict:

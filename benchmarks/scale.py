@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from foundation import in_child, in_workdir, partition_step, plan_step, prepare_step
 
-from supergcn.partition.metis import Engine
+from supergcn.partition.store import Engine
 
 #: Directed adjacency entries (each undirected edge twice), nodes and feature widths of the
 #: paper's largest graphs (Table 2; OGB-LSC; IGB), undirected as the paper trains them.

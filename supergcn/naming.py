@@ -46,7 +46,7 @@ GNN_MODELS = ("sage", "gcn")
 DENSE_DTYPES = ("float32", "bfloat16")
 #: Sparse-product back ends: the numba gathers, or torch.sparse.mm as the reference.
 KERNELS = ("numba", "torch")
-#: Vertex weights METIS can balance (:mod:`supergcn.partition.metis`).
+#: Vertex weights a partition balances (:mod:`supergcn.partition.partition`).
 PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 #: Partitioners (:mod:`supergcn.partition.metis`, :mod:`supergcn.partition.kaminpar`).
 PARTITION_ENGINES = ("metis", "kaminpar")

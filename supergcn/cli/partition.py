@@ -17,7 +17,7 @@ def configure(parser) -> None:
     parser.add_argument("--out", required=True, type=output_dir, help="output partition directory")
     parser.add_argument("--constraints", nargs="*", choices=PARTITION_CONSTRAINTS, default=list(PARTITION_CONSTRAINTS),
                         help="balanced vertex weights (combined into one unless --separate-constraints, see "
-                             "supergcn/partition/metis.py)")
+                             "supergcn/partition/partition.py)")
     parser.add_argument("--seed", type=int, default=0, help="the partitioner's random seed")
     parser.add_argument("--engine", choices=PARTITION_ENGINES, default="metis",
                         help="metis (one thread, the reference) or kaminpar (threaded, a few bytes per edge)")
@@ -35,9 +35,9 @@ def configure(parser) -> None:
 
 def run(args) -> None:
     """Partition ``args.graph`` into ``args.parts`` and write ``args.out``
-    (:func:`supergcn.partition.metis.run_partition`)."""
+    (:func:`supergcn.partition.store.run_partition`)."""
     from supergcn.data.graph import load_graph, read_graph_meta
-    from supergcn.partition.metis import Engine, run_partition
+    from supergcn.partition.store import Engine, run_partition
 
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)

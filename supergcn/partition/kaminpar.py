@@ -17,7 +17,7 @@ given as byte positions in the file (``header + (n+1)·8 + e·id_width``), the m
 ids, and n node weights. Self loops are left out, as for METIS.
 
 Constraints: KaMinPar balances one node weight, so the constraints are folded into one as
-for METIS (:func:`supergcn.partition.metis.combined_weight`); the partition manifest
+for METIS (:func:`supergcn.partition.partition.combined_weight`); the partition manifest
 reports the balance of each constraint separately.
 """
 
@@ -31,6 +31,7 @@ import numpy as np
 
 from supergcn.data.graph import ROW_BLOCK_ENTRIES, Graph, adjacency_blocks
 from supergcn.errors import SuperGCNError
+from supergcn.partition.partition import Partition, capped_weight, check_num_parts, combined_weight, constraint_weights
 
 #: KaMinPar's own presets are tuned for k up to this; beyond it the large-k presets apply.
 LARGE_K = 1024
@@ -118,7 +119,7 @@ def fill_empty_parts(parts: np.ndarray, num_parts: int, node_weights: np.ndarray
     """Give every part KaMinPar left empty one node, in place; return how many were filled.
 
     With thousands of parts of a few hundred nodes, and hubs capped at a whole part's
-    weight (:func:`supergcn.partition.metis.capped_weight`), KaMinPar can leave a few parts
+    weight (:func:`supergcn.partition.partition.capped_weight`), KaMinPar can leave a few parts
     empty (5 of 8,192 on ``synthetic-products``, 2 threads), and a rank without nodes
     cannot train. Each empty part takes the lightest node (the last of equals) of the part
     with most nodes at that moment: one node moves per empty part, so the cut and balance
@@ -139,3 +140,19 @@ def fill_empty_parts(parts: np.ndarray, num_parts: int, node_weights: np.ndarray
         sizes[donor] -= 1
         sizes[part] += 1
     return len(empty)
+
+
+def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, threads: int, preset: str,
+                       out_dir: Path) -> tuple[Partition, int]:
+    """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS,
+    and how many parts it left empty and were given a node; its graph file is written beside
+    ``out_dir`` and removed."""
+    check_num_parts(graph, num_parts)
+    weights = capped_weight(combined_weight(constraint_weights(graph, constraints)), num_parts) if constraints else None
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Named as atomic_output_dir's staging directories, so the next attempt after a killed
+    # job removes a left-over file (tens of GB at papers100M's size).
+    parts = kaminpar_parts(graph, num_parts, weights, seed, threads, preset, out_dir.parent,
+                           f".{out_dir.name}.tmp-kaminpar-")
+    filled = fill_empty_parts(parts, num_parts, weights)
+    return Partition(parts, num_parts), filled

@@ -68,7 +68,7 @@ from supergcn.data.storage import (
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
 from supergcn.partition.cover import minimum_vertex_cover
-from supergcn.partition.metis import Partition
+from supergcn.partition.partition import Partition
 
 #: Version 3 keeps per-pair statistics and rank-file hashes in arrays beside ``plan.json``
 #: and the owned nodes' original ids in each rank file.

@@ -21,8 +21,8 @@ from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, STRATEGIES
-from supergcn.partition.metis import read_part_totals
 from supergcn.partition.plan import plan_strategy_rows
+from supergcn.partition.store import read_part_totals
 from supergcn.perf import model as perfmodel
 from supergcn.perf.machines import load_profile
 from supergcn.perf.model import MachineProfile

@@ -37,7 +37,6 @@ from supergcn.data.storage import peak_memory_mib, write_text
 from supergcn.distributed.comm import MPICH_SETTINGS
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
-from supergcn.kernels.simd import kernel_target
 from supergcn.train.allocator import allocator_in_use
 from supergcn.train.provenance import git_commit, host, package_versions
 
@@ -47,8 +46,11 @@ CPU_TIMES = ("cpu_user", "cpu_system")
 RECORDED_TIMES = tuple(dict.fromkeys((*DETAIL, *BREAKDOWN, *CPU_TIMES, "total")))
 
 
-def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: int, hashes: dict) -> dict | None:
-    """The header line (collective: hosts are gathered; rank 0 gets it, the others None)."""
+def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: int, hashes: dict,
+               kernels: dict) -> dict | None:
+    """The header line (collective: hosts are gathered; rank 0 gets it, the others None);
+    ``kernels`` is :func:`supergcn.kernels.simd.kernel_target` (passed in, so that readers
+    of metrics files do not import the kernels)."""
     hosts = comm.gather(host(), root=0)
     allocators = comm.gather(allocator_in_use(), root=0)
     if comm.Get_rank() != 0:  # versions and the git commit are looked up once, not P times
@@ -57,7 +59,7 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
             "num_ranks": comm.Get_size(), "threads_per_rank": threads, "hosts": hosts,
             "allocator": allocators[0], "allocator_per_rank": [a["name"] for a in allocators],
             "mpi_environment": {name: os.environ.get(name) for name in MPICH_SETTINGS},
-            "kernels": kernel_target(),
+            "kernels": kernels,
             "versions": package_versions(), "git_commit": git_commit(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
 

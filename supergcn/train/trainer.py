@@ -38,6 +38,7 @@ from supergcn.distributed.ranks import CollectiveError, agree
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError, first_line
+from supergcn.kernels.simd import kernel_target
 from supergcn.naming import schedule_delay
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer
@@ -217,7 +218,7 @@ class Trainer:
         """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs."""
         self.resume()
         header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
-                            self.config.threads, self.data.hashes)
+                            self.config.threads, self.data.hashes, kernel_target())
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")

@@ -360,7 +360,7 @@ def truncated_rows(ws, bad) -> Path:
 def rewritten_partition(ws, bad, change) -> Path:
     """A copy of the partition with ``parts.npy`` changed and its manifest's hash updated
     to match: arrays that parse and pass the hash, but contradict the graph."""
-    from supergcn.partition.metis import Partition
+    from supergcn.partition.partition import Partition
 
     partition = copy_of(ws.P2, bad / "P2")
     parts = change(np.load(partition / "parts.npy"))

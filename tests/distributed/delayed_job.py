@@ -11,7 +11,7 @@ from supergcn.distributed.aggregation import RankOperators
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.timing import PhaseTimer
-from supergcn.partition.metis import Partition
+from supergcn.partition.partition import Partition
 from supergcn.partition.plan import build_plans
 
 # Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5 (ids are kept by the renumbering).

@@ -5,15 +5,9 @@ from test_metis import grid_graph, imbalance
 
 from supergcn.errors import SuperGCNError
 from supergcn.partition.kaminpar import LARGE_K, fill_empty_parts, preset_for, write_parhip
-from supergcn.partition.metis import (
-    Engine,
-    combined_weight,
-    constraint_weights,
-    edge_cut,
-    partition_graph,
-    read_part_totals,
-    run_partition,
-)
+from supergcn.partition.metis import partition_graph
+from supergcn.partition.partition import combined_weight, constraint_weights, edge_cut
+from supergcn.partition.store import Engine, read_part_totals, run_partition
 
 KAMINPAR = Engine("kaminpar", threads=1, preset="fast", large_k_preset="largek-fast")
 

@@ -7,7 +7,8 @@ from test_metis import grid_graph, imbalance
 
 from supergcn.errors import SuperGCNError
 from supergcn.partition import libmetis
-from supergcn.partition.metis import Engine, partition_graph, run_partition
+from supergcn.partition.metis import partition_graph
+from supergcn.partition.store import Engine, run_partition
 
 
 @pytest.fixture

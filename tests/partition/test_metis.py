@@ -5,19 +5,9 @@ import scipy.sparse as sp
 
 from supergcn.data.graph import build_graph
 from supergcn.errors import SuperGCNError
-from supergcn.partition.metis import (
-    Partition,
-    capped_weight,
-    combined_weight,
-    constraint_weights,
-    edge_cut,
-    load_partition,
-    metis_adjacency,
-    partition_graph,
-    read_part_totals,
-    run_partition,
-    sampled_adjacency,
-)
+from supergcn.partition.metis import metis_adjacency, partition_graph, sampled_adjacency
+from supergcn.partition.partition import Partition, capped_weight, combined_weight, constraint_weights, edge_cut
+from supergcn.partition.store import load_partition, read_part_totals, run_partition
 
 
 def grid_graph(side=60, train_rows=15):

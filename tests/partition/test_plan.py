@@ -7,7 +7,8 @@ import pytest
 from supergcn.data.storage import hash_arrays
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
-from supergcn.partition.metis import Partition, partition_graph
+from supergcn.partition.metis import partition_graph
+from supergcn.partition.partition import Partition
 from supergcn.partition.plan import (
     RankPlan,
     aggregate_in_process,

@@ -4,9 +4,9 @@ import pytest
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import save_graph
 from supergcn.errors import SuperGCNError
-from supergcn.partition.metis import load_partition, run_partition
 from supergcn.partition.plan import run_plan
 from supergcn.partition.rows import NODE_ARRAYS
+from supergcn.partition.store import load_partition, run_partition
 from supergcn.train.config import TrainConfig
 from supergcn.train.data import load_rank_data
 

@@ -1,0 +1,164 @@
+"""Running a partition engine, and the partition directory it writes and readers check.
+
+A partition directory holds ``parts.npy`` (a part id per node, original ids),
+``part_totals.npz`` (per part: nodes, edges, training nodes), the node arrays in rank
+order (:mod:`supergcn.partition.rows`) and ``partition.json``: the graph's and the
+partition's hashes, the engine as it ran, the edge cut, the balance of each constraint,
+seconds and peak memory.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from supergcn.data.graph import Graph
+from supergcn.data.storage import atomic_output_dir, load_array, peak_memory_mib, read_json, write_json
+from supergcn.errors import SuperGCNError
+from supergcn.naming import PARTITION_CONSTRAINTS, PARTITION_ENGINES
+from supergcn.partition.kaminpar import kaminpar_partition, preset_for
+from supergcn.partition.metis import partition_graph
+from supergcn.partition.partition import Partition, balance_report, edge_cut, part_totals
+from supergcn.partition.rows import write_rank_rows
+
+#: Version 2 keeps the per-part totals in ``part_totals.npz`` and records the engine;
+#: version 3 adds the node arrays in rank order (:mod:`supergcn.partition.rows`).
+PARTITION_FORMAT = "supergcn-partition/3"
+_TOTALS_FILE = "part_totals.npz"
+
+
+def read_part_totals(directory: str | Path) -> dict[str, np.ndarray]:
+    """A partition directory's :func:`part_totals`, as written beside ``parts.npy``."""
+    with load_array(Path(directory), _TOTALS_FILE.removesuffix(".npz"), "partition", suffix=".npz") as arrays:
+        return {name: arrays[name] for name in arrays.files}
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Which partitioner runs and how: ``metis`` (pymetis, one thread) or ``kaminpar``
+    (:mod:`supergcn.partition.kaminpar`, ``threads`` threads, ``preset`` up to k = 1,024
+    and ``large_k_preset`` beyond)."""
+
+    name: str = "metis"
+    threads: int = 1
+    preset: str = "terapart"
+    large_k_preset: str = "terapart-largek"
+    separate_constraints: bool = False
+
+    def describe(self, num_parts: int, constraints=PARTITION_CONSTRAINTS) -> dict:
+        """The manifest's record of the engine as it ran for ``num_parts``."""
+        if num_parts == 1:
+            return {"name": "single part"}
+        if self.name == "metis" and self.separate_constraints and constraints:
+            return {"name": "metis", "method": "METIS library k-way, one constraint per weight", "threads": 1}
+        if self.name == "metis":
+            return {"name": "metis", "method": "pymetis k-way, combined vertex weight", "threads": 1}
+        return {"name": "kaminpar", "method": "KaMinPar, combined vertex weight capped at a part's share",
+                "threads": self.threads,
+                "preset": preset_for(num_parts, self.preset, self.large_k_preset)}
+
+
+def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir: str | Path,
+                   constraints, seconds: float, edge_fraction: float = 1.0, engine: Engine = Engine(),
+                   empty_parts_filled: int = 0) -> dict:
+    totals = part_totals(graph, partition)
+    described = engine.describe(partition.num_parts, constraints)
+    if empty_parts_filled:
+        described["empty_parts_filled"] = empty_parts_filled
+    manifest = {
+        "format": PARTITION_FORMAT,
+        "graph": graph.name,
+        "graph_hash": graph_hash,
+        "num_parts": partition.num_parts,
+        "engine": described,
+        "constraints": list(constraints),
+        "metis_edge_fraction": edge_fraction if engine.name == "metis" else None,
+        "edge_cut": edge_cut(graph, partition.parts),
+        "num_edges_undirected": graph.num_undirected_edges,
+        "balance": balance_report(totals),
+        "partition_hash": partition.content_hash(),
+        "seconds": seconds,
+    }
+    with atomic_output_dir(out_dir) as staging:
+        np.save(staging / "parts.npy", partition.parts)
+        np.savez(staging / _TOTALS_FILE, **totals)
+        manifest["row_hashes_hash"] = write_rank_rows(graph, partition.offsets, partition.new_to_old, staging)
+        manifest["peak_memory_mib"] = peak_memory_mib()
+        write_json(staging / "partition.json", manifest)
+    return manifest
+
+
+def read_partition_manifest(directory: str | Path, graph_hash: str | None = None) -> dict:
+    """``partition.json`` (a few hundred bytes whatever P), refusing a partition of another
+    format or, when ``graph_hash`` is given, of another graph."""
+    directory = Path(directory)
+    manifest = read_json(directory / "partition.json", "partition")
+    if manifest.get("format") != PARTITION_FORMAT:
+        raise SuperGCNError(f"{directory} is not a partition of this supergcn version "
+                            f"(format {manifest.get('format')!r}, expected {PARTITION_FORMAT!r})",
+                            "rerun `supergcn partition`")
+    if graph_hash is not None and manifest["graph_hash"] != graph_hash:
+        raise SuperGCNError(f"partition {directory} was built from a different graph (hash {manifest['graph_hash']}, "
+                            f"graph has {graph_hash})", "rerun `supergcn partition` on this graph")
+    return manifest
+
+
+def load_partition(directory: str | Path, graph_hash: str | None = None,
+                   num_nodes: int | None = None) -> tuple[Partition, dict]:
+    """Load a partition, refusing one built from a different graph when ``graph_hash`` is
+    given, and one whose part ids do not fit it: not one per node (of ``num_nodes``, when
+    given), outside 0..P-1, or leaving a part empty (a manifest rewritten to match)."""
+    directory = Path(directory)
+    manifest = read_partition_manifest(directory, graph_hash)
+    partition = Partition(load_array(directory, "parts", "partition"), manifest["num_parts"])
+    if partition.content_hash() != manifest["partition_hash"]:
+        raise SuperGCNError(f"{directory}/parts.npy does not match its manifest (modified or damaged)",
+                            "rerun `supergcn partition`")
+    parts, num_parts = partition.parts, partition.num_parts
+    problem = None
+    if parts.ndim != 1 or parts.dtype.kind not in "iu":
+        problem = f"is {parts.dtype}{list(parts.shape)}, not one integer part id per node"
+    elif num_nodes is not None and len(parts) != num_nodes:
+        problem = f"holds {len(parts):,} part ids for a graph of {num_nodes:,} nodes"
+    elif len(parts) and (int(parts.min()) < 0 or int(parts.max()) >= num_parts):
+        problem = f"holds part ids from {int(parts.min())} to {int(parts.max())}, outside 0..{num_parts - 1}"
+    elif (partition.sizes == 0).any():
+        problem = f"leaves {int((partition.sizes == 0).sum())} of its {num_parts} parts empty"
+    if problem is not None:
+        raise SuperGCNError(f"{directory}/parts.npy {problem}: the partition contradicts its manifest or its graph",
+                            "delete the partition directory and rerun `supergcn partition`")
+    return partition, manifest
+
+
+def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constraints=PARTITION_CONSTRAINTS,
+                  seed: int = 0, edge_fraction: float = 1.0, engine: Engine = Engine()) -> dict:
+    """Partition ``graph`` with ``engine`` and write ``out_dir`` atomically.
+
+    Returns:
+        The manifest written as ``partition.json``: graph hash, partition hash, the engine
+        (and its preset and threads), the edge fraction METIS saw, edge cut (of the whole
+        graph), the imbalance of nodes / edges / training nodes (their per-part totals are
+        in ``part_totals.npz``), seconds, peak memory.
+    """
+    started = time.perf_counter()
+    if engine.name == "kaminpar" and engine.separate_constraints:
+        raise SuperGCNError("KaMinPar balances one weight: it cannot keep the constraints separate",
+                            "set partition.separate_constraints to false, or partition.engine to metis")
+    if engine.name == "kaminpar" and edge_fraction != 1:
+        raise SuperGCNError("KaMinPar partitions the whole graph: an edge fraction is for METIS",
+                            "set partition.edge_fraction to 1 (--edge-fraction 1), or partition.engine to metis")
+    filled = 0
+    if engine.name == "metis" or num_parts == 1:
+        partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate_constraints)
+    elif engine.name == "kaminpar":
+        partition, filled = kaminpar_partition(graph, num_parts, constraints, seed, engine.threads,
+                                               preset_for(num_parts, engine.preset, engine.large_k_preset),
+                                               Path(out_dir))
+    else:
+        raise SuperGCNError(f"unknown partition engine {engine.name!r}",
+                            f"choose one of {', '.join(PARTITION_ENGINES)}")
+    return save_partition(partition, graph, graph_hash, out_dir, constraints, time.perf_counter() - started,
+                          edge_fraction, engine, filled)
