@@ -42,8 +42,9 @@ from supergcn.data.graph import load_graph, read_graph_meta, save_graph
 from supergcn.data.storage import peak_memory_mib
 from supergcn.naming import PARTITION_ENGINES
 from supergcn.partition.cover import minimum_vertex_cover
-from supergcn.partition.plan import rank_edges, run_plan
 from supergcn.partition.store import Engine, load_partition, run_partition
+from supergcn.plan.builder import rank_edges
+from supergcn.plan.store import run_plan
 
 
 def prepare_step(dataset: str, scale: float, out: Path) -> dict:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.graph import load_graph
-from supergcn.partition.plan import load_rank_plan, read_plan_manifest
+from supergcn.plan.store import load_rank_plan, read_plan_manifest
 
 GIB = 2**30
 

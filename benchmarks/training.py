@@ -52,8 +52,8 @@ from supergcn.data.graph import load_graph, save_graph
 from supergcn.data.storage import peak_memory_mib
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
-from supergcn.partition.plan import run_plan
 from supergcn.partition.store import load_partition, run_partition
+from supergcn.plan.store import run_plan
 from supergcn.train.allocator import ALLOCATOR_ENV, allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import CPU_TIMES

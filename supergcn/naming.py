@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: How cut edges are served (:mod:`supergcn.partition.plan`).
+#: How cut edges are served (:mod:`supergcn.plan.builder`).
 STRATEGIES = ("pre", "post", "hybrid")
 #: Bits per exchanged value and the name of that precision in paths and tables.
 PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}

@@ -81,8 +81,8 @@ def test_the_closure_covers_every_module_a_command_really_imports(tmp_path):
     from supergcn.data.datasets import prepare_dataset
     from supergcn.data.graph import save_graph
     from supergcn.partition.metis import partition_graph
-    from supergcn.partition.plan import run_plan
     from supergcn.partition.store import run_partition
+    from supergcn.plan.store import run_plan
 
     graph = prepare_dataset("synthetic-tiny")
     meta = save_graph(graph, tmp_path / "g")

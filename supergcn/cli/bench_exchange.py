@@ -24,7 +24,7 @@ def configure(parser) -> None:
 
 def check_plan_size(plan_dir: Path, size: int) -> None:
     """Refuse a plan made for another number of ranks than the ``size`` started."""
-    from supergcn.partition.plan import read_plan_manifest
+    from supergcn.plan.store import read_plan_manifest
 
     ranks = read_plan_manifest(plan_dir)["num_ranks"]
     if ranks != size:

@@ -19,10 +19,11 @@ def configure(parser) -> None:
 
 def run(args) -> None:
     """Plan ``args.strategy`` for the partition and write ``args.out``
-    (:func:`supergcn.partition.plan.run_plan`); print the rows each strategy sends."""
+    (:func:`supergcn.plan.store.run_plan`); print the rows each strategy sends."""
     from supergcn.data.graph import load_graph, read_graph_meta
-    from supergcn.partition.plan import plan_strategy_rows, run_plan, strategy_summary
     from supergcn.partition.store import load_partition
+    from supergcn.plan.statistics import strategy_summary
+    from supergcn.plan.store import plan_strategy_rows, run_plan
 
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)

@@ -333,3 +333,12 @@ def check_output_path(path: str | os.PathLike, directory: bool) -> Path:
         raise SuperGCNError(f"cannot create {path}: no write permission in {ancestor}",
                             "choose an output path you can write to")
     return path
+
+
+def save_npz_columns(path: str | os.PathLike, names, column) -> None:
+    """An ``.npz`` of the arrays ``column(name)`` for each of ``names``, one in memory at a
+    time (``np.savez`` holds them all)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name in names:
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, column(name))

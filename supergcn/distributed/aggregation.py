@@ -6,7 +6,7 @@ restricted to rank i's destinations is
     Y_i = D_i (L_i X_i + R_i B_i),      B_i = concat_j S_j X_j   (rows addressed to i),
 
 with L the local CSR, S the send operator (one row per send-buffer row: a PRE partial
-sum or a single POST source, see :mod:`supergcn.partition.plan`), R the post-aggregation CSR over
+sum or a single POST source, see :mod:`supergcn.plan.rank_plan`), R the post-aggregation CSR over
 the receive buffer B, and D a diagonal row scale (1/deg for the mean). Forward: S X,
 exchange (Alltoallv, started before L X and awaited after it, so the local aggregation
 overlaps the transfer), L X, then D (· + R B). While training, exchanged rows may be
@@ -37,7 +37,7 @@ from supergcn.kernels.gather import GatherCsr
 from supergcn.kernels.quantization import Quantized, packed_rows
 from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
 from supergcn.naming import ADAPTIVE, DEFAULT_PARAMETER_DTYPE, KERNELS
-from supergcn.partition.plan import RankPlan
+from supergcn.plan.rank_plan import RankPlan
 
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
 

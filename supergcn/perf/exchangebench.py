@@ -39,7 +39,7 @@ class TimedExchange(Measurement):
         from supergcn.distributed.aggregation import ExchangeSettings, RankOperators
         from supergcn.distributed.comm import Communicator
         from supergcn.distributed.timing import PhaseTimer
-        from supergcn.partition.plan import load_rank_plan
+        from supergcn.plan.store import load_rank_plan
 
         rank = comm.Get_rank()
         plan = load_rank_plan(plan_dir, rank)

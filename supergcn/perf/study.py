@@ -21,11 +21,11 @@ from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, STRATEGIES
-from supergcn.partition.plan import plan_strategy_rows
 from supergcn.partition.store import read_part_totals
 from supergcn.perf import model as perfmodel
 from supergcn.perf.machines import load_profile
 from supergcn.perf.model import MachineProfile
+from supergcn.plan.store import plan_strategy_rows
 from supergcn.report.tables import write_table
 
 PREDICTION_FORMAT = "supergcn-prediction/1"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from supergcn.partition.plan import plan_strategy_rows
+from supergcn.plan.store import plan_strategy_rows
 
 
 def rows_table(plan_dirs: list[str | Path]) -> pd.DataFrame:

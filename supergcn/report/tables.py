@@ -38,8 +38,8 @@ from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
 from supergcn.naming import SYNCHRONOUS, Variant, display_name
-from supergcn.partition.plan import plan_strategy_rows, read_plan_manifest
 from supergcn.partition.store import read_partition_manifest
+from supergcn.plan.store import plan_strategy_rows, read_plan_manifest
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
 from supergcn.train.metrics import read_metrics, timed_epochs
 

@@ -11,9 +11,10 @@ import torch
 
 from supergcn.data.graph import read_graph_meta
 from supergcn.errors import wrong_world_size
-from supergcn.partition.plan import RANK_HASHES_FILE, RankPlan, check_plan_file, load_rank_plan, read_plan_manifest
 from supergcn.partition.rows import load_rank_rows
 from supergcn.partition.store import read_partition_manifest
+from supergcn.plan.rank_plan import RankPlan
+from supergcn.plan.store import RANK_HASHES_FILE, check_plan_file, load_rank_plan, read_plan_manifest
 from supergcn.train.config import TrainConfig
 
 

@@ -375,7 +375,7 @@ def rewritten_plan(ws, bad, name, change) -> Path:
     """A copy of the plan with array ``name`` of rank 1's file changed and every hash
     above it (``rank_hashes.npy``, ``plan.json``) updated to match."""
     from supergcn.data.storage import file_digest
-    from supergcn.partition.plan import _HASH_BYTES, RANK_HASHES_FILE, file_hash
+    from supergcn.plan.store import _HASH_BYTES, RANK_HASHES_FILE, file_hash
 
     plan = copy_of(ws.plan, bad / "plan")
     rank_file = plan / "rank_00001.npz"

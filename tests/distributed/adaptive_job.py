@@ -13,7 +13,7 @@ from supergcn.distributed.aggregation import ExchangeSettings, GraphOps, RankOpe
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.metis import partition_graph
-from supergcn.partition.plan import build_plans
+from supergcn.testing.plans import build_plans
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

@@ -12,7 +12,7 @@ from supergcn.distributed.comm import Communicator
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.partition import Partition
-from supergcn.partition.plan import build_plans
+from supergcn.testing.plans import build_plans
 
 # Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5 (ids are kept by the renumbering).
 # Local edges 0-1, 1-2, 3-4; cut edges 0-3, 0-4, 1-4, 2-5.

@@ -9,7 +9,7 @@ from supergcn.distributed.aggregation import GraphOps, RankOperators
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.metis import partition_graph
-from supergcn.partition.plan import build_plans
+from supergcn.testing.plans import build_plans
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import Graph, load_graph, save_graph
 from supergcn.distributed.delayed import bucket_rows
 from supergcn.partition.partition import Partition
-from supergcn.partition.plan import load_rank_plan, run_plan
 from supergcn.partition.store import load_partition, run_partition, save_partition
+from supergcn.plan.store import load_rank_plan, run_plan
 from supergcn.train.metrics import read_metrics
 
 from conftest import run_mpi, run_rank_job

@@ -9,16 +9,10 @@ from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.partition import Partition
-from supergcn.partition.plan import (
-    RankPlan,
-    aggregate_in_process,
-    build_plans,
-    load_rank_plan,
-    read_plan_manifest,
-    read_plan_pairs,
-    run_plan,
-    strategy_rows,
-)
+from supergcn.plan.rank_plan import RankPlan
+from supergcn.plan.statistics import strategy_rows
+from supergcn.plan.store import load_rank_plan, read_plan_manifest, read_plan_pairs, run_plan
+from supergcn.testing.plans import aggregate_in_process, build_plans
 
 from conftest import awkward_edge_list
 
@@ -192,7 +186,7 @@ def test_hybrid_cover_matched_in_batches_stays_exact_and_minimal(awkward_graph, 
     forced on a small graph: pairs matched in batches give the same plans, a minimum cover
     per pair (the matching size, König) and an exact aggregation; a pair larger than a
     batch is refused."""
-    import supergcn.partition.plan as plan_module
+    import supergcn.plan.builder as plan_module
 
     partition = Partition(np.random.default_rng(3).integers(0, 6, awkward_graph.num_nodes).astype(np.int32), 6)
     whole_plans, whole = build_plans(awkward_graph, partition, "hybrid")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from supergcn.kernels.wire import wire_bytes
-from supergcn.partition.plan import plan_strategy_rows
+from supergcn.plan.store import plan_strategy_rows
 
 from conftest import run_mpi
 

@@ -149,8 +149,8 @@ def test_written_tables_show_a_missing_value_as_a_dash_not_nan(tmp_path):
 def test_preprocessing_table_reports_each_steps_manifest_per_adjacency_entry(tmp_path):
     from supergcn.data.datasets import prepare_dataset
     from supergcn.data.graph import save_graph
-    from supergcn.partition.plan import run_plan
     from supergcn.partition.store import load_partition, run_partition
+    from supergcn.plan.store import run_plan
 
     graph = prepare_dataset("synthetic-tiny", seed=0)
     meta = save_graph(graph, tmp_path / "g", seconds=1.5)

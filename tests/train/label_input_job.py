@@ -18,7 +18,7 @@ from supergcn.distributed.aggregation import ExchangeSettings, GraphOps, RankOpe
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.metis import partition_graph
-from supergcn.partition.plan import build_plans
+from supergcn.testing.plans import build_plans
 from supergcn.train.gnn import GNN
 
 comm = MPI.COMM_WORLD

@@ -4,9 +4,9 @@ import pytest
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import save_graph
 from supergcn.errors import SuperGCNError
-from supergcn.partition.plan import run_plan
 from supergcn.partition.rows import NODE_ARRAYS
 from supergcn.partition.store import load_partition, run_partition
+from supergcn.plan.store import run_plan
 from supergcn.train.config import TrainConfig
 from supergcn.train.data import load_rank_data
 
@@ -67,7 +67,7 @@ def test_a_rank_refuses_a_plan_file_that_does_not_match_its_hash(prepared):
 def test_plan_json_vouches_for_the_hash_list_and_the_pair_statistics(prepared, name):
     """A hash list or pair statistics from another plan (or damaged) is refused: by rank 0
     for the hash list, by whoever reads the statistics for the pairs."""
-    from supergcn.partition.plan import read_plan_pairs
+    from supergcn.plan.store import read_plan_pairs
 
     root, _, _ = prepared
     path = root / "plan" / name

@@ -11,8 +11,8 @@ from supergcn.data.graph import load_graph, save_graph
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph
-from supergcn.partition.plan import read_plan_pairs, run_plan
 from supergcn.partition.store import run_partition
+from supergcn.plan.store import read_plan_pairs, run_plan
 from supergcn.train.allocator import allocator_name, requested_library
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import read_metrics

@@ -1,0 +1,57 @@
+"""A plan's statistics: per pair of ranks, and in total.
+
+A plan of any strategy records, for every ordered pair (j sends to i) with cut edges, the
+cut edges, rows sent, PRE and POST rows, the distinct sources (what post sends) and
+destinations (what pre sends), and for hybrid the cover and matching sizes — so the rows
+of pre and post follow from any plan, and hybrid's from a hybrid plan
+(:func:`strategy_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+#: The statistics ``pairs.npz`` holds for every pair with cut edges (hybrid adds cover, matching).
+PAIR_STATISTICS = ("src", "dst", "cut_edges", "rows", "pre_rows", "post_rows", "distinct_sources",
+                   "distinct_destinations")
+
+
+def plan_totals(strategy: str, num_ranks: int, column: Callable[[str], np.ndarray], sent_by: np.ndarray,
+                 received_by: np.ndarray) -> dict:
+    """``plan.json``'s statistics, summed over the per-pair records."""
+    return {
+        "strategy": strategy,
+        "num_ranks": num_ranks,
+        "total_rows_sent": int(sent_by.sum()),
+        "max_rows_sent_by_rank": int(sent_by.max()),
+        "max_rows_received_by_rank": int(received_by.max()),
+        "cut_edges_directed": int(column("cut_edges").sum()),
+        "rows_if_pre": int(column("distinct_destinations").sum()),
+        "rows_if_post": int(column("distinct_sources").sum()),
+    }
+
+
+def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -> dict[str, np.ndarray]:
+    """Comm[j][i], the rows rank j sends rank i per exchange, of pre, post and the plan's
+    own ``strategy``, from one plan's per-pair statistics (:func:`read_plan_pairs`).
+
+    A plan of any strategy records, for every pair, its cut edges' distinct sources and
+    distinct destinations: pre sends one partial row per distinct destination, post one
+    raw row per distinct source, so both follow from any plan; hybrid from a hybrid plan.
+    """
+    matrices = {}
+    for name, key in (("pre", "distinct_destinations"), ("post", "distinct_sources"), (strategy, "rows")):
+        matrix = np.zeros((num_ranks, num_ranks), dtype=np.int64)
+        matrix[pairs["src"], pairs["dst"]] = pairs[key]
+        matrices[name] = matrix
+    return matrices
+
+
+def strategy_summary(rows_by_strategy: dict[str, np.ndarray]) -> str:
+    """A small text table: rows sent in total and by the busiest rank, per strategy."""
+    lines = [f"{'strategy':<8} {'rows sent':>12} {'max by a rank':>14}"]
+    for name, rows in rows_by_strategy.items():
+        lines.append(f"{name:<8} {int(rows.sum()):>12,} {int(rows.sum(axis=1).max(initial=0)):>14,}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Reference code for the tests and benchmarks (:mod:`supergcn.testing.plans`)."""

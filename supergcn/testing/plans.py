@@ -1,0 +1,53 @@
+"""Reference implementations the tests hold the package to; not used by the pipeline.
+
+Like PyG's ``torch_geometric.testing``: code that runs the distributed algorithm in one
+process, so that tests and benchmarks can compare the MPI path against it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from supergcn.data.graph import Graph
+from supergcn.partition.partition import Partition
+from supergcn.plan.builder import plan_ranks
+from supergcn.plan.rank_plan import RankPlan
+from supergcn.plan.store import PAIRS_FILE
+
+
+def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list[RankPlan], dict]:
+    """Every rank's plan in memory, and the statistics (:func:`plan_ranks`)."""
+    plans: list[RankPlan] = []
+    with tempfile.TemporaryDirectory(prefix="supergcn-plan-") as scratch:
+        pairs_path = Path(scratch) / PAIRS_FILE
+        stats = plan_ranks(graph, partition, strategy, scratch, plans.append, pairs_path)
+        with np.load(pairs_path) as pairs:
+            stats["pairs"] = {name: pairs[name] for name in pairs.files}
+    return plans, stats
+
+
+def aggregate_in_process(plans: list[RankPlan], features: np.ndarray) -> np.ndarray:
+    """Run the whole distributed mean aggregation in one process, in float64.
+
+    ``features`` are indexed by new ids. Each rank pre-aggregates and gathers its send
+    buffer (the ``send`` operator); the buffers are routed as Alltoallv would route them;
+    each rank adds local
+    and remote contributions and divides by the global in-degree. This is the reference
+    the MPI trainer is held to, and the check that a plan reproduces ÂX.
+    """
+    x = np.asarray(features, dtype=np.float64)
+    blocks = [x[p.offset:p.offset + p.num_owned] for p in plans]
+    matrices = [p.matrices() for p in plans]
+    send_chunks = [np.split(ops["send"] @ block, np.cumsum(plan.send_counts)[:-1])
+                   for plan, ops, block in zip(plans, matrices, blocks)]
+    out = np.empty_like(x)
+    for plan, ops, block in zip(plans, matrices, blocks):
+        received = np.concatenate([send_chunks[j][plan.rank] for j in range(len(plans))])
+        total = ops["local"] @ block + ops["remote"] @ received
+        degree = plan.in_degree.astype(np.float64)
+        out[plan.offset:plan.offset + plan.num_owned] = np.divide(
+            total, degree[:, None], out=np.zeros_like(total), where=degree[:, None] > 0)
+    return out
