@@ -23,66 +23,21 @@ on a smaller graph of the same shape.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import multiprocessing
 import shutil
-import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from supergcn.data.datasets import prepare_dataset
-from supergcn.data.datasets.synthetic import PLANTED_PRESETS
-from supergcn.data.graph import load_graph, read_graph_meta, save_graph
-from supergcn.data.storage import peak_memory_mib
+from supergcn.data.graph import load_graph, read_graph_meta
 from supergcn.naming import PARTITION_ENGINES
 from supergcn.partition.cover import minimum_vertex_cover
-from supergcn.partition.store import Engine, load_partition, run_partition
+from supergcn.partition.store import Engine, load_partition
+from supergcn.perf.steps import in_child, in_workdir, partition_step, plan_step, prepare_step
 from supergcn.plan.builder import rank_edges
-from supergcn.plan.store import run_plan
-
-
-def prepare_step(dataset: str, scale: float, out: Path) -> dict:
-    started = time.perf_counter()
-    if scale == 1.0:
-        graph = prepare_dataset(dataset)
-    else:
-        preset = PLANTED_PRESETS[dataset]
-        shrunk = dataclasses.replace(preset, num_nodes=round(preset.num_nodes * scale),
-                                     num_edges=round(preset.num_edges * scale))
-        graph = shrunk.generate(f"{dataset}-x{scale:g}", seed=0)
-    return save_graph(graph, out, seconds=time.perf_counter() - started)
-
-
-def partition_step(graph_dir: Path, parts: int, out: Path, edge_fraction: float, engine: Engine) -> dict:
-    graph = load_graph(graph_dir, mmap=True)
-    return run_partition(graph, read_graph_meta(graph_dir)["hash"], parts, out, edge_fraction=edge_fraction,
-                         engine=engine)
-
-
-def plan_step(graph_dir: Path, partition_dir: Path, out: Path) -> dict:
-    graph_hash = read_graph_meta(graph_dir)["hash"]
-    graph = load_graph(graph_dir, mmap=True)
-    partition, part_manifest = load_partition(partition_dir, graph_hash)
-    return run_plan(graph, graph_hash, partition, part_manifest["partition_hash"], "hybrid", out)
-
-
-def _measured(step, *args) -> tuple[dict, float, float]:
-    started = time.perf_counter()
-    result = step(*args)
-    return result, time.perf_counter() - started, peak_memory_mib()
-
-
-def in_child(step, *args) -> tuple[dict, dict]:
-    """Run ``step(*args)`` in a fresh process; return its result and {seconds, peak GiB}."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        result, seconds, peak_mib = pool.submit(_measured, step, *args).result()
-    return result, {"seconds": round(seconds, 2), "peak_gib": round(peak_mib / 1024, 3)}
 
 
 def pair_biadjacencies(graph, partition, count):
@@ -195,15 +150,6 @@ def summary(report: dict) -> str:
         lines.append(f"{name:<30} {step['seconds']:>8.1f} {step['peak_gib']:>9.2f} {step['bytes_per_entry']:>8.1f}"
                      + extra)
     return "\n".join(lines)
-
-
-def in_workdir(args, run):
-    """``run(args, directory)`` in ``args.workdir`` (kept) or in a temporary directory."""
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        return run(args, args.workdir)
-    with tempfile.TemporaryDirectory() as tmp:
-        return run(args, Path(tmp))
 
 
 def main():

@@ -10,7 +10,7 @@ in the ratio of the real graph's adjacency entries per node, then runs ``supergc
 prepare``'s conversion (``prepare_dataset`` + ``save_graph``) in a fresh spawned process
 that reports its own peak resident memory. It prints, per loader and size: the directed
 adjacency entries, the seconds, the peak, the float32 features the step writes (the budget
-counts them once: issue 29's "prepare <= 24 B per entry plus the features written once"),
+counts them once: the prepare budget, at most 24 B per entry plus the features written once),
 the peak per entry, and the peak less the features and the smallest size's peak, over the
 entries added: the step's own bytes per entry, free of the interpreter and its libraries.
 """
@@ -18,18 +18,14 @@ entries added: the step's own bytes per entry, free of the interpreter and its l
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
-from foundation import in_child, in_workdir
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "data" / "datasets"))
-
-from supergcn.data.datasets import igb, law, mag240m, prepare_dataset, proteins  # noqa: E402
-from supergcn.data.graph import save_graph  # noqa: E402
-
-from bvgraph_writer import encode_bvgraph  # noqa: E402 - the tests' BV encoder, beside them
+from supergcn.data.datasets import igb, law, mag240m, prepare_dataset, proteins
+from supergcn.data.graph import save_graph
+from supergcn.perf.steps import in_child, in_workdir
+from supergcn.testing.bvgraph import encode_bvgraph
 
 #: Adjacency entries per node of the real graphs (Table 2, undirected), the ratio the
 #: written sources keep.

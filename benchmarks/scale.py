@@ -23,9 +23,9 @@ import json
 from pathlib import Path
 
 import numpy as np
-from foundation import in_child, in_workdir, partition_step, plan_step, prepare_step
 
 from supergcn.partition.store import Engine
+from supergcn.perf.steps import in_child, in_workdir, partition_step, plan_step, prepare_step
 
 #: Directed adjacency entries (each undirected edge twice), nodes and feature widths of the
 #: paper's largest graphs (Table 2; OGB-LSC; IGB), undirected as the paper trains them.

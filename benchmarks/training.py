@@ -17,12 +17,12 @@ model's dense layers alone, the aggregation kernels alone, same threads); ``supe
 at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, and with bfloat16 GEMMs;
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
-prints the issue's targets as ratios against PyG with the same allocator.
+prints its targets as ratios against PyG with the same allocator.
 
 ``label-propagation`` prints, per graph, the epoch time with masked label propagation
 over the same variant's without (``supergcn train`` at each P, one thread per rank, FP32
 and, at P > 1, Int2), and the same ratio for PyG's ``MaskLabel`` single-process, all in
-one run (issue 17's target: at most 1.15). Each setting runs ``--repeats`` pairs (without
+one run (the target: at most 1.15). Each setting runs ``--repeats`` pairs (without
 LP, then with) and reports the median pair's ratio and the range.
 
 ``mask-label-reference`` trains PyG's GraphSAGE without and with ``MaskLabel`` (label
@@ -53,6 +53,7 @@ from supergcn.data.storage import peak_memory_mib
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.partition.store import load_partition, run_partition
+from supergcn.perf.harness import timed
 from supergcn.plan.store import run_plan
 from supergcn.train.allocator import ALLOCATOR_ENV, allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.gnn import GNN
@@ -135,16 +136,6 @@ def accuracy(args) -> None:
                       "test_acc_at_best_val_percent": report}, indent=2))
 
 
-def timed_median(function, repeats: int) -> float:
-    function()  # warm-up: compilation, first-touch of buffers
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return float(np.median(times))
-
-
 def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
     dims = [graph.features.shape[1]] + [hidden] * (layers - 1) + [graph.num_classes]
     return list(zip(dims[:-1], dims[1:]))
@@ -165,7 +156,7 @@ def dense_floor(graph, hidden: int, layers: int, repeats: int) -> float:
         for neigh, own in linears:
             h = torch.addmm(neigh(h), h, own.weight.t())  # the sum fused into the GEMM, as in training
         h.sum().backward()
-    return timed_median(step, repeats)
+    return timed(step, repeats)[1]
 
 
 def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int, allocator: str = "auto") -> float:

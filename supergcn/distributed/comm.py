@@ -35,20 +35,6 @@ MPICH_SETTINGS = {_CELL_SIZE: str(SHM_CELL_BYTES), "MPIR_CVAR_CH4_PACK_BUFFER_SI
                   "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_NUM_CELLS": "16"}
 
 
-#: Alignment of exchange buffers. MPICH copies a large message straight from the sender's
-#: buffer into the receiver's, and that copy ran up to 2x slower (measured: 0.65 ms against
-#: 1.1-1.3 ms for 6.4 MB between two ranks) when the two addresses differed modulo a cache
-#: line, as numpy's allocations (16 bytes past a page) and another rank's may.
-BUFFER_ALIGNMENT = 4096
-
-
-def aligned_buffer(nbytes: int) -> np.ndarray:
-    """``nbytes`` uninitialised bytes starting at a multiple of :data:`BUFFER_ALIGNMENT`."""
-    raw = np.empty(nbytes + BUFFER_ALIGNMENT, dtype=np.uint8)
-    start = -raw.ctypes.data % BUFFER_ALIGNMENT
-    return raw[start:start + nbytes]
-
-
 def configure_mpi() -> dict[str, str]:
     """Set :data:`MPICH_SETTINGS` in this process's environment where the user has not
     (other MPI libraries ignore them); call before MPI is initialised. Returns the

@@ -3,7 +3,7 @@
 DistGNN sends the partial aggregates of boundary vertices (our ``pre`` rows) but not every
 epoch: cd-r sends a bucket of them per epoch and adds each at its destination r epochs
 later; 0c never communicates; cd-0 is the ordinary synchronous exchange (and is run by
-:class:`~supergcn.distributed.aggregation.RankOperators`, gradients included, so that it
+:class:`~supergcn.distributed.exchange.RankOperators`, gradients included, so that it
 equals ``pre`` exactly). The public implementation is DGL's DRPA (``dgl/distgnn``, PR
 #3381); this module implements the same semantics on our edge-cut plans, where the owner
 of a destination plays DRPA's root and every sender a leaf. Exactly:
@@ -48,6 +48,7 @@ import scipy.sparse as sp
 import torch
 
 from supergcn.data.ranges import block_starts, concatenated_ranges
+from supergcn.distributed.operators import SparseOperator
 from supergcn.naming import schedule_delay
 
 
@@ -76,8 +77,6 @@ class _Bucket:
 
     def __init__(self, send: sp.csr_matrix, remote: sp.csr_matrix, delay: int, bucket: int, send_counts: np.ndarray,
                  recv_counts: np.ndarray, received_sources: np.ndarray, kernel: str) -> None:
-        from supergcn.distributed.aggregation import SparseOperator
-
         send_rows, self.send_counts = bucket_rows(send_counts, delay, bucket)
         recv_rows, self.recv_counts = bucket_rows(recv_counts, delay, bucket)
         self.send = SparseOperator(send[send_rows], kernel)
@@ -88,7 +87,7 @@ class _Bucket:
 
 class DelayedAggregation:
     """The mean aggregation of one rank under a cd-r (r >= 1) or 0c schedule (module
-    docstring), on the rank's :class:`~supergcn.distributed.aggregation.RankOperators`."""
+    docstring), on the rank's :class:`~supergcn.distributed.exchange.RankOperators`."""
 
     def __init__(self, operators, schedule: str) -> None:
         delay = schedule_delay(schedule)
@@ -111,10 +110,9 @@ class DelayedAggregation:
         """Start a training pass (an epoch's forward)."""
         self.passes += 1
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(y, 1 / degree) of this pass's next aggregation (one per layer, in layer order)."""
+    def forward(self, x: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(y, 1 / degree) of the pass's ``layer``-th aggregation."""
         operators, timer = self.operators, self.operators.timer
-        layer = operators.next_layer()
         with timer.phase("aggregation"):
             out = operators.local.matmul(x)
         degree = self.local_degree
@@ -163,11 +161,11 @@ class DelayedMean(torch.autograd.Function):
     """The delayed mean aggregation as a differentiable operator (local gradient only)."""
 
     @staticmethod
-    def forward(ctx, x, delayed: DelayedAggregation):
-        out, ctx.inv_degree = delayed.forward(x.detach())
+    def forward(ctx, x, delayed: DelayedAggregation, layer: int):
+        out, ctx.inv_degree = delayed.forward(x.detach(), layer)
         ctx.delayed = delayed
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        return ctx.delayed.backward(grad.contiguous(), ctx.inv_degree), None
+        return ctx.delayed.backward(grad.contiguous(), ctx.inv_degree), None, None

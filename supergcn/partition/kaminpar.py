@@ -5,9 +5,9 @@ coarsening at 16 bytes per adjacency entry each (about 110 B per entry on produc
 graphs). KaMinPar (Gottesbüren et al., PyPI ``kaminpar``, 64-bit ids) partitions in
 parallel from a graph file and, with its ``terapart`` presets, keeps the graph compressed:
 11 B per entry for the whole partitioning process was measured on a products-shaped graph
-(issue 29). Its Python binding reads graphs only from METIS or ParHIP files, so the
-canonical CSR is streamed into a ParHIP file here, row block by row block, never copied
-whole into memory.
+(docs/results.md, "Preparing the paper's graphs"). Its Python binding reads graphs only
+from METIS or ParHIP files, so the canonical CSR is streamed into a ParHIP file here, row
+block by row block, never copied whole into memory.
 
 ParHIP's binary layout (KaMinPar's ``kaminpar-io/parhip_parser.cc``): three uint64 header
 words — a version whose bits, when *clear*, say that the file has edge weights (bit 0),

@@ -31,15 +31,14 @@ The fits to these sweeps are :mod:`supergcn.perf.fits`.
 
 from __future__ import annotations
 
-import os
-import socket
 import time
-from pathlib import Path
 
 import numpy as np
 
+from supergcn.distributed.buffers import aligned_array
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.fits import fit_exchange, fit_quantization
+from supergcn.perf.harness import Measurement, cache_scratch, interleaved_slowest, oversubscribed, random_rows
 
 PING_PONG_BYTES = 8
 ALLTOALL_SIZES = tuple(8 * 4**k for k in range(11))  # 8 B .. 8 MiB per peer
@@ -47,55 +46,8 @@ QUANTIZATION_ROWS = tuple(64 * 4**k for k in range(6))  # 64 .. 65,536 rows per 
 #: Bytes per row of the Alltoallv sweep (every size is a whole number of rows).
 SWEEP_ROW_BYTES = 8
 #: The cache size assumed where Linux does not report one.
-DEFAULT_CACHE_BYTES = 32 * 2**20
 #: Rounds of the sweeps: each times every point once (the median is kept).
 ROUNDS = 60
-
-
-def oversubscribed(comm, threads: int) -> dict:
-    """Whether the ranks of ``comm`` ask for more cores than they may run on: per host, its
-    ranks x ``threads`` against the CPUs in the union of their affinity masks (collective)."""
-    hosts: dict[str, list] = {}
-    for host, cpus in comm.allgather((socket.gethostname(), sorted(os.sched_getaffinity(0)))):
-        hosts.setdefault(host, []).append(cpus)
-    cores = {host: len(set().union(*masks)) for host, masks in hosts.items()}
-    return {"threads_per_rank": threads, "cores_by_host": cores,
-            "oversubscribed": any(len(hosts[host]) * threads > cores[host] for host in hosts)}
-
-
-class Measurement:
-    """What one timed call does: :meth:`prepare` (untimed, before the barrier that starts
-    the call on every rank, so that ranks whose preparation takes longer do not make the
-    others wait inside the timed part), then :meth:`run`, which returns the seconds of
-    each of its parts."""
-
-    def prepare(self) -> None:
-        pass
-
-    def run(self) -> tuple[float, ...]:
-        raise NotImplementedError
-
-
-def _slowest_call(comm, measurement: Measurement) -> np.ndarray:
-    """The slowest rank's seconds for each part of one :class:`Measurement` (collective)."""
-    from mpi4py import MPI
-
-    measurement.prepare()
-    comm.Barrier()
-    seconds = np.atleast_1d(np.asarray(measurement.run(), dtype=np.float64))
-    comm.Allreduce(MPI.IN_PLACE, seconds, op=MPI.MAX)
-    return seconds
-
-
-def slowest_times(comm, measurement: Measurement, repeats: int) -> np.ndarray:
-    """:func:`_slowest_call` for ``repeats`` calls after one warm-up call (repeats x parts)."""
-    _slowest_call(comm, measurement)
-    return np.array([_slowest_call(comm, measurement) for _ in range(repeats)])
-
-
-def slowest_median(comm, measurement: Measurement, repeats: int) -> np.ndarray:
-    """Median over calls of :func:`slowest_times`, per part."""
-    return np.median(slowest_times(comm, measurement, repeats), axis=0)
 
 
 def ping_pong_latency(comm, repeats: int = 1000) -> float | None:
@@ -117,42 +69,6 @@ def ping_pong_latency(comm, repeats: int = 1000) -> float | None:
                 comm.Send(buffer, dest=0)
         elapsed = time.perf_counter() - started
     return comm.bcast(elapsed / repeats / 2 if rank == 0 else None, root=0)
-
-
-def aligned_array(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised array on a page, as training's exchange buffers are
-    (:class:`~supergcn.distributed.aggregation.BufferPool`)."""
-    from supergcn.distributed.comm import aligned_buffer
-
-    dtype = np.dtype(dtype)
-    return aligned_buffer(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize).view(dtype).reshape(shape)
-
-
-def random_rows(seed: int, rows: int, features: int) -> np.ndarray:
-    """``rows`` x ``features`` standard normal float32 values in an :func:`aligned_array`."""
-    out = aligned_array((rows, features), np.float32)
-    np.random.default_rng(seed).standard_normal(out.shape, dtype=np.float32, out=out)
-    return out
-
-
-def last_level_cache_bytes() -> int:
-    """The largest CPU cache's size as Linux reports it (:data:`DEFAULT_CACHE_BYTES` where
-    it does not)."""
-    sizes = []
-    for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
-        text = entry.read_text().strip().upper()
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * scale)
-    return max(sizes, default=DEFAULT_CACHE_BYTES)
-
-
-def cache_scratch() -> np.ndarray:
-    """A buffer as large as the last-level cache. Each timed call writes it first, so that
-    every call starts as an exchange in a training step does, with the caches full of
-    lines other work has just modified (see the module docstring)."""
-    return aligned_array((last_level_cache_bytes(),), np.uint8)
 
 
 def _peer_counts(comm, total: int) -> np.ndarray:
@@ -219,20 +135,6 @@ class QuantizationMeasurement(Measurement):
         return quantized_at - started, time.perf_counter() - quantized_at
 
 
-def _interleaved(comm, calls: dict, rounds: int, seed: int = 0) -> dict:
-    """Per ``key: measurement``, the median over ``rounds`` of the slowest rank's time of
-    one call. Every round times every measurement once, in an order shuffled afresh (the
-    same on every rank), so that a machine whose speed drifts drifts alike for all of
-    them; each timed call follows an untimed one of its own."""
-    keys = list(calls)
-    order = np.random.default_rng(seed)
-    times: dict = {key: [] for key in keys}
-    for _ in range(rounds):
-        for index in order.permutation(len(keys)):
-            times[keys[index]].append(slowest_times(comm, calls[keys[index]], 1)[0])
-    return {key: np.median(np.array(values), axis=0) for key, values in times.items()}
-
-
 def bench_comm(comm, features: int = 256, bits: int = 2, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,
                threads: int = 1, exchanges=(), rounds: int = ROUNDS, sizes=ALLTOALL_SIZES,
                quantization_rows=QUANTIZATION_ROWS) -> dict:
@@ -254,7 +156,7 @@ def bench_comm(comm, features: int = 256, bits: int = 2, parameter_dtype: str = 
     timed = [TimedExchange(comm, plan, features, width, parameter_dtype, scratch=scratch)
              for _, plan, width in exchanges]
     calls.update({("exchange", index): exchange for index, exchange in enumerate(timed)})
-    medians = _interleaved(comm, calls, rounds)
+    medians = interleaved_slowest(comm, calls, rounds)
     for exchange in timed:
         exchange.close()
     communicator.close()

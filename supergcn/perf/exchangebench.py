@@ -13,15 +13,9 @@ import time
 
 import numpy as np
 
+from supergcn.distributed.buffers import aligned_array
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
-from supergcn.perf.commbench import (
-    Measurement,
-    aligned_array,
-    cache_scratch,
-    oversubscribed,
-    random_rows,
-    slowest_median,
-)
+from supergcn.perf.harness import Measurement, cache_scratch, oversubscribed, random_rows, slowest_median
 
 #: The parts of an exchange's time, in the order :class:`TimedExchange` returns them.
 EXCHANGE_PARTS = ("total", "communication", "quantization")
@@ -36,8 +30,8 @@ class TimedExchange(Measurement):
                  seed: int = 0, scratch: np.ndarray | None = None) -> None:
         import torch
 
-        from supergcn.distributed.aggregation import ExchangeSettings, RankOperators
         from supergcn.distributed.comm import Communicator
+        from supergcn.distributed.exchange import ExchangeSettings, RankOperators
         from supergcn.distributed.timing import PhaseTimer
         from supergcn.plan.store import load_rank_plan
 

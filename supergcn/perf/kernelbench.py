@@ -16,7 +16,7 @@ threads, against:
   skipped, with the reason, where it would not fit in memory).
 
 The kernel, its transpose, the authors' kernel and the roofline's passes are timed in
-turn, round after round (:func:`_interleaved`), each figure a median, so that this
+turn, round after round (:func:`supergcn.perf.harness.interleaved`), each figure a median, so that this
 machine's drifting memory bandwidth reaches them alike. ``first_call_seconds`` is our
 kernel's first call (compilation, or loading numba's on-disk cache).
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import os
-import statistics
 import time
 
 import numpy as np
@@ -38,6 +37,7 @@ from supergcn.kernels.gather import GatherCsr, _gather_spmm
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import compiled_for
 from supergcn.perf import roofline
+from supergcn.perf.harness import cache_sizes, interleaved, timed
 
 #: Synthetic CSR shapes (nodes, entries): degrees Zipf(2.2) scaled to the mean, neighbours
 #: uniform at random (:func:`zipf_csr`).
@@ -72,19 +72,6 @@ def _shape_csr(shape: str) -> tuple[np.ndarray, np.ndarray]:
     return indptr, indices
 
 
-def _timed(function, repeats: int) -> tuple[float, float]:
-    """(first call seconds, median of ``repeats`` further calls)."""
-    started = time.perf_counter()
-    function()
-    first = time.perf_counter() - started
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return first, statistics.median(times)
-
-
 @njit(parallel=True, cache=True)
 def _parallel_copy(source, destination, parts):
     n = len(source)
@@ -98,7 +85,7 @@ def _parallel_copy(source, destination, parts):
 def memcpy_bandwidth(threads: int, nbytes: int = 2**30, repeats: int = 5) -> float:
     source = np.ones(nbytes // 4, dtype=np.float32)
     destination = np.empty_like(source)
-    _, seconds = _timed(lambda: _parallel_copy(source, destination, threads), repeats)
+    _, seconds = timed(lambda: _parallel_copy(source, destination, threads), repeats)
     return source.nbytes / seconds / 1e9
 
 
@@ -132,7 +119,7 @@ def roofline_figures(seconds: dict, gathered_bytes: int, output_bytes: int, x_by
             "gather_gb_per_s": gathered_bytes / seconds["pure_gather"] / 1e9,
             "write_gb_per_s": write_rate / 1e9, "stream_read_gb_per_s": stream_rate / 1e9,
             "x_bytes": x_bytes, "x_fits_in": roofline.cache_level(x_bytes, threads),
-            "cache_sizes": roofline.cache_sizes(),
+            "cache_sizes": cache_sizes(),
             "level_bound_seconds": gathered_bytes / stream_rate + output_bytes / write_rate}
 
 
@@ -163,7 +150,7 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
               "reordering": reordering, "repeats": repeats, "compiled_for": compiled_for()}
     if authors_ops is not None:
         contenders.update(_authors_contenders(authors_ops, forward, backward, x, threads, result))
-    seconds = _interleaved(contenders, repeats)
+    seconds = interleaved(contenders, repeats)
     forward.matmul(x, out=out)
     reference = sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=(n, n))
     result["max_abs_error_vs_scipy"] = float(np.abs(out - reference @ x).max())
@@ -207,11 +194,11 @@ def _library_seconds(reference, indptr, indices, x, repeats: int, with_pyg: bool
     from torch_geometric.utils import scatter
 
     n, features = x.shape
-    seconds = {"scipy_csr": _timed(lambda: reference @ x, repeats)[1]}
+    seconds = {"scipy_csr": timed(lambda: reference @ x, repeats)[1]}
     csr = torch.sparse_csr_tensor(torch.from_numpy(indptr.astype(np.int64)), torch.from_numpy(indices.astype(np.int64)),
                                   torch.ones(len(indices)), size=(n, n), check_invariants=False)
     xt = torch.from_numpy(x)
-    seconds["torch_sparse_mm"] = _timed(lambda: torch.sparse.mm(csr, xt), repeats)[1]
+    seconds["torch_sparse_mm"] = timed(lambda: torch.sparse.mm(csr, xt), repeats)[1]
     messages = len(indices) * features * x.itemsize
     available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     if with_pyg and 2 * messages > available:
@@ -220,7 +207,7 @@ def _library_seconds(reference, indptr, indices, x, repeats: int, with_pyg: bool
     elif with_pyg:
         targets = torch.from_numpy(np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr)))
         sources = torch.from_numpy(indices.astype(np.int64))
-        seconds["pyg_scatter_mean"] = _timed(
+        seconds["pyg_scatter_mean"] = timed(
             lambda: scatter(xt[sources], targets, dim=0, dim_size=n, reduce="mean"), repeats)[1]
     return seconds
 
@@ -239,19 +226,6 @@ def _ratios(seconds: dict, bound: dict) -> dict:
         if other in seconds:
             ratios[key] = seconds[other] / ours
     return ratios
-
-
-def _interleaved(functions: dict, repeats: int) -> dict[str, float]:
-    """Median seconds of each function, called in turn ``repeats`` times after a warm-up
-    round, so that a drift in memory bandwidth during the run reaches all of them alike."""
-    times = {name: [] for name in functions}
-    for round_ in range(repeats + 1):
-        for name, function in functions.items():
-            started = time.perf_counter()
-            function()
-            if round_:
-                times[name].append(time.perf_counter() - started)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def bench_quantization(rows: int, features: int, threads: int, bits: int, rounding: str, repeats: int = 5,
@@ -275,7 +249,7 @@ def bench_quantization(rows: int, features: int, threads: int, bits: int, roundi
     out = np.empty_like(x)
     copy = np.empty_like(x)
     flat_x, flat_copy = x.reshape(-1), copy.reshape(-1)
-    seconds = _interleaved({"quantize_pack": lambda: quantize(x, counts, bits, rounding, out=packed),
+    seconds = interleaved({"quantize_pack": lambda: quantize(x, counts, bits, rounding, out=packed),
                             "unpack_dequantize": lambda: dequantize(packed, counts, bits, out=out),
                             "quantize_pack_allocating": lambda: quantize(x, counts, bits, rounding),
                             "memcpy": lambda: _parallel_copy(flat_x, flat_copy, threads)}, repeats)

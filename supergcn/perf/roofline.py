@@ -19,15 +19,15 @@ each move only one kind of them, except by overlapping reads with writes, which 
 memory system shares. Beside it, the *level bound* says what the gathered bytes would
 cost at the streaming read rate of ``x`` itself (:func:`stream_read`, the same bytes read
 in address order) plus the output at the write rate: the bound of the cache level
-holding ``x`` (:func:`cache_level`) if the gather reused every line it fetched.
+holding ``x`` (:func:`cache_level`, from :func:`supergcn.perf.harness.cache_sizes`) if
+the gather reused every line it fetched.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import prefer_wide_vectors
+from supergcn.perf.harness import cache_sizes
 
 
 @njit(parallel=True, fastmath=True, nogil=True, cache=True)
@@ -53,24 +53,6 @@ def stream_read(x, sink):
             for f in range(x.shape[1]):
                 total += row[f]
         sink[part] = total
-
-
-def cache_sizes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict[str, int]:
-    """Bytes of each data cache level as Linux reports it for CPU 0 (``{"L1": .., "L2": ..,
-    "L3": ..}``; empty where the system says nothing). A virtual machine may report the
-    host's sizes."""
-    sizes = {}
-    for index in sorted(root.glob("index*")):
-        try:
-            kind = (index / "type").read_text().strip()
-            level = int((index / "level").read_text())
-            text = (index / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        if kind in ("Data", "Unified") and text:
-            multiplier = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
-            sizes[f"L{level}"] = int(text.rstrip("KMG")) * multiplier
-    return sizes
 
 
 def cache_level(nbytes: int, threads: int, sizes: dict[str, int] | None = None) -> str:

@@ -30,10 +30,11 @@ import torch
 import torch.nn.functional as F
 
 from supergcn.distributed.adaptive import AdaptiveSettings
-from supergcn.distributed.aggregation import ExchangeSettings, GraphOps, RankOperators
+from supergcn.distributed.aggregation import GraphOps
 from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradients, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.delayed import DelayedAggregation
+from supergcn.distributed.exchange import ExchangeSettings, RankOperators
 from supergcn.distributed.ranks import CollectiveError, agree
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer

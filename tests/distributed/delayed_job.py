@@ -7,9 +7,9 @@ import torch
 from mpi4py import MPI
 
 from supergcn.data.graph import build_graph
-from supergcn.distributed.aggregation import RankOperators
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
+from supergcn.distributed.exchange import RankOperators
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.partition import Partition
 from supergcn.testing.plans import build_plans
@@ -41,11 +41,11 @@ def features(t):
 
 
 for t in range(7):
-    operators.begin_pass(training=True)
+    operators.training = True
     delayed.begin_pass()
     x = features(t)
     inputs = torch.tensor([[x[v]] for v in owned], dtype=torch.float32, requires_grad=True)
-    y = DelayedMean.apply(inputs, delayed)
+    y = DelayedMean.apply(inputs, delayed, 0)  # one layer a pass
     degree = {}
     for row, v in enumerate(owned):
         total, degree[v] = sum(x[u] for u in local[v]), len(local[v])

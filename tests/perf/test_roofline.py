@@ -19,22 +19,6 @@ def test_pure_write_and_stream_read():
     assert sink.sum() == pytest.approx(x.sum(), rel=1e-6)
 
 
-def fake_cpu_cache(root, entries):
-    for number, (level, kind, size) in enumerate(entries):
-        folder = root / f"index{number}"
-        folder.mkdir()
-        (folder / "level").write_text(f"{level}\n")
-        (folder / "type").write_text(f"{kind}\n")
-        (folder / "size").write_text(f"{size}\n")
-
-
-def test_cache_sizes_read_as_linux_reports_them(tmp_path):
-    fake_cpu_cache(tmp_path, [(1, "Data", "48K"), (1, "Instruction", "32K"), (2, "Unified", "2048K"),
-                              (3, "Unified", "105M")])
-    assert roofline.cache_sizes(tmp_path) == {"L1": 48 * 2**10, "L2": 2 * 2**20, "L3": 105 * 2**20}
-    assert roofline.cache_sizes(tmp_path / "missing") == {}
-
-
 @pytest.mark.parametrize("nbytes, threads, level", [
     (40 * 2**10, 1, "L1"), (80 * 2**10, 2, "L1"),      # private caches add up over the threads' cores
     (3 * 2**20, 2, "L2"), (3 * 2**20, 1, "L3"),

@@ -26,7 +26,7 @@ and nat(z) = 2z for z >= 0, -2z - 1 below (its inverse int(n)), the list is
 Only the default codes are read (``compressionflags`` empty: those above); other flags are
 refused with the flag named. :func:`decode_bvgraph` decodes the whole stream in one
 numba pass into CSR arrays, using the successors already decoded as the reference window.
-(The tests write their fixtures with an encoder of their own, ``tests/data/datasets/bvgraph_writer.py``.)
+(The tests write their fixtures with an encoder of their own, :mod:`supergcn.testing.bvgraph`.)
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from supergcn.data.datasets import law, webgraph
 from supergcn.data.graph import load_graph
 from supergcn.errors import SuperGCNError
+from supergcn.testing.bvgraph import encode_bvgraph
 
-from bvgraph_writer import encode_bvgraph
 from conftest import run_cli
 
 NODES = 1_500

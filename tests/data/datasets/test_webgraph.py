@@ -5,8 +5,7 @@ import pytest
 
 from supergcn.data.datasets.webgraph import decode_bvgraph
 from supergcn.errors import SuperGCNError
-
-from bvgraph_writer import encode_bvgraph
+from supergcn.testing.bvgraph import encode_bvgraph
 
 PROPERTIES = ("version=0\nnodes=4\narcs=6\nwindowsize=7\nminintervallength=2\nzetak=3\ncompressionflags=\n")
 # Worked by hand from the codes (module docstring), nodes 0..3:

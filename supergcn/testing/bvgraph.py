@@ -1,6 +1,9 @@
-"""A writer of WebGraph's BV format (``supergcn.data.datasets.webgraph`` reads it), for the
-tests' fixtures: every list refers to the previous one when they share successors, runs of
-at least the minimum interval length become intervals, the rest residuals."""
+"""A writer of WebGraph's BV format (:mod:`supergcn.data.datasets.webgraph` reads it), for
+the tests' fixtures and the loader benchmark: every list refers to the previous one when
+they share successors, runs of at least the minimum interval length become intervals, the
+rest residuals."""
+
+from __future__ import annotations
 
 from pathlib import Path
 

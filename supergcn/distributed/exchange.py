@@ -1,0 +1,234 @@
+"""One rank's boundary exchange and the operators around it (SuperGCN §5, Fig. 5).
+
+For rank i with owned features X_i (n_i x F), the aggregation over the global graph
+restricted to rank i's destinations is
+
+    Y_i = D_i (L_i X_i + R_i B_i),      B_i = concat_j S_j X_j   (rows addressed to i),
+
+with L the local CSR, S the send operator (one row per send-buffer row: a PRE partial
+sum or a single POST source, see :mod:`supergcn.plan.rank_plan`), R the post-aggregation
+CSR over the receive buffer B, and D a diagonal row scale (1/deg for the mean). Forward:
+S X, exchange (Alltoallv, started before L X and awaited after it, so the local
+aggregation overlaps the transfer), L X, then D (· + R B). While training, exchanged rows
+may be quantized (:class:`ExchangeSettings`). Backward is the transpose: with G = dL/dY,
+
+    dL/dX_i = L_i^T (D_i G_i) + S_i^T H_i,     H = exchange^T(R^T D G)
+
+(the same Alltoallv with send and receive counts swapped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from supergcn.distributed.adaptive import UNASSIGNED_BITS, AdaptiveBits, AdaptiveSettings, MixedLayout
+from supergcn.distributed.bit_assignment import WIDTHS
+from supergcn.distributed.buffers import BufferPool
+from supergcn.distributed.comm import Communicator, polls_to_finish
+from supergcn.distributed.operators import SparseOperator
+from supergcn.distributed.timing import PhaseTimer
+from supergcn.kernels.quantization import Quantized, packed_rows
+from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
+from supergcn.naming import ADAPTIVE, DEFAULT_PARAMETER_DTYPE
+from supergcn.plan.rank_plan import RankPlan
+
+#: The most pieces an overlapped local product is cut into (each costs a parallel launch
+#: and an MPI poll, some tens of microseconds).
+MAX_PIECES = 64
+
+
+@dataclass(frozen=True)
+class ExchangeSettings:
+    """How boundary rows travel while training (evaluation always exchanges float32).
+
+    ``bits`` < 32 quantizes every exchanged row, embeddings forward and gradients
+    backward (:mod:`supergcn.kernels.quantization`); ``adaptive`` bits are assigned per
+    message group by AdaQP's solver (:mod:`supergcn.distributed.adaptive`); ``overlap`` starts the exchange before the
+    local aggregation and waits for it afterwards.
+    """
+
+    bits: int | str = 32
+    rounding: str = "nearest"
+    overlap: bool = True
+    parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
+    seed: int = 0
+    adaptive: AdaptiveSettings = AdaptiveSettings()
+
+
+class Exchange:
+    """One boundary exchange in flight: :meth:`poll` while other work runs, then :meth:`finish`."""
+
+    def __init__(self, pending: list, finish) -> None:
+        self._pending = pending
+        self._finish = finish
+
+    def poll(self) -> None:
+        for request in self._pending:
+            request.test()
+
+    def finish(self) -> torch.Tensor:
+        """Wait; the rows received, valid until the next exchange starts (a pooled buffer)."""
+        return self._finish()
+
+
+class RankOperators:
+    """Everything one rank needs to aggregate: its plan's operators and exchange counts."""
+
+    def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer, kernel: str = "numba",
+                 settings: ExchangeSettings = ExchangeSettings()) -> None:
+        self.plan = plan
+        self.communicator = communicator
+        self.timer = timer
+        self.settings = settings
+        matrices = plan.matrices()
+        self.local = SparseOperator(matrices["local"], kernel)
+        self.send = SparseOperator(matrices["send"], kernel)
+        self.remote = SparseOperator(matrices["remote"], kernel)
+        self.send_counts = plan.send_counts
+        self.recv_counts = plan.recv_counts
+        self._exchange_rows = int(max(self.send_counts.sum(), self.recv_counts.sum()))
+        self.buffers = BufferPool()
+        self.training = False       # quantize only while training
+        self.quantize_calls = 0     # position in the stochastic-rounding stream (checkpointed)
+        self._in_flight = False
+        self._send_sources = np.diff(matrices["send"].indptr).astype(np.float32)[:, None]
+        self.adaptive = (AdaptiveBits(communicator, settings.adaptive, self.send_counts, self.recv_counts,
+                                      self.coefficients) if settings.bits == ADAPTIVE else None)
+
+    def _buffer(self, role: str, rows: int, like: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(self.buffers.array(role, (rows, like.shape[1]), np.float32))
+
+    def start_exchange(self, rows: torch.Tensor, reverse: bool = False, layer: int = 0,
+                       row_scale: torch.Tensor | None = None) -> Exchange:
+        """Start sending ``rows``; the exchange's :meth:`~Exchange.finish` waits and returns
+        the rows received. Its buffers are reused by the next exchange, so finish one
+        before starting another. The ``layer`` and the destinations' ``row_scale`` are
+        what adaptive bit widths need to know of the exchange."""
+        if self._in_flight:
+            raise RuntimeError("an exchange is still in flight: finish it before starting another")
+        send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
+                                    else (self.send_counts, self.recv_counts))
+        rows = rows.contiguous().numpy()
+        bits = self.settings.bits
+        self._in_flight = True
+        if not self.training or bits == 32:
+            return self._exchange_float32(rows, send_counts, recv_counts)
+        if bits != ADAPTIVE:
+            return self._exchange_quantized(rows, send_counts, recv_counts, bits)
+        self.adaptive.trace((reverse, layer), rows, row_scale)
+        layout = self.adaptive.layouts.get((reverse, layer))
+        if layout is None:
+            return self._exchange_quantized(rows, send_counts, recv_counts, UNASSIGNED_BITS)
+        return self._exchange_mixed(rows, layout)
+
+    def _next_seed(self) -> int:
+        """The seed of this rank's next quantization (its stochastic-rounding stream)."""
+        self.quantize_calls += 1
+        return (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls - 1
+
+    def _exchange_float32(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> Exchange:
+        with self.timer.phase("communication"):
+            pending = self.communicator.ialltoallv(
+                rows, send_counts, recv_counts,
+                out=self.buffers.array("received", (int(recv_counts.sum()), rows.shape[1]), rows.dtype))
+
+        def finish():
+            self._in_flight = False
+            with self.timer.phase("communication"):
+                return torch.from_numpy(pending.wait())
+        return Exchange([pending], finish)
+
+    def _exchange_quantized(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
+                            bits: int) -> Exchange:
+        width = rows.shape[1]
+        with self.timer.phase("quantization"):
+            packed_shape = (int(packed_rows(send_counts, bits).sum()), width)
+            quantized, wire = quantize_to_wire(
+                rows, send_counts, bits, self.settings.rounding, self._next_seed(), self.settings.parameter_dtype,
+                out=Quantized(self.buffers.array("packed", packed_shape, np.uint8),
+                              self.buffers.array("zero points", (len(rows),), np.float32),
+                              self.buffers.array("scales", (len(rows),), np.float32)))
+        with self.timer.phase("communication"):
+            received_packed = self.buffers.array("packed received",
+                                                 (int(packed_rows(recv_counts, bits).sum()), width), np.uint8)
+            data = self.communicator.ialltoallv(quantized.packed, packed_rows(send_counts, bits),
+                                                packed_rows(recv_counts, bits), out=received_packed)
+            parameters = self.communicator.ialltoallv(wire, send_counts, recv_counts, kind="params")
+
+        def finish():
+            self._in_flight = False
+            with self.timer.phase("communication"):
+                packed, wire_received = data.wait(), parameters.wait()
+            with self.timer.phase("quantization"):
+                out = self.buffers.array("received", (int(recv_counts.sum()), width), np.float32)
+                return torch.from_numpy(dequantize_from_wire(packed, wire_received, recv_counts, bits, out))
+        return Exchange([data, parameters], finish)
+
+    def _exchange_mixed(self, rows: np.ndarray, layout: MixedLayout) -> Exchange:
+        with self.timer.phase("quantization"):
+            packed, wire = layout.pack(rows, self.settings.rounding, self._next_seed(), self.settings.parameter_dtype)
+        with self.timer.phase("communication"):
+            data = self.communicator.ialltoallv(packed, layout.send.packed_counts, layout.receive.packed_counts)
+            parameters = self.communicator.ialltoallv(wire, layout.send.counts, layout.receive.counts, kind="params")
+
+        def finish():
+            self._in_flight = False
+            with self.timer.phase("communication"):
+                packed_received, wire_received = data.wait(), parameters.wait()
+            with self.timer.phase("quantization"):
+                out = self.buffers.array("received", (int(layout.receive.counts.sum()), rows.shape[1]), np.float32)
+                return torch.from_numpy(layout.unpack(packed_received, wire_received, out))
+        return Exchange([data, parameters], finish)
+
+    def coefficients(self, reverse: bool, row_scale: torch.Tensor | None) -> np.ndarray:
+        """Sum of squared aggregation coefficients of every row this rank sends forward
+        (``reverse`` False: the destinations' squared scales, summed by their receiver) or
+        backward (the forward row's number of sources, told by its sender). Collective."""
+        if not reverse:
+            scale = torch.ones(self.plan.num_owned) if row_scale is None else row_scale
+            at_receiver = self.remote.t_matmul((scale.float() ** 2)[:, None].contiguous()).numpy()
+            told = self.communicator.ialltoallv(at_receiver, self.recv_counts, self.send_counts)
+        else:
+            told = self.communicator.ialltoallv(self._send_sources, self.send_counts, self.recv_counts)
+        return told.wait()[:, 0].astype(np.float64)
+
+    def _local_overlapped(self, exchange: Exchange, x: torch.Tensor, **product) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the local product of ``x``, the exchange's rows): the product runs while the
+        exchange is in flight and polls it between pieces (see :mod:`supergcn.distributed.comm`);
+        without overlap the exchange completes first."""
+        if not self.settings.overlap:
+            received = exchange.finish()
+            with self.timer.phase("aggregation"):
+                return self.local.matmul(x, **product), received
+        bits = self.settings.bits if self.training else 32
+        if bits == ADAPTIVE:
+            bits = max(WIDTHS)  # the widest an adaptive row can be
+        wire_bytes = self._exchange_rows * x.shape[1] * bits // 8  # the larger direction, either way round
+        pieces = max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
+        with self.timer.phase("aggregation"):
+            out = self.local.matmul(x, pieces=pieces, between=exchange.poll, **product)
+        return out, exchange.finish()
+
+    def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
+        """The aggregation of ``x``, the ``layer``-th of the pass (what adaptive bit widths key on)."""
+        with self.timer.phase("aggregation"):
+            send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
+        exchange = self.start_exchange(send, layer=layer, row_scale=row_scale)
+        out, received = self._local_overlapped(exchange, x)
+        with self.timer.phase("aggregation"):
+            return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
+
+    def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
+        with self.timer.phase("aggregation"):
+            if row_scale is None:
+                grad = grad.contiguous()
+            else:
+                grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
+            grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
+        exchange = self.start_exchange(grad_received, reverse=True, layer=layer)
+        grad_x, grad_send = self._local_overlapped(exchange, grad, transpose=True)
+        with self.timer.phase("aggregation"):
+            return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)

@@ -1,0 +1,76 @@
+"""A fixed sparse operator of a rank's aggregation: A x and A^T x on the numba kernels.
+
+The numba kernels (:mod:`supergcn.kernels.gather`, the default) or torch's CSR
+``torch.sparse.mm`` (``kernel="torch"``, the reference path).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from supergcn.kernels.gather import GatherCsr
+from supergcn.naming import KERNELS
+
+
+class SparseOperator:
+    """A fixed 0/1 sparse matrix A applying A x (optionally scaled and accumulated) and A^T x."""
+
+    def __init__(self, matrix: sp.csr_matrix, kernel: str = "numba") -> None:
+        if kernel not in KERNELS:
+            raise ValueError(f"unknown kernel {kernel!r}: choose one of {KERNELS}")
+        matrix = sp.csr_matrix(matrix)
+        matrix.sort_indices()
+        self.kernel = kernel
+        self.shape = matrix.shape
+        if kernel == "numba":
+            self._forward = GatherCsr(matrix.indptr, matrix.indices, matrix.shape[1])
+            self._transpose = self._forward.transpose()
+        else:
+            self._forward = self._to_torch(matrix)
+            self._transpose = self._to_torch(matrix.T.tocsr())
+
+    @staticmethod
+    def _to_torch(matrix: sp.csr_matrix) -> torch.Tensor:
+        matrix.sort_indices()
+        with warnings.catch_warnings():  # the reference path knows CSR tensors are in beta
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta state")
+            return torch.sparse_csr_tensor(torch.from_numpy(matrix.indptr.astype(np.int64)),
+                                           torch.from_numpy(matrix.indices.astype(np.int64)),
+                                           torch.ones(matrix.nnz), size=matrix.shape, check_invariants=False)
+
+    def _apply(self, op, x: torch.Tensor, out: torch.Tensor | None, accumulate: bool,
+               row_scale: torch.Tensor | None, pieces: int = 1, between=None) -> torch.Tensor:
+        x = x.contiguous()
+        if self.kernel == "numba":
+            if out is None:
+                out = x.new_empty((op.shape[0], x.shape[1]))
+                accumulate = False
+            op.matmul(x.numpy(), out=out.numpy(), accumulate=accumulate,
+                      row_scale=None if row_scale is None else row_scale.numpy(), pieces=pieces, between=between)
+            return out
+        product = (x.new_zeros((op.shape[0], x.shape[1])) if op._nnz() == 0 or 0 in op.shape
+                   else torch.sparse.mm(op.to(x.dtype), x))
+        if out is not None and accumulate:
+            product = product + out
+        if row_scale is not None:
+            product = product * row_scale[:, None]
+        if out is None:
+            return product
+        out.copy_(product)
+        return out
+
+    def matmul(self, x, out=None, accumulate=False, row_scale=None, transpose=False, pieces=1,
+               between=None) -> torch.Tensor:
+        """``diag(row_scale) (out + A x)`` if accumulating into ``out``, else ``diag(row_scale) A x``
+        (A^T for ``transpose``). The numba kernel runs in ``pieces`` and calls ``between()``
+        after each (:meth:`supergcn.kernels.gather.GatherCsr.matmul`)."""
+        return self._apply(self._transpose if transpose else self._forward, x, out, accumulate, row_scale,
+                           pieces, between)
+
+    def t_matmul(self, x, out=None, accumulate=False) -> torch.Tensor:
+        """``out + A^T x`` if accumulating into ``out``, else ``A^T x``."""
+        return self._apply(self._transpose, x, out, accumulate, None)
