@@ -1,14 +1,15 @@
 """The pipeline's config checked before any job: one line per problem, not a schema dump.
 
 Snakemake's own ``validate`` prints the whole JSON schema beside a violation (hundreds of
-lines); the Snakefile first runs :func:`config_problems` and raises a
-:class:`ConfigError`, which Snakemake prints under its ``<type> in file Snakefile`` line as
+lines); the Snakefile runs :func:`check_config` instead, which raises a
+:class:`ConfigError` that Snakemake prints under its ``<type> in file Snakefile`` line as
 
     supergcn config: error: <key>: <what is wrong> — <how to fix it>
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from supergcn.errors import SuperGCNError
@@ -25,12 +26,50 @@ class ConfigError(SuperGCNError):
         super().__init__(f"supergcn config: error: {what}", fix)
 
 
-def config_problems(config: dict, schema_path: str | Path) -> list[str]:
-    """One line per renamed key and per schema violation of ``config``, in key order."""
-    import jsonschema
+def load_schema(schema_path: str | Path) -> dict:
+    """The config schema: the file's, with the ``training`` section's properties (and those
+    ``training_by_dataset`` may set per dataset) derived from
+    :class:`~supergcn.train.config.TrainConfig` (:func:`supergcn.options.schema_properties`)."""
     import yaml
 
+    from supergcn.options import schema_properties
+    from supergcn.train.config import TrainConfig
+
     schema = yaml.safe_load(Path(schema_path).read_text())
+    properties = schema["properties"]
+    properties["training"]["properties"] = schema_properties(TrainConfig)
+    properties["training_by_dataset"]["additionalProperties"]["properties"] = schema_properties(TrainConfig,
+                                                                                                per_dataset=True)
+    return schema
+
+
+def fill_defaults(config: dict, schema: dict, root: dict | None = None) -> None:
+    """Set, in place, every key ``config`` leaves out that ``schema`` gives a default, in
+    every mapping the schema describes (as Snakemake's ``validate`` does)."""
+    root = schema if root is None else root
+    if "$ref" in schema:
+        schema = root["$defs"][schema["$ref"].rpartition("/")[2]]
+    if isinstance(config, list) and isinstance(schema.get("items"), dict):
+        for item in config:
+            fill_defaults(item, schema["items"], root)
+    if not isinstance(config, dict):
+        return
+    for key, child in schema.get("properties", {}).items():
+        if key not in config and "default" in child:
+            config[key] = copy.deepcopy(child["default"])
+        if key in config:
+            fill_defaults(config[key], child, root)
+    free = schema.get("additionalProperties")
+    if isinstance(free, dict):
+        for key in set(config) - set(schema.get("properties", {})):
+            fill_defaults(config[key], free, root)
+
+
+def config_problems(config: dict, schema: dict) -> list[str]:
+    """One line per renamed key and per violation of ``schema`` (:func:`load_schema`) by
+    ``config``, in key order."""
+    import jsonschema
+
     validator = jsonschema.validators.validator_for(schema)(schema)
     violations = sorted(validator.iter_errors(config), key=lambda error: [str(p) for p in error.absolute_path])
     return [*renamed_key_errors(config),
@@ -38,8 +77,12 @@ def config_problems(config: dict, schema_path: str | Path) -> list[str]:
               for error in violations)]
 
 
-def check_config(config: dict, schema_path: str | Path) -> None:
-    """Raise a :class:`ConfigError` listing every problem of ``config``."""
-    problems = config_problems(config, schema_path)
+def check_config(config: dict, schema_path: str | Path) -> dict:
+    """Raise a :class:`ConfigError` listing every problem of ``config``; else fill in its
+    defaults (:func:`fill_defaults`) and return the schema."""
+    schema = load_schema(schema_path)
+    problems = config_problems(config, schema)
     if problems:
         raise ConfigError("; ".join(problems))
+    fill_defaults(config, schema)
+    return schema

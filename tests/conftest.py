@@ -68,6 +68,15 @@ def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
                           cwd=cwd)
 
 
+def assert_prepare_refused(dataset: str, raw_root: Path, out: Path, message: str) -> None:
+    """``supergcn prepare dataset`` from a damaged source ends in one line naming the
+    problem (``message``), exit status 2, and writes nothing."""
+    result = run_cli("prepare", dataset, "--raw-root", raw_root, "--out", out)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("error:") == 1 and message in result.stderr, result.stderr
+    assert not out.exists()
+
+
 def snakemake(*args, cwd=REPO, env_extra=None, timeout=600) -> subprocess.CompletedProcess:
     """The venv's Snakemake, with the venv's bin/ first on PATH and one thread per process."""
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1", **(env_extra or {})}

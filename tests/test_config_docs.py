@@ -1,8 +1,15 @@
 """config/README.md explains every key the config schema allows."""
 
+import re
+
 import yaml
 
+from supergcn.train.config import TrainConfig, study_options
+from supergcn.workflow_config import load_schema
+
 from conftest import REPO
+
+SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def dotted_paths(schema, prefix=""):
@@ -19,9 +26,29 @@ def dotted_paths(schema, prefix=""):
 
 
 def test_every_schema_key_is_explained():
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    schema = load_schema(SCHEMA)
     text = (REPO / "config" / "README.md").read_text()
     paths = list(dotted_paths(schema))
     assert "training.label_rate" in paths and "machines.<name>.latency_us" in paths and "perf.local.bits" in paths
     missing = [path for path in paths if f"`{path}`" not in text]
     assert not missing, f"config/README.md does not explain {missing}"
+
+
+def documented_defaults(section: str) -> dict[str, str]:
+    """The default column of config/README.md's rows of ``section``'s keys."""
+    text = (REPO / "config" / "README.md").read_text()
+    row = rf"^\| `{section}\.(\w+)` \| [^|]* \| `([^`]*)` \|"
+    return dict(re.findall(row, text, re.M))
+
+
+def test_every_training_option_is_documented_with_the_default_a_study_gets():
+    """The training rows are the options TrainConfig declares for studies, each with its
+    default, or the value config/config.yaml sets where it sets one."""
+    documented = documented_defaults("training")
+    assert sorted(documented) == sorted(study_options())
+    properties = load_schema(SCHEMA)["properties"]["training"]["properties"]
+    shipped = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["training"]
+    for name in study_options():
+        expected = shipped.get(name, properties[name]["default"])
+        assert documented[name] == yaml.safe_dump(expected).removesuffix("\n...\n").strip(), name
+    assert properties["hidden"]["default"] == TrainConfig.__dataclass_fields__["hidden"].default

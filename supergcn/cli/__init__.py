@@ -7,8 +7,9 @@ name is the command's words joined by ``_`` (``prepare``, ``bench_comm`` for
 * ``HELP`` — one line for ``supergcn --help``;
 * ``configure(parser)`` — adds its arguments to an :class:`argparse.ArgumentParser`;
 * ``run(args)`` — does the work; returns the exit status (None means 0);
-* optionally ``RETAINING_ALLOCATOR = True`` — a process started for this command
-  re-executes itself with jemalloc first (:mod:`supergcn.train.allocator`).
+* optionally ``wants_retaining_allocator(args)`` — True when a process started for this
+  command re-executes itself with a retaining allocator first (mimalloc from the
+  project's dependencies; :mod:`supergcn.train.allocator`).
 
 ``supergcn <command> ...`` imports that command's module alone (a group's modules for
 ``supergcn bench --help``, all of them for ``supergcn --help`` or an unknown command),
@@ -123,7 +124,8 @@ def main(argv=None, *, relaunch: bool = False) -> int:
         return USER_ERROR
     args = build_parser(argv[:2]).parse_args(argv)
     try:
-        if relaunch and getattr(args.module, "RETAINING_ALLOCATOR", False):
+        wants = getattr(args.module, "wants_retaining_allocator", None)
+        if relaunch and wants is not None and wants(args):
             relaunch_with_retaining_allocator()
         return args.module.run(args) or 0
     except SuperGCNError as exc:

@@ -5,50 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from supergcn.options import Range
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
-
-
-def fraction(text: str) -> float:
-    """A share in [0, 1) (a dropout probability, a label rate)."""
-    value = float(text)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
-def share(text: str) -> float:
-    """A share in (0, 1] (a relative accuracy target)."""
-    value = float(text)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
-
-
-def percentage(text: str) -> float:
-    """A percentage in (0, 100] (an accuracy target)."""
-    value = float(text)
-    if not 0 < value <= 100:
-        raise argparse.ArgumentTypeError(f"must be a percentage in (0, 100], got {text}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+positive_int = Range(int, 1)
+non_negative_int = Range(int, 0)
+non_negative_float = Range(float, 0)
+#: A share in [0, 1) (a dropout probability, a label rate).
+fraction = Range(float, 0, 1, high_open=True)
+#: A share in (0, 1] (a relative accuracy target).
+share = Range(float, 0, 1, low_open=True)
+#: A percentage in (0, 100] (an accuracy target).
+percentage = Range(float, 0, 100, low_open=True, what="a percentage")
 
 
 def output_file(text: str) -> Path:

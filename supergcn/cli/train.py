@@ -1,112 +1,97 @@
 """``supergcn train``: distributed full-batch training, one MPI rank per partition.
 
-Every option's default is the matching field of :class:`supergcn.train.config.TrainConfig`.
+Its options are the fields of :class:`supergcn.train.config.TrainConfig`, from which the
+command line is derived (:func:`supergcn.options.add_arguments`). ``--settings FILE``
+reads options from a JSON file (the settings a study hands each job); an option given on
+the command line wins over the file.
+
+Run under ``mpiexec -n P`` (P = the plan's ranks), or let it start the ranks itself:
+with ``--launcher "mpiexec -n P"`` this process (not an MPI rank) runs the launcher with
+the same options, writes the job's output to ``--log``, appends the files a launcher wrote
+per rank (``--rank-output``, e.g. Fujitsu MPI's ``-std-proc {log}``, where ``{log}``
+becomes the files' prefix) and ends with the job's status; a job killed from outside (a
+signal, the memory or time limit) is reported in one line that says a rerun resumes from
+the last checkpoint.
 """
 
 from __future__ import annotations
 
-import argparse
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
-from supergcn.cli._args import (
-    bits,
-    fraction,
-    non_negative_float,
-    non_negative_int,
-    output_file,
-    positive_int,
-    schedule,
-)
+from supergcn.cli._args import output_file
 from supergcn.errors import SuperGCNError
-from supergcn.naming import BIT_CHOICES, DENSE_DTYPES, GNN_MODELS, KERNELS, LABEL_DRAWS, PARAMETER_DTYPES, ROUNDINGS
-from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
+from supergcn.options import add_arguments, from_values, values_given
+from supergcn.train.config import TrainConfig
 
-HELP = "distributed full-batch training (run under mpiexec -n P)"
-#: Epochs allocate the same large tensors again and again: run with jemalloc where it exists.
-RETAINING_ALLOCATOR = True
+HELP = "distributed full-batch training (run under mpiexec -n P, or with --launcher)"
+#: Exit statuses of supergcn itself: 0, 1 (a bug), 2 (a user error); any other status of a
+#: launched job means a rank was killed before it could say why.
+OWN_STATUSES = (0, 1, 2)
+_ENVIRONMENT_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def wants_retaining_allocator(args) -> bool:
+    """Epochs allocate the same large tensors again and again: a rank re-executes itself
+    with a retaining allocator (:mod:`supergcn.train.allocator`); the process that only
+    launches the ranks does not."""
+    return args.launcher is None
 
 
 def configure(parser) -> None:
-    parser.description = "Run as `mpiexec -n P supergcn train ...`, P = the plan's rank count."
-    data = parser.add_argument_group("inputs and outputs")
-    data.add_argument("--graph", required=True, type=Path, help="prepared graph directory")
-    data.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
-    data.add_argument("--plan", required=True, type=Path, help="plan directory of that partition")
-    data.add_argument("--out", required=True, type=output_file, help="metrics file (JSON lines) to write")
-    model = parser.add_argument_group("model and optimisation (defaults: the paper's Table 2)")
-    model.add_argument("--model", choices=GNN_MODELS, default=default("model"))
-    model.add_argument("--num-layers", type=positive_int, default=default("num_layers"))
-    model.add_argument("--hidden", type=positive_int, default=default("hidden"))
-    model.add_argument("--dropout", type=fraction, default=default("dropout"), help="dropout probability, in [0, 1)")
-    model.add_argument("--layer-norm", action=argparse.BooleanOptionalAction, default=default("layer_norm"))
-    model.add_argument("--lr", type=non_negative_float, default=default("lr"))
-    model.add_argument("--weight-decay", type=non_negative_float, default=default("weight_decay"))
-    model.add_argument("--epochs", type=positive_int, default=default("epochs"))
-    model.add_argument("--seed", type=int, default=default("seed"))
-    model.add_argument("--label-rate", type=fraction, default=default("label_rate"),
-                       help="masked label propagation: share of training labels fed as inputs each epoch "
-                            f"(0 = off; the paper uses {UPSTREAM_LABEL_RATE})")
-    model.add_argument("--label-draw", choices=LABEL_DRAWS, default=default("label_draw"),
-                       help="label inputs each epoch: exactly the rate's share of the training nodes, or each "
-                            "node with the rate's probability and the loss over the expected count (upstream)")
-    model.add_argument("--input-norm", action=argparse.BooleanOptionalAction, default=default("input_norm"),
-                       help="LayerNorm on the input features before the first layer")
-    model.add_argument("--dense-dtype", choices=DENSE_DTYPES, default=default("dense_dtype"),
-                       help="type the linear layers' GEMMs run in; bfloat16 is about 3x faster where the CPU has "
-                            "bf16 matrix instructions (AVX512_BF16, AMX, SVE BF16), at bf16 precision")
-    model.add_argument("--aggregate-first", action=argparse.BooleanOptionalAction, default=default("aggregate_first"),
-                       help="aggregate before every linear layer, as upstream SuperGCN (exchanges input-width rows); "
-                            "by default a layer narrowing its width transforms first and exchanges fewer bytes")
-    run_group = parser.add_argument_group("execution")
-    run_group.add_argument("--threads", type=positive_int, default=default("threads"),
-                           help="torch and numba threads per rank")
-    run_group.add_argument("--kernel", choices=KERNELS, default=default("kernel"),
-                           help="sparse kernels: numba (optimised, default) or torch (torch.sparse.mm reference)")
-    exchange = parser.add_argument_group("boundary exchange while training (evaluation is always float32)")
-    exchange.add_argument("--bits", type=bits, choices=BIT_CHOICES, default=default("bits"),
-                          help="32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients; adaptive = "
-                               "2, 4 or 8 per message group, assigned by AdaQP's solver")
-    exchange.add_argument("--adaptive-weight", type=non_negative_float, default=default("adaptive_weight"),
-                          help="adaptive bits: lambda, the weight of quantization variance against exchange time "
-                               "(1 = all 8 bits, 0 = all 2 bits; AdaQP uses 0.5)")
-    exchange.add_argument("--adaptive-group-size", type=positive_int, default=default("adaptive_group_size"),
-                          help="adaptive bits: rows per message group sharing a width")
-    exchange.add_argument("--adaptive-period", type=positive_int, default=default("adaptive_period"),
-                          help="adaptive bits: epochs between re-assignments (traced in epoch 1, 1 + period, ...)")
-    exchange.add_argument("--rounding", choices=ROUNDINGS, default=default("rounding"),
-                          help="quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)")
-    exchange.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=default("parameter_dtype"),
-                          help="wire type of the per-row zero point and scale")
-    exchange.add_argument("--schedule", type=schedule, default=default("schedule"),
-                          help="sync (every epoch), or DistGNN's delayed partial aggregates: cd-<r> (a bucket of "
-                               "them per epoch, added r epochs later; cd-0 = sync) or 0c (never)")
-    exchange.add_argument("--overlap", action=argparse.BooleanOptionalAction, default=default("overlap"),
-                          help="overlap the exchange with the local aggregation")
-    run_group.add_argument("--checkpoint", type=output_file, help="checkpoint file (written atomically)")
-    run_group.add_argument("--checkpoint-every", type=non_negative_int, default=default("checkpoint_every"),
-                           help="epochs between checkpoints (0 = never)")
-    run_group.add_argument("--resume", action="store_true", help="continue from --checkpoint when it exists")
-    run_group.add_argument("--init-weights", type=Path, help="state_dict to start from instead of the seeded init")
-    run_group.add_argument("--save-model", type=output_file, help="write the final state_dict here")
-    run_group.add_argument("--save-logits", type=output_file, help="final log-probabilities (original node order)")
-    # Fault injection for the tests of the abort path; not for users.
-    run_group.add_argument("--fail-at-epoch", type=int, help=argparse.SUPPRESS)
-    run_group.add_argument("--fail-rank", type=int, default=default("fail_rank"), help=argparse.SUPPRESS)
+    parser.description = ("Run as `mpiexec -n P supergcn train ...` (P = the plan's rank count), or with "
+                          "--launcher. Options given on the command line win over --settings.")
+    add_arguments(parser, TrainConfig, file_type=output_file)
+    job = parser.add_argument_group("a study's job")
+    job.add_argument("--settings", type=Path, help="JSON file of options (as `name: value`, names with "
+                     "underscores), e.g. the settings a study hands each job")
+    job.add_argument("--launcher", help="start the ranks with this command, e.g. 'mpiexec -n 4' (leading "
+                     "NAME=value words set the environment), from a process that is not a rank")
+    job.add_argument("--rank-output", default="",
+                     help="with --launcher: launcher options that write each rank's output to files named from "
+                          "{log} (Fujitsu MPI: '-std-proc {log}'); the files are appended to --log")
+    job.add_argument("--log", type=output_file, help="with --launcher: the file the job's output goes to")
+
+
+def read_settings(path: Path) -> dict:
+    """The options in a settings file (a JSON object)."""
+    try:
+        values = json.loads(path.read_text())
+    except OSError as exc:
+        raise SuperGCNError(f"cannot read the settings file {path}: {exc.strerror}", "pass an existing file") from None
+    except json.JSONDecodeError as exc:
+        raise SuperGCNError(f"the settings file {path} is not JSON ({exc})", "write it as a JSON object") from None
+    if not isinstance(values, dict):
+        raise SuperGCNError(f"the settings file {path} holds a {type(values).__name__}, not an object of options",
+                            "write it as a JSON object of `name: value`")
+    return values
 
 
 def config_of(args) -> TrainConfig:
-    """The :class:`TrainConfig` the parsed ``args`` describe."""
-    return TrainConfig(**{field: getattr(args, field) for field in TrainConfig.__dataclass_fields__})
+    """The :class:`TrainConfig` the parsed ``args`` describe: the settings file's options,
+    then the command line's."""
+    settings = read_settings(args.settings) if args.settings is not None else {}
+    source = f"the settings file {args.settings}" if args.settings is not None else "the command line"
+    return from_values(TrainConfig, {**settings, **values_given(args, TrainConfig)}, source)
 
 
 def run(args) -> int:
-    """Train on ``MPI.COMM_WORLD`` (:func:`supergcn.train.trainer.train`); every rank runs this."""
-    from supergcn.distributed.comm import configure_mpi
-
+    """Train on ``MPI.COMM_WORLD`` (:func:`supergcn.train.trainer.train`); every rank runs
+    this. With ``--launcher``, start the ranks instead (:func:`launch`)."""
     config = config_of(args)
     conflicts = config.conflicts()
     if conflicts:
         raise SuperGCNError("; ".join(conflicts))
+    if args.launcher is not None:
+        return launch(args)
+    from supergcn.distributed.comm import configure_mpi
+
     configure_mpi()
     from mpi4py import MPI
 
@@ -114,3 +99,54 @@ def run(args) -> int:
     from supergcn.train.trainer import train
 
     return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train", args.debug)
+
+
+def rank_command(args) -> list[str]:
+    """The command every rank runs: this one, with the options given here, without the launcher's."""
+    command = [sys.executable, "-m", "supergcn.cli", "train"]
+    if args.settings is not None:
+        command += ["--settings", str(args.settings)]
+    for name, value in values_given(args, TrainConfig).items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            command.append(flag if value else f"--no-{flag[2:]}")
+        elif value is not None:
+            command += [flag, str(value)]
+    return command + (["--debug"] if args.debug else [])
+
+
+def launch(args) -> int:
+    """Run the ranks with ``args.launcher`` (module docstring); the job's exit status."""
+    if args.log is None:
+        raise SuperGCNError("--launcher needs --log: the file the job's output goes to", "pass --log FILE")
+    words = shlex.split(args.launcher)
+    environment = dict(os.environ)
+    while words and _ENVIRONMENT_ASSIGNMENT.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        environment[name] = value
+    rank_files = f"{args.log}.rank"
+    command = words + shlex.split(args.rank_output.replace("{log}", rank_files)) + rank_command(args)
+    with open(args.log, "w") as log:
+        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+
+        def forward(received, frame):  # a job cancelled from outside stops its ranks too
+            child.send_signal(received)
+        previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            status = child.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    with open(args.log, "a") as log:
+        for rank_file in sorted(Path(rank_files).parent.glob(Path(rank_files).name + ".*")):
+            log.write(f"== {rank_file}\n{rank_file.read_text(errors='replace')}")
+            rank_file.unlink()
+    status = 128 - status if status < 0 else status  # killed by a signal: as a shell reports it
+    if status not in OWN_STATUSES:
+        message = (f"supergcn train: error: the MPI job ended with status {status}: a rank was killed (by a signal, "
+                   "for memory or at the time limit) — run the same target again: training resumes from its last "
+                   "checkpoint")
+        with open(args.log, "a") as log:
+            print(message, file=log)
+        print(message, file=sys.stderr)
+    return status

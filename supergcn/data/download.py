@@ -204,6 +204,20 @@ def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int
     return [download(remote.url, root / remote.path, remote.md5, remote.size, timeout=timeout) for remote in files]
 
 
+#: The suffix of files that arrived as another graph than the one published.
+UNEXPECTED_SUFFIX = ".unexpected"
+
+
+def set_aside(*paths: Path) -> None:
+    """Rename each existing file of ``paths`` (and its ``.md5`` beside it) with
+    :data:`UNEXPECTED_SUFFIX`, so that the next run neither prepares them nor takes them for
+    the graph it fetches again."""
+    for path in paths:
+        for arrived in (path, path.with_name(path.name + ".md5")):
+            if arrived.exists():
+                arrived.rename(arrived.with_name(arrived.name + UNEXPECTED_SUFFIX))
+
+
 def read_md5sums(path: Path) -> dict[str, str]:
     """``{file name: MD5}`` of an ``md5sum`` listing (``<md5>  <name>`` lines; a ``*``
     before the name marks binary mode)."""

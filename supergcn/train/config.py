@@ -1,11 +1,15 @@
 """Everything one training run is asked to do, with the defaults of the paper's Table 2.
 
-Standard library only: the command line builds its options and their defaults from
-:class:`TrainConfig`, so a default is written once, here.
+Every option is written once, here, as a field of :class:`TrainConfig` (:func:`supergcn.options.option`):
+the command line of ``supergcn train``, the ``training`` section of a study's config
+schema (its keys, types, ranges and defaults), the settings file a study hands each job
+and the checkpoint's trajectory fingerprint are derived from these declarations.
+Standard library only: the Snakefile reads them while it parses.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import json
@@ -17,13 +21,43 @@ from supergcn.naming import (
     ADAPTIVE_GROUP_SIZE,
     ADAPTIVE_PERIOD,
     ADAPTIVE_WEIGHT,
+    BIT_CHOICES,
     DEFAULT_PARAMETER_DTYPE,
+    DENSE_DTYPES,
+    GNN_MODELS,
+    KERNELS,
+    LABEL_DRAWS,
+    PARAMETER_DTYPES,
+    ROUNDINGS,
     SYNCHRONOUS,
     schedule_delay,
 )
+from supergcn.options import Range, declared, is_read, option, problems, trajectory_keys
 
 #: The share of training labels fed as inputs in the paper's label-propagation runs.
 UPSTREAM_LABEL_RATE = 0.62
+
+_AT_LEAST_1 = Range(int, 1)
+_AT_LEAST_0 = Range(int, 0)
+_SHARE = Range(float, 0, 1, high_open=True)
+
+
+def _adaptive(values: dict) -> bool:
+    return values["bits"] == ADAPTIVE
+
+
+def parse_bits(text: str) -> int | str:
+    """Bits of exchanged values: a number, or ``adaptive``."""
+    return text if text == ADAPTIVE else int(text)
+
+
+def parse_schedule(text: str) -> str:
+    """An exchange schedule: sync, 0c or cd-<r> (:func:`supergcn.naming.schedule_delay`)."""
+    try:
+        schedule_delay(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 @dataclass
@@ -31,67 +65,95 @@ class TrainConfig:
     """One training run. ``graph``, ``partition`` and ``plan`` are step output
     directories, ``out`` the metrics file (JSON lines) to write."""
 
-    graph: Path
-    partition: Path
-    plan: Path
-    out: Path
-    model: str = "sage"
-    num_layers: int = 3
-    hidden: int = 256
-    dropout: float = 0.5
-    layer_norm: bool = True
-    lr: float = 0.01
-    weight_decay: float = 0.0
-    epochs: int = 200
-    seed: int = 0
-    threads: int = 1
-    kernel: str = "numba"
-    bits: int | str = 32
-    rounding: str = "nearest"
-    overlap: bool = True
-    schedule: str = SYNCHRONOUS
-    adaptive_weight: float = ADAPTIVE_WEIGHT
-    adaptive_group_size: int = ADAPTIVE_GROUP_SIZE
-    adaptive_period: int = ADAPTIVE_PERIOD
-    parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
-    label_rate: float = 0.0
-    label_draw: str = "exact"
-    input_norm: bool = False
-    dense_dtype: str = "float32"
-    aggregate_first: bool = False
-    checkpoint: Path | None = None
-    checkpoint_every: int = 0
-    resume: bool = False
-    init_weights: Path | None = None
-    save_model: Path | None = None
-    save_logits: Path | None = None
-    fail_at_epoch: int | None = None
-    fail_rank: int = 0
+    graph: Path = option(None, "prepared graph directory", group="io", required=True)
+    partition: Path = option(None, "partition directory of that graph", group="io", required=True)
+    plan: Path = option(None, "plan directory of that partition", group="io", required=True)
+    out: Path = option(None, "metrics file (JSON lines) to write", group="io", required=True)
+    model: str = option("sage", "GNN architecture", choices=GNN_MODELS, study=True, trajectory=True)
+    num_layers: int = option(3, "graph convolutions", values=_AT_LEAST_1, study=True, trajectory=True)
+    hidden: int = option(256, "hidden width", values=_AT_LEAST_1, study=True, trajectory=True, per_dataset=True)
+    dropout: float = option(0.5, "dropout probability, in [0, 1)", values=_SHARE, study=True, trajectory=True)
+    layer_norm: bool = option(True, "LayerNorm after each hidden layer", study=True, trajectory=True)
+    lr: float = option(0.01, "Adam's learning rate", values=Range(float, 0, low_open=True), study=True,
+                       trajectory=True, per_dataset=True)
+    weight_decay: float = option(0.0, "Adam's weight decay", values=Range(float, 0), study=True, trajectory=True)
+    epochs: int = option(200, "epochs to train", values=_AT_LEAST_1, study=True, per_dataset=True)
+    seed: int = option(0, "seed of the initial weights, dropout, label draws and stochastic rounding",
+                       trajectory=True)
+    label_rate: float = option(
+        0.0, "masked label propagation: share of training labels fed as inputs each epoch (0 = off; the paper "
+        f"uses {UPSTREAM_LABEL_RATE}; a study's label-propagation variants use this share)", values=_SHARE,
+        study=True, trajectory=True, study_values=Range(float, 0, 1, low_open=True, high_open=True),
+        study_default=UPSTREAM_LABEL_RATE)
+    label_draw: str = option(
+        "exact", "label inputs each epoch: exactly the rate's share of the training nodes, or each node with the "
+        "rate's probability and the loss over the expected count (upstream)", choices=LABEL_DRAWS, study=True,
+        trajectory=True, read_when=lambda values: values["label_rate"] > 0)
+    input_norm: bool = option(False, "LayerNorm on the input features before the first layer", study=True,
+                              trajectory=True)
+    dense_dtype: str = option(
+        "float32", "type the linear layers' GEMMs run in; bfloat16 is about 3x faster where the CPU has bf16 "
+        "matrix instructions (AVX512_BF16, AMX, SVE BF16), at bf16 precision", choices=DENSE_DTYPES, study=True,
+        trajectory=True)
+    aggregate_first: bool = option(
+        False, "aggregate before every linear layer, as upstream SuperGCN (exchanges input-width rows); by default "
+        "a layer narrowing its width transforms first and exchanges fewer bytes", study=True, trajectory=True)
+    threads: int = option(1, "torch and numba threads per rank", values=_AT_LEAST_1, group="execution")
+    kernel: str = option("numba", "sparse kernels: numba (optimised, default) or torch (torch.sparse.mm "
+                         "reference)", choices=KERNELS, group="execution", study=True)
+    bits: int | str = option(
+        32, "32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients; adaptive = 2, 4 or 8 per message "
+        "group, assigned by AdaQP's solver", values=parse_bits, choices=BIT_CHOICES, group="exchange",
+        trajectory=True)
+    rounding: str = option("nearest", "quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)",
+                           choices=ROUNDINGS, group="exchange", study=True, trajectory=True)
+    overlap: bool = option(True, "overlap the exchange with the local aggregation", group="exchange", study=True)
+    schedule: str = option(
+        SYNCHRONOUS, "sync (every epoch), or DistGNN's delayed partial aggregates: cd-<r> (a bucket of them per "
+        "epoch, added r epochs later; cd-0 = sync) or 0c (never)", values=parse_schedule, group="exchange",
+        trajectory=True)
+    adaptive_weight: float = option(
+        ADAPTIVE_WEIGHT, "adaptive bits: lambda, the weight of quantization variance against exchange time (1 = all "
+        "8 bits, 0 = all 2 bits; AdaQP uses 0.5)", values=Range(float, 0, 1), group="exchange", study=True,
+        trajectory=True, read_when=_adaptive)
+    adaptive_group_size: int = option(ADAPTIVE_GROUP_SIZE, "adaptive bits: rows per message group sharing a width",
+                                      values=_AT_LEAST_1, group="exchange", study=True, trajectory=True,
+                                      read_when=_adaptive)
+    adaptive_period: int = option(
+        ADAPTIVE_PERIOD, "adaptive bits: epochs between re-assignments (traced in epoch 1, 1 + period, ...)",
+        values=_AT_LEAST_1, group="exchange", study=True, trajectory=True, read_when=_adaptive)
+    parameter_dtype: str = option(DEFAULT_PARAMETER_DTYPE, "wire type of the per-row zero point and scale",
+                                  choices=tuple(PARAMETER_DTYPES), group="exchange", study=True, trajectory=True)
+    checkpoint: Path | None = option(None, "checkpoint file (written atomically)", group="execution")
+    checkpoint_every: int = option(0, "epochs between checkpoints (0 = never)", values=_AT_LEAST_0,
+                                   group="execution", study=True)
+    resume: bool = option(False, "continue from --checkpoint when it exists", group="execution")
+    init_weights: Path | None = option(None, "state_dict to start from instead of the seeded init",
+                                       group="execution")
+    save_model: Path | None = option(None, "write the final state_dict here", group="execution")
+    save_logits: Path | None = option(None, "final log-probabilities (original node order)", group="execution")
+    # Fault injection for the tests of the abort path; not for users (no help).
+    fail_at_epoch: int | None = option(None, group="execution")
+    fail_rank: int = option(0, group="execution")
 
     def trajectory_fingerprint(self, hashes: dict) -> str:
-        """What a checkpoint must agree on to be resumed (not epochs, outputs or threads)."""
-        keys = ["model", "num_layers", "hidden", "dropout", "layer_norm", "lr", "weight_decay", "seed", "bits",
-                "rounding", "parameter_dtype", "label_rate", "label_draw", "input_norm", "dense_dtype",
-                "aggregate_first", "schedule"]
-        if self.bits == ADAPTIVE:  # the other variants do not read them
-            keys += adaptive_fields()
-        payload = json.dumps({**{k: getattr(self, k) for k in keys}, **hashes}, sort_keys=True)
+        """What a checkpoint must agree on to be resumed: the options declared as changing
+        the trajectory (:func:`supergcn.options.trajectory_keys`) and the input hashes."""
+        payload = json.dumps({**{k: getattr(self, k) for k in trajectory_keys(self)}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
     def conflicts(self) -> list[str]:
-        """One message (with its fix) per combination of options that cannot run together."""
-        problems = []
-        if not 0 <= self.adaptive_weight <= 1:
-            problems.append(f"--adaptive-weight is lambda of AdaQP's Problem 12 and must lie in [0, 1], "
-                            f"got {self.adaptive_weight} — pass a value in [0, 1]")
+        """One message (with its fix) per value an option does not take and per combination
+        of options that cannot run together."""
+        found = problems(self)
         if schedule_delay(self.schedule) != 0:
             if self.model != "sage":
-                problems.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only — "
-                                "use --model sage or --schedule sync")
+                found.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only — "
+                             "use --model sage or --schedule sync")
             if self.bits != 32:
-                problems.append(f"schedule {self.schedule} (DistGNN) sends float32 partial aggregates — "
-                                "use --bits 32 or --schedule sync")
-        return problems
+                found.append(f"schedule {self.schedule} (DistGNN) sends float32 partial aggregates — "
+                             "use --bits 32 or --schedule sync")
+        return found
 
     def check_outputs(self) -> None:
         """Refuse, before any work, the files this run writes that could not be written at
@@ -106,9 +168,21 @@ class TrainConfig:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
 
 
-def adaptive_fields() -> list[str]:
-    """The options of adaptive bit widths (``adaptive_*``), which only ``bits=adaptive`` reads."""
-    return [name for name in TrainConfig.__dataclass_fields__ if name.startswith("adaptive_")]
+def study_options() -> list[str]:
+    """The options a study's ``training`` section sets."""
+    return [field.name for field, spec in declared(TrainConfig) if spec["study"]]
+
+
+def job_settings(training: dict, bits: int | str, schedule: str, label_propagation: bool) -> dict:
+    """The options a study hands one training job: its ``training`` settings (with the
+    dataset's own) for a variant's ``bits``, ``schedule`` and label propagation, keeping
+    only the options such a job reads, so that a change of an option no job of a variant
+    reads (an adaptive run's lambda, the label draw) reruns no job of it."""
+    values = {**training, "bits": bits, "schedule": schedule}
+    if not label_propagation:
+        values["label_rate"] = 0.0
+    return {field.name: values[field.name] for field, spec in declared(TrainConfig)
+            if field.name in values and is_read(spec, values)}
 
 
 def default(name: str):

@@ -116,9 +116,9 @@ def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without
         assert resources.get("mpi") == (launcher if procs > 1 else None)
         assert int(resources["tasks"]) == procs
         assert resources["cpus_per_task"] == "8" and resources["runtime"] == "60"
-        assert re.search(rf"^Shell command: rank_files=.*; status=0; SRUN_CPUS_PER_TASK=8 {re.escape(launcher)} "
-                         rf"-n {procs} +python -m supergcn.cli train .*--out \S*/P{procs}/.* --threads 8 ",
-                         result.stdout, re.M)
+        assert re.search(rf"^Shell command: python -m supergcn.cli train --settings \S*/P{procs}/\S*settings.json .*"
+                         rf"--out \S*/P{procs}/.* --threads 8 .*--launcher "
+                         rf"'SRUN_CPUS_PER_TASK=8 {re.escape(launcher)} -n {procs}' ", result.stdout, re.M)
 
 
 def test_overriding_default_resources_keeps_every_job_s_runtime(tmp_path):
@@ -215,7 +215,18 @@ def test_training_parameter_change_reruns_training_only(finished_study):
     original = (workdir / "config" / "config.yaml").read_text()
     edit_config(workdir, lambda c: c["training"].update(lr=0.02))
     try:
-        assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "all": 1}
+        assert dry_run(finished_study) == {"train_settings": 2, "train": 2, "tables": 1, "figures": 1, "all": 1}
+    finally:
+        (workdir / "config" / "config.yaml").write_text(original)
+
+
+def test_an_option_no_job_reads_reruns_nothing(finished_study):
+    """The tiny study has no adaptive variant: AdaQP's lambda reaches none of its jobs."""
+    workdir = finished_study[0]
+    original = (workdir / "config" / "config.yaml").read_text()
+    edit_config(workdir, lambda c: c["training"].update(adaptive_weight=0.9))
+    try:
+        assert dry_run(finished_study) == {}
     finally:
         (workdir / "config" / "config.yaml").write_text(original)
 
@@ -237,7 +248,7 @@ def test_partition_parameter_change_reruns_partition_and_downstream(finished_stu
 
 def test_kernel_source_change_reruns_training(finished_study):
     _, package, _ = finished_study
-    source = package / "distributed" / "aggregation.py"
+    source = package / "distributed" / "exchange.py"
     original = source.read_text()
     source.write_text(original + "\n# an edit\n")
     try:
@@ -385,12 +396,29 @@ def test_lint_is_clean():
     assert "Congratulations" in result.stdout + result.stderr
 
 
+def study_settings(tmp_path, *configfiles) -> dict[str, dict]:
+    """Every training job's settings file of a study (rule train_settings alone, run in a
+    copy of the workflow), by variant; the jobs of one variant must agree."""
+    workdir = copy_workflow(tmp_path / "wf")
+    result = snakemake("--cores", 1, "--until", "train_settings", "--configfiles",
+                       *(REPO / path if not Path(path).is_absolute() else path for path in configfiles), cwd=workdir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    by_variant = {}
+    for path in workdir.glob("results/**/*.settings.json"):
+        by_variant.setdefault(path.parent.name, []).append(json.loads(path.read_text()))
+    assert by_variant and all(settings == jobs[0] for jobs in by_variant.values() for settings in jobs)
+    return {variant: jobs[0] for variant, jobs in by_variant.items()}
+
+
 def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
-    overlay = write_overlay(tmp_path, variants=[{"strategy": "hybrid", "bits": 2, "label_propagation": True}])
-    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", overlay)
-    assert result.returncode == 0, result.stderr
-    commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
-    assert commands and all("--bits 2 --label-rate 0.62" in c and "hybrid-int2-lp" in c for c in commands)
+    overlay = write_overlay(tmp_path, variants=[{"strategy": "hybrid", "bits": 2, "label_propagation": True},
+                                                {"strategy": "hybrid", "bits": 32, "label_propagation": False}])
+    settings = study_settings(tmp_path, "config/config.yaml", overlay)
+    assert settings["hybrid-int2-lp"]["bits"] == 2 and settings["hybrid-int2-lp"]["label_rate"] == 0.62
+    assert settings["hybrid-int2-lp"]["label_draw"] == "exact"
+    assert settings["hybrid-fp32-nolp"]["label_rate"] == 0 and "label_draw" not in settings["hybrid-fp32-nolp"]
+    assert not any(name.startswith("adaptive_") for variant in settings.values() for name in variant)
+    assert settings["hybrid-fp32-nolp"]["epochs"] == 40 and settings["hybrid-fp32-nolp"]["model"] == "sage"
 
 
 def test_int2_accuracy_study_plans_every_run():
@@ -406,11 +434,16 @@ def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn()
     assert planned_jobs(result.stdout)["train"] == 6 * 2 * 3
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
     distgnn = [c for c in commands if "pre-fp32-nolp-cd-5/" in c]
-    assert distgnn and all("--schedule cd-5" in c and "/hybrid " not in c and "/pre " in c for c in distgnn)
-    adaptive = [c for c in commands if "hybrid-adaptive-lp/" in c]
-    assert adaptive and all("--bits adaptive" in c and "--adaptive-period 20" in c for c in adaptive)
+    assert distgnn and all("/hybrid " not in c and "/pre " in c for c in distgnn)
     tables = [line for line in result.stdout.splitlines() if "supergcn.cli tables" in line]
     assert tables and "--baseline pre-fp32-nolp-cd-5" in tables[0]
+
+
+def test_the_paper_comparison_hands_its_jobs_the_schedules_and_adaptive_bits(tmp_path):
+    settings = study_settings(tmp_path, "config/config.yaml", "config/studies/paper-comparison.yaml")
+    assert settings["pre-fp32-nolp-cd-5"]["schedule"] == "cd-5"
+    adaptive = settings["hybrid-adaptive-lp"]
+    assert adaptive["bits"] == "adaptive" and adaptive["adaptive_period"] == 20
 
 
 def test_a_variant_that_cannot_run_is_refused_before_any_job(tmp_path):
@@ -478,7 +511,7 @@ def test_the_table2_study_plans_every_graph_at_every_process_count():
                                                                  r"data/partitions/\S+/P(\d+)", result.stdout)}
     assert predicted == {(dataset, p) for dataset in perf["datasets"]
                          for p in perf.get("process_counts_by_dataset", {}).get(dataset, perf["process_counts"])}
-    trained = {(dataset, int(p)) for dataset, p in re.findall(r"train --graph data/graphs/(\S+) "
+    trained = {(dataset, int(p)) for dataset, p in re.findall(r"train --settings \S+ --graph data/graphs/(\S+) "
                                                               r"--partition data/partitions/\S+/P(\d+)", result.stdout)}
     assert trained == {(dataset, p) for dataset in study["datasets"] for p in study["process_counts"]}
     assert jobs["train"] == len(trained) * len(study["variants"])

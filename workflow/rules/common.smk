@@ -8,9 +8,9 @@ import math
 import os
 import shlex
 
-from supergcn.naming import ADAPTIVE, PRECISIONS, STRATEGIES, SYNCHRONOUS, VARIANT_PATTERN, Variant, precision_bits
+from supergcn.naming import PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
 from supergcn.sources import command_hash
-from supergcn.train.config import TrainConfig, adaptive_fields
+from supergcn.train.config import TrainConfig, job_settings
 from supergcn.workflow_config import ConfigError
 
 DATA = config["data_root"]
@@ -95,10 +95,7 @@ def variants():
     problems = [
         f"variant {variant.name}: {problem}"
         for variant in chosen
-        for problem in TrainConfig(
-            graph="", partition="", plan="", out="", model=TRAINING["model"], bits=variant.bits,
-            schedule=variant.schedule
-        ).conflicts()
+        for problem in TrainConfig(**settings_of_variant(TRAINING, variant)).conflicts()
     ]
     if problems:
         raise ConfigError("; ".join(problems) + " (in the config's variants list)")
@@ -200,16 +197,21 @@ def plan_of_variant(wildcards):
     return f"{DATA}/plans/{wildcards.dataset}/P{wildcards.P}/{variant_of(wildcards).strategy}"
 
 
-def train_flags(wildcards):
-    variant = variant_of(wildcards)
-    flags = [f"--bits {variant.bits}"] if variant.bits != 32 else []
-    if variant.schedule != SYNCHRONOUS:
-        flags.append(f"--schedule {variant.schedule}")
-    if variant.bits == ADAPTIVE:  # the options of adaptive runs only, so others keep their params
-        flags += [f"--{name.replace('_', '-')} {TRAINING[name]}" for name in adaptive_fields()]
-    if variant.label_propagation:
-        flags.append(f"--label-rate {TRAINING['label_rate']} --label-draw {TRAINING['label_draw']}")
-    return " ".join(flags)
+def settings_of_variant(training, variant):
+    """The options a job of `variant` reads of the `training` settings (supergcn.train.config.job_settings)."""
+    return job_settings(training, variant.bits, variant.schedule, variant.label_propagation)
+
+
+def write_settings(path, settings, log):
+    """Write a job's settings file (JSON), and say so in its log."""
+    with open(path, "w") as out, open(log, "w") as note:
+        json.dump(settings, out, indent=2, sort_keys=True)
+        print(f"wrote {path}", file=note)
+
+
+def train_settings(wildcards):
+    """The settings file's content of one training job: its dataset's training settings for its variant."""
+    return settings_of_variant(training_for(wildcards.dataset), variant_of(wildcards))
 
 
 def nodes_for(wildcards):

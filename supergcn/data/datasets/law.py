@@ -37,7 +37,7 @@ NODES, ARCS = 105_896_555, 3_738_733_648
 
 def fetch_uk_2007_05(folder: Path) -> None:
     """Download the LAW's files of the graph into ``folder`` (see the module docstring)."""
-    from supergcn.data.download import FetchFailed, RemoteFile, download, download_all, read_md5sums
+    from supergcn.data.download import FetchFailed, RemoteFile, download, download_all, read_md5sums, set_aside
 
     names = [f"{BASENAME}.properties", f"{BASENAME}.graph"]
     try:
@@ -58,11 +58,7 @@ def fetch_uk_2007_05(folder: Path) -> None:
     properties = read_properties(folder / names[0])
     counts = (int(properties.get("nodes", -1)), int(properties.get("arcs", -1)))
     if counts != (NODES, ARCS):
-        # Set aside, so that the next run neither prepares them nor takes them for the graph.
-        for name in names:
-            for path in (folder / name, folder / f"{name}.md5"):
-                if path.exists():
-                    path.rename(path.with_name(path.name + ".unexpected"))
+        set_aside(*(folder / name for name in names))
         raise SuperGCNError(f"the LAW's {names[0]} gives {counts[0]:,} nodes and {counts[1]:,} arcs, not the "
                             f"published {NODES:,} and {ARCS:,} (the files are kept with the suffix .unexpected)",
                             "the source changed: check the LAW's page for the graph before preparing it, and rename "

@@ -14,7 +14,7 @@ from supergcn.data.datasets import proteins
 from supergcn.data.graph import load_graph
 from supergcn.errors import SuperGCNError
 
-from conftest import run_cli
+from conftest import assert_prepare_refused, run_cli
 
 NODES, ENTRIES = 3_000, 12_000
 
@@ -62,10 +62,7 @@ def test_proteins_prepares_end_to_end(tmp_path, symmetric):
 ])
 def test_a_damaged_proteins_file_is_one_line(tmp_path, damage, message):
     damage(proteins_fixture(tmp_path / "raw" / "proteins"))
-    result = run_cli("prepare", "proteins", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g")
-    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert result.stderr.count("error:") == 1 and message in result.stderr, result.stderr
-    assert not (tmp_path / "g").exists()
+    assert_prepare_refused("proteins", tmp_path / "raw", tmp_path / "g", message)
 
 
 def test_proteins_are_fetched_whole_and_what_arrived_is_recorded(tmp_path, http_server, monkeypatch):

@@ -1,0 +1,204 @@
+"""Options written once: what values an option takes, and the option with everything about it.
+
+A training option is one field of :class:`~supergcn.train.config.TrainConfig`, declared with
+:func:`option`: its default, its help, the values it takes (choices or a :class:`Range`),
+its group on the command line, whether a study's config sets it and whether it changes the
+training trajectory. Everything else is derived from that declaration:
+
+* the command line of ``supergcn train`` (:func:`add_arguments`);
+* the ``training`` section of the study config's schema (:func:`schema_properties`), and
+  with it the defaults a study gets for keys it leaves out;
+* the keys of a checkpoint's trajectory fingerprint (:func:`trajectory_keys`);
+* the check of a value of the API (:func:`problems`).
+
+Standard library only: Snakemake reads the schema while it parses the Snakefile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Range:
+    """Numbers of ``kind`` (int or float) from ``low`` to ``high``, each end included unless
+    open; ``what`` names them in an error ("a percentage"). Called on a text, it is an
+    argparse type."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    what: str = ""
+
+    @property
+    def __name__(self) -> str:  # argparse names the type in its own errors
+        return self.kind.__name__
+
+    def contains(self, value) -> bool:
+        """Whether ``value`` lies in the range (NaN lies in none)."""
+        return ((self.low is None or (value > self.low if self.low_open else value >= self.low))
+                and (self.high is None or (value < self.high if self.high_open else value <= self.high)))
+
+    def describe(self) -> str:
+        """The range in words: "at least 1", "a number >= 0", "in [0, 1)"."""
+        if self.high is None and self.kind is int:
+            return f"at least {self.low}"
+        if self.high is None:
+            return f"a number {'>' if self.low_open else '>='} {self.low:g}"
+        span = f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        return f"{self.what + ' ' if self.what else ''}in {span}"
+
+    def __call__(self, text: str):
+        value = self.kind(text)
+        if not self.contains(value):
+            raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text}")
+        return value
+
+    def schema(self) -> dict:
+        """The range as JSON schema keywords."""
+        keywords: dict[str, Any] = {"type": "integer" if self.kind is int else "number"}
+        if self.low is not None:
+            keywords["exclusiveMinimum" if self.low_open else "minimum"] = self.low
+        if self.high is not None:
+            keywords["exclusiveMaximum" if self.high_open else "maximum"] = self.high
+        return keywords
+
+
+#: The command line's groups of training options, in the order ``--help`` lists them.
+GROUPS = {"io": "inputs and outputs", "model": "model and optimisation (defaults: the paper's Table 2)",
+          "execution": "execution", "exchange": "boundary exchange while training (evaluation is always float32)"}
+
+
+def option(default, help: str | None = None, *, values: Range | Callable | None = None, choices=None,
+           group: str = "model", study: bool = False, trajectory: bool = False, per_dataset: bool = False,
+           study_values: Range | None = None, study_default=None, read_when: Callable[[dict], bool] | None = None,
+           required: bool = False):
+    """A dataclass field declaring a training option (module docstring).
+
+    Args:
+        default: the default (for a study too, where its config leaves the key out).
+        help: the command line's help; None hides the option from ``--help``.
+        values: a :class:`Range`, or a callable that parses the command line's text.
+        choices: the values allowed.
+        group: the command line's group (a key of :data:`GROUPS`).
+        study: a study's ``training`` section sets it (part of the schema).
+        trajectory: a change of it changes what is trained (part of the fingerprint).
+        per_dataset: ``training_by_dataset`` may set it per dataset.
+        study_values: the study's range where it is narrower than the command line's.
+        study_default: the study's default where it differs from ``default``.
+        read_when: given every option's value, whether this one is read at all (only
+            then is it in the fingerprint, and in a study's job settings).
+        required: the command line requires it (no default).
+    """
+    metadata = {"help": help, "values": values, "choices": choices, "group": group, "study": study,
+                "trajectory": trajectory, "per_dataset": per_dataset, "study_values": study_values,
+                "study_default": default if study_default is None else study_default, "read_when": read_when,
+                "required": required}
+    return dataclasses.field(default=default, metadata={"option": metadata})
+
+
+def declared(cls) -> list[tuple[dataclasses.Field, dict]]:
+    """The options of the dataclass ``cls``, with their declarations, in field order."""
+    return [(field, field.metadata["option"]) for field in dataclasses.fields(cls) if "option" in field.metadata]
+
+
+def _type_name(field: dataclasses.Field) -> str:
+    """The first type of a field's annotation, by name: ``int`` of ``int | str``, ``Path``."""
+    kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
+    return kind.split(" | ")[0].rpartition(".")[2]
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls, file_type: Callable | None = None) -> None:
+    """One argument per option of ``cls``: ``--name-with-dashes``, a boolean as
+    ``--x/--no-x``, in its group. ``file_type`` checks the options that name files to write
+    (``Path`` fields of the ``io`` and ``execution`` groups)."""
+    groups = {key: parser.add_argument_group(title) for key, title in GROUPS.items()}
+    for field, spec in declared(cls):
+        flag = "--" + field.name.replace("_", "-")
+        kind = _type_name(field)
+        shown = spec["help"] if field.default is None else f"{spec['help']} (default: {field.default})"
+        arguments: dict[str, Any] = {"help": argparse.SUPPRESS if spec["help"] is None else shown}
+        if spec["required"]:
+            arguments["required"] = True
+        else:  # absent unless given, so that a settings file can fill it (:func:`values_given`)
+            arguments["default"] = argparse.SUPPRESS
+        if kind == "bool" and spec["values"] is None:
+            arguments["action"] = argparse.BooleanOptionalAction
+        else:
+            arguments["type"] = spec["values"] or {"int": int, "float": float, "str": str, "Path": Path}[kind]
+            if kind == "Path" and file_type is not None and field.name != "init_weights" and spec["group"] != "io":
+                arguments["type"] = file_type
+            if spec["choices"] is not None:
+                arguments["choices"] = spec["choices"]
+        groups[spec["group"]].add_argument(flag, **arguments)
+
+
+def values_given(namespace: argparse.Namespace, cls) -> dict:
+    """The options of ``cls`` the command line gave (see :func:`add_arguments`)."""
+    return {field.name: getattr(namespace, field.name) for field, _ in declared(cls) if hasattr(namespace, field.name)}
+
+
+def from_values(cls, values: dict, source: str):
+    """An instance of ``cls`` from option ``values`` read from ``source`` (a settings file):
+    unknown keys refused, names of files made paths."""
+    from supergcn.errors import SuperGCNError
+
+    fields = {field.name: field for field, _ in declared(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise SuperGCNError(f"{source} sets {', '.join(unknown)}, which {cls.__name__} does not have",
+                            "use the options of `supergcn train --help` (written with underscores)")
+    converted = {name: Path(value) if _type_name(fields[name]) == "Path" and value is not None else value
+                 for name, value in values.items()}
+    return cls(**converted)
+
+
+def _schema_of(field: dataclasses.Field, spec: dict) -> dict:
+    values = spec["study_values"] or spec["values"]
+    if spec["choices"] is not None:
+        keywords = {"enum": list(spec["choices"])}
+    elif isinstance(values, Range):
+        keywords = values.schema()
+    else:
+        json_types = {"bool": "boolean", "int": "integer", "float": "number", "str": "string"}
+        keywords = {"type": json_types[_type_name(field)]}
+    return {**keywords, "default": spec["study_default"], "description": spec["help"] or ""}
+
+
+def schema_properties(cls, per_dataset: bool = False) -> dict:
+    """JSON schema ``properties`` of the options a study sets (only those it may set per
+    dataset, with ``per_dataset``), each with its default."""
+    return {field.name: _schema_of(field, spec) for field, spec in declared(cls)
+            if spec["study"] and (spec["per_dataset"] or not per_dataset)}
+
+
+def is_read(spec: dict, values: dict) -> bool:
+    """Whether an option declared as ``spec`` is read when the options hold ``values``."""
+    return spec["read_when"] is None or spec["read_when"](values)
+
+
+def trajectory_keys(instance) -> list[str]:
+    """The options of ``instance`` whose change changes what is trained (those read only
+    under another option's value, only then)."""
+    values = dataclasses.asdict(instance)
+    return [field.name for field, spec in declared(type(instance)) if spec["trajectory"] and is_read(spec, values)]
+
+
+def problems(instance) -> list[str]:
+    """One message per option of ``instance`` whose value is not one it takes."""
+    found = []
+    for field, spec in declared(type(instance)):
+        value = getattr(instance, field.name)
+        flag = "--" + field.name.replace("_", "-")
+        if spec["choices"] is not None and value not in spec["choices"]:
+            found.append(f"{flag} must be one of {', '.join(map(str, spec['choices']))}, got {value!r}")
+        elif isinstance(spec["values"], Range) and value is not None and not spec["values"].contains(value):
+            found.append(f"{flag} must be {spec['values'].describe()}, got {value}")
+    return found
