@@ -77,6 +77,8 @@ class TrainConfig:
     lr: float = option(0.01, "Adam's learning rate", values=Range(float, 0, low_open=True), study=True,
                        trajectory=True, per_dataset=True)
     weight_decay: float = option(0.0, "Adam's weight decay", values=Range(float, 0), study=True, trajectory=True)
+    grad_clip: float = option(0.0, "clip the gradients' global L2 norm to this before each step (0 = off)",
+                              values=Range(float, 0), study=True, trajectory=True)
     epochs: int = option(200, "epochs to train", values=_AT_LEAST_1, study=True, per_dataset=True)
     seed: int = option(0, "seed of the initial weights, dropout, label draws and stochastic rounding",
                        trajectory=True)

@@ -66,7 +66,7 @@ def edge_index_of(graph: Graph) -> torch.Tensor:
 
 
 def train_baseline(graph: Graph, model: PyGModel, epochs: int, lr: float, weight_decay: float = 0.0,
-                   label_rate: float = 0.0) -> dict:
+                   label_rate: float = 0.0, grad_clip: float = 0.0) -> dict:
     """Full-batch training; returns per-epoch losses, seconds (the training step alone) and
     validation and test accuracy, best-val test accuracy, and the final log-probabilities.
 
@@ -96,6 +96,8 @@ def train_baseline(graph: Graph, model: PyGModel, epochs: int, lr: float, weight
             loss_nodes, logits = train, model(x, edge_index)
         loss = F.nll_loss(logits[loss_nodes], y[loss_nodes])
         loss.backward()
+        if grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
         optimizer.step()
         seconds.append(time.perf_counter() - started)
         losses.append(loss.item())

@@ -142,6 +142,8 @@ class Trainer:
             self.comm.Barrier()
         with self.timer.phase("optimizer"):
             global_loss = allreduce_gradients(self.parameters, loss, self.communicator)
+            if self.config.grad_clip > 0:  # every rank holds the same summed gradients: the same clip
+                torch.nn.utils.clip_grad_norm_(self.parameters, self.config.grad_clip)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=False)
         seconds = self.timer.breakdown(time.perf_counter() - started)

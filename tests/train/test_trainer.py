@@ -88,6 +88,30 @@ def test_reference_torch_kernels_match_pyg_too(workspace, reference, tmp_path):
     np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
 
 
+def test_clipped_gradients_match_pyg_clipping_its_own(workspace, tmp_path):
+    """--grad-clip clips the summed gradients, as single-process training clips its own:
+    at an odd P under every strategy, the same losses and log-probabilities as PyG's."""
+    root, graph = workspace
+    torch.manual_seed(11)
+    ours = GNN("sage", graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
+    init = tmp_path / "init.pt"
+    torch.save(ours.state_dict(), init)
+    runs = {}
+    for clip in (0.05, 0.0):
+        pyg = PyGModel("sage", graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
+        copy_weights(ours, pyg)
+        runs[clip] = train_baseline(graph, pyg, EPOCHS, LR, grad_clip=clip)
+    expected = runs[0.05]
+    assert not np.allclose(expected["losses"], runs[0.0]["losses"], rtol=1e-3), "the clip must change training"
+    for strategy in STRATEGIES:
+        out, logits = tmp_path / f"{strategy}.jsonl", tmp_path / f"{strategy}.npy"
+        result = run_mpi(3, *train_args(root, 3, strategy, out, "--dropout", 0, "--epochs", EPOCHS, "--lr", LR,
+                                        "--init-weights", init, "--save-logits", logits, "--grad-clip", 0.05))
+        assert result.returncode == 0, result.stderr
+        np.testing.assert_allclose([e["loss"] for e in read_metrics(out)[1]], expected["losses"], rtol=1e-4)
+        np.testing.assert_allclose(np.load(logits), expected["logits"], rtol=1e-4, atol=1e-5)
+
+
 def test_aggregating_first_matches_pyg_and_exchanges_input_width_rows(workspace, reference, tmp_path):
     """Upstream's order: the last layer aggregates its HIDDEN inputs, not its 5 outputs."""
     root, _ = workspace
