@@ -4,7 +4,8 @@
         [--hidden 128] [--epochs 3] [--pyg-memory-gib 16]
 
 (prepare, partition and plan with ``supergcn prepare synthetic-products`` etc., or
-``benchmarks/foundation.py --keep``). Prints one JSON document:
+``benchmarks/foundation.py --dataset synthetic-products --parts 4 --workdir DIR``, which keeps
+them in DIR). Prints one JSON document:
 
 * ``supergcn`` — ``supergcn train`` at the plan's P, one thread per rank: every epoch's
   time and breakdown (slowest rank), every rank's peak resident memory, and the machine's

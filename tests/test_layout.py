@@ -1,0 +1,70 @@
+"""The package's layout: modules that import each other without cycles (function-level
+imports included: one that dodges a cycle at import time still ties the two modules
+together), rooms a reader can hold in mind, and no pointer a reader cannot follow."""
+
+import ast
+import re
+import subprocess
+
+import networkx as nx
+
+from supergcn import sources
+
+from conftest import REPO
+
+#: The most lines of a module and of a function of the package.
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 450, 80
+
+
+def import_graph() -> nx.DiGraph:
+    """Module -> the package modules it imports (:func:`supergcn.sources.imported_modules`,
+    the parser of the rerun hashes), a module's own packages left out."""
+    paths = {".".join((sources.PACKAGE, *path.relative_to(sources.PACKAGE_DIR).with_suffix("").parts))
+             .removesuffix(".__init__"): path for path in sources.PACKAGE_DIR.rglob("*.py")}
+    graph = nx.DiGraph()
+    for name, path in paths.items():
+        graph.add_node(name)
+        for imported in sources.imported_modules(path, name) & set(paths):
+            if imported != name and not name.startswith(imported + "."):
+                graph.add_edge(name, imported)
+    return graph
+
+
+def test_no_import_cycles():
+    cycles = [sorted(component) for component in nx.strongly_connected_components(import_graph())
+              if len(component) > 1]
+    assert not cycles, f"modules that import each other: {cycles}"
+
+
+def test_the_graph_sees_imports_inside_functions():
+    # supergcn.cli.train imports the trainer only when it runs
+    assert import_graph().has_edge("supergcn.cli.train", "supergcn.train.trainer")
+
+
+def test_modules_and_functions_stay_small():
+    too_long = []
+    for path in sources.PACKAGE_DIR.rglob("*.py"):
+        text = path.read_text()
+        if text.count("\n") > MAX_MODULE_LINES:
+            too_long.append(f"{path.name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{path.name}:{node.name}: {length} lines")
+    assert not too_long, too_long
+
+
+def test_no_file_points_to_an_issue_number():
+    """Issue numbers of this project's tracker mean nothing to a reader of the code; a
+    reference to another project's issue names the project (``snap-stanford/ogb issue 127``)."""
+    tracked = subprocess.run(["git", "ls-files", "supergcn", "tests", "benchmarks", "workflow", "config", "docs",
+                              "Snakefile", "README.md"], cwd=REPO, capture_output=True, text=True, check=True)
+    pointing = []
+    for name in tracked.stdout.split():
+        if name.endswith((".py", ".smk", ".md", ".yaml", ".rst")) or name == "Snakefile":
+            for number, line in enumerate((REPO / name).read_text().splitlines(), 1):
+                mentions = re.findall(r"(\S*\s)?\bissues?[ -]\d+", line, re.I)
+                if any("/" not in before for before in mentions):
+                    pointing.append(f"{name}:{number}")
+    assert not pointing, pointing
