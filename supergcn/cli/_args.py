@@ -38,24 +38,6 @@ def _output(text: str, directory: bool) -> Path:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def bits(text: str) -> int | str:
-    """Bits of exchanged values: a number, or ``adaptive``."""
-    from supergcn.naming import ADAPTIVE
-
-    return text if text == ADAPTIVE else int(text)
-
-
-def schedule(text: str) -> str:
-    """An exchange schedule: sync, 0c or cd-<r> (:func:`supergcn.naming.schedule_delay`)."""
-    from supergcn.naming import schedule_delay
-
-    try:
-        schedule_delay(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def print_json(result: dict, path: Path | None) -> None:
     """Print ``result`` as indented JSON, and also write it to ``path`` when given."""
     import json

@@ -208,14 +208,21 @@ def download_all(files: Sequence[RemoteFile], root: str | Path, extra_bytes: int
 UNEXPECTED_SUFFIX = ".unexpected"
 
 
-def set_aside(*paths: Path) -> None:
-    """Rename each existing file of ``paths`` (and its ``.md5`` beside it) with
-    :data:`UNEXPECTED_SUFFIX`, so that the next run neither prepares them nor takes them for
-    the graph it fetches again."""
+def refuse_unexpected(paths: Sequence[Path], what: str, check: str) -> None:
+    """Refuse files that arrived as another graph than the published one (``what`` says how):
+    rename each of ``paths`` (and its ``.md5`` beside it) with :data:`UNEXPECTED_SUFFIX`, so
+    that the next run neither prepares them nor takes them for the graph, and raise.
+
+    Raises:
+        SuperGCNError: always, naming the files kept and where to ``check`` the source.
+    """
     for path in paths:
         for arrived in (path, path.with_name(path.name + ".md5")):
             if arrived.exists():
                 arrived.rename(arrived.with_name(arrived.name + UNEXPECTED_SUFFIX))
+    raise SuperGCNError(f"{what} (the files are kept with the suffix {UNEXPECTED_SUFFIX})",
+                        f"the source changed: {check} before preparing it, and rename the files to use them all the "
+                        "same")
 
 
 def read_md5sums(path: Path) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """The Snakemake pipeline: schema validation, profiles and rerun behaviour (dry runs)."""
 
+import contextlib
 import json
 import math
 import os
@@ -160,11 +161,18 @@ def dry_run(study, *extra):
     return planned_jobs(result.stdout)
 
 
-def edit_config(workdir, change):
+@contextlib.contextmanager
+def edited_config(workdir, change):
+    """The study's config changed by ``change(config)`` while the block runs, then restored."""
     path = workdir / "config" / "config.yaml"
-    config = yaml.safe_load(path.read_text())
+    original = path.read_text()
+    config = yaml.safe_load(original)
     change(config)
     path.write_text(yaml.safe_dump(config))
+    try:
+        yield
+    finally:
+        path.write_text(original)
 
 
 def test_outputs_of_the_study_exist_and_are_readable(finished_study):
@@ -211,39 +219,24 @@ def test_nothing_changed_means_nothing_to_do(finished_study):
 
 
 def test_training_parameter_change_reruns_training_only(finished_study):
-    workdir = finished_study[0]
-    original = (workdir / "config" / "config.yaml").read_text()
-    edit_config(workdir, lambda c: c["training"].update(lr=0.02))
-    try:
+    with edited_config(finished_study[0], lambda c: c["training"].update(lr=0.02)):
         assert dry_run(finished_study) == {"train_settings": 2, "train": 2, "tables": 1, "figures": 1, "all": 1}
-    finally:
-        (workdir / "config" / "config.yaml").write_text(original)
 
 
 def test_an_option_no_job_reads_reruns_nothing(finished_study):
     """The tiny study has no adaptive variant: AdaQP's lambda reaches none of its jobs."""
-    workdir = finished_study[0]
-    original = (workdir / "config" / "config.yaml").read_text()
-    edit_config(workdir, lambda c: c["training"].update(adaptive_weight=0.9))
-    try:
+    with edited_config(finished_study[0], lambda c: c["training"].update(adaptive_weight=0.9)):
         assert dry_run(finished_study) == {}
-    finally:
-        (workdir / "config" / "config.yaml").write_text(original)
 
 
 def test_partition_parameter_change_reruns_partition_and_downstream(finished_study):
-    workdir = finished_study[0]
-    original = (workdir / "config" / "config.yaml").read_text()
-    edit_config(workdir, lambda c: c["partition"].update(seed=3))
-    try:
+    with edited_config(finished_study[0], lambda c: c["partition"].update(seed=3)):
         # P = 1, 2 (training) and 4 (perf study) are partitioned again: hybrid plans at
         # every P, and pre and post at P = 2 for the model-vs-measurement check, whose
         # exchanges bench comm times beside the sweeps this machine's profile is fitted to.
         assert dry_run(finished_study) == {"partition": 3, "plan": 5, "train": 2, "tables": 1, "figures": 1,
                                            "bench_comm": 1, "local_machine": 1, "predict": 2, "perf_tables": 1,
                                            "perf_figures": 1, "all": 1}
-    finally:
-        (workdir / "config" / "config.yaml").write_text(original)
 
 
 def test_kernel_source_change_reruns_training(finished_study):
@@ -262,14 +255,9 @@ def test_kernel_source_change_reruns_training(finished_study):
 
 
 def test_machine_profile_change_reruns_only_its_predictions(finished_study):
-    workdir = finished_study[0]
-    original = (workdir / "config" / "config.yaml").read_text()
-    edit_config(workdir, lambda c: c["machines"]["fugaku"].update(latency_us=2.0))
-    try:
+    with edited_config(finished_study[0], lambda c: c["machines"]["fugaku"].update(latency_us=2.0)):
         assert dry_run(finished_study) == {"machine_profile": 1, "predict": 2, "perf_tables": 1,
                                            "perf_figures": 1, "all": 1}
-    finally:
-        (workdir / "config" / "config.yaml").write_text(original)
 
 
 def test_unknown_machine_name_is_reported(tmp_path):

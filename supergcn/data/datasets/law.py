@@ -37,7 +37,7 @@ NODES, ARCS = 105_896_555, 3_738_733_648
 
 def fetch_uk_2007_05(folder: Path) -> None:
     """Download the LAW's files of the graph into ``folder`` (see the module docstring)."""
-    from supergcn.data.download import FetchFailed, RemoteFile, download, download_all, read_md5sums, set_aside
+    from supergcn.data.download import FetchFailed, RemoteFile, download, download_all, read_md5sums, refuse_unexpected
 
     names = [f"{BASENAME}.properties", f"{BASENAME}.graph"]
     try:
@@ -58,11 +58,9 @@ def fetch_uk_2007_05(folder: Path) -> None:
     properties = read_properties(folder / names[0])
     counts = (int(properties.get("nodes", -1)), int(properties.get("arcs", -1)))
     if counts != (NODES, ARCS):
-        set_aside(*(folder / name for name in names))
-        raise SuperGCNError(f"the LAW's {names[0]} gives {counts[0]:,} nodes and {counts[1]:,} arcs, not the "
-                            f"published {NODES:,} and {ARCS:,} (the files are kept with the suffix .unexpected)",
-                            "the source changed: check the LAW's page for the graph before preparing it, and rename "
-                            "the files to use them all the same")
+        refuse_unexpected([folder / name for name in names], f"the LAW's {names[0]} gives {counts[0]:,} nodes "
+                          f"and {counts[1]:,} arcs, not the published {NODES:,} and {ARCS:,}",
+                          "check the LAW's page for the graph")
 
 
 def load_uk_2007_05(root: str | Path, seed: int) -> Graph:

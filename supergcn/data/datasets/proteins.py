@@ -99,17 +99,14 @@ def distgnn_split(num_nodes: int) -> list[np.ndarray]:
 
 def fetch_proteins(root: Path) -> None:
     """Download the matrix into ``root`` (see the module docstring)."""
-    from supergcn.data.download import download, set_aside
+    from supergcn.data.download import download, refuse_unexpected
 
     path = download(SOURCE_URL, root / FILE, extra_bytes=PUBLISHED_NODES * FEATURES * 4)
     with open(path) as handle:
         rows = read_coordinate_header(handle)[0]
     if rows != PUBLISHED_NODES:
-        set_aside(path)
-        raise SuperGCNError(f"{SOURCE_URL} arrived as a matrix of {rows:,} rows, not the published "
-                            f"{PUBLISHED_NODES:,} proteins (kept as {path.name}.unexpected)",
-                            "the source changed: check it before preparing it, and rename the file to use it all "
-                            "the same")
+        refuse_unexpected([path], f"{SOURCE_URL} arrived as a matrix of {rows:,} rows, not the published "
+                          f"{PUBLISHED_NODES:,} proteins", "check it")
 
 
 def load_proteins(root: str | Path, seed: int) -> Graph:
