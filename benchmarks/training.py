@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/training.py accuracy [--dataset cora] [--seeds 5] [--parts 1 2 4]
     .venv/bin/python benchmarks/training.py epoch-time [--dataset synthetic-arxiv] [--epochs 10]
+    .venv/bin/python benchmarks/training.py scaling [--parts 1 2 4 8 16] [--bits 32 2] [--epochs 5]
     .venv/bin/python benchmarks/training.py label-propagation [--datasets synthetic-arxiv facebook] [--repeats 3]
     .venv/bin/python benchmarks/training.py mask-label-reference --graph data/graphs/citeseer [--seeds 0 1 2]
 
@@ -18,6 +19,11 @@ at P = 1 with T threads under each allocator, with its breakdown and the CPU tim
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
 prints its targets as ratios against PyG with the same allocator.
+
+``scaling`` prints the strong scaling of ``supergcn train`` on one node: the epoch time
+(the first excluded, slowest rank) at each P with one thread per rank, for each exchange
+precision, with the speed-up and efficiency over the smallest P, the phases and the peak
+memory per rank (numba's cache is filled by a one-epoch run first).
 
 ``label-propagation`` prints, per graph, the epoch time with masked label propagation
 over the same variant's without (``supergcn train`` at each P, one thread per rank, FP32
@@ -365,6 +371,38 @@ def mask_label_reference(args) -> None:
               + "  ".join(f"{target}: {to['summary']}" for target, to in model.items() if target.startswith("val ")))
 
 
+def scaling(args) -> None:
+    """Strong scaling on one node: ``supergcn train`` at each P with one thread per rank."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        prepare(root, args.dataset, args.parts, args.strategy)
+        # Numba's cache filled once, by one process: no rank compiles inside a measured run.
+        for bits in args.bits:
+            run_supergcn(root, args.parts[0], 1, root / "warm.jsonl", "--epochs", 1, "--hidden", 16, "--bits", bits)
+        rows = []
+        for bits in args.bits:
+            for parts in args.parts:
+                epochs, usage = measured_run(root, parts, 1, root / "m.jsonl", "--epochs", args.epochs, "--hidden",
+                                             args.hidden, "--bits", bits)
+                header = json.loads((root / "m.jsonl").read_text().splitlines()[0])
+                rows.append({"bits": bits, "P": parts, "phases": mean_phases(epochs),
+                             "peak_rss_gib": usage["peak_rss_gib"], "kernels": header["kernels"]})
+    for row in rows:
+        single = next(r for r in rows if r["bits"] == row["bits"] and r["P"] == args.parts[0])
+        row["speedup"] = single["phases"]["total"] / row["phases"]["total"] * args.parts[0]
+        row["efficiency"] = row["speedup"] / row["P"]
+    print(json.dumps({"dataset": args.dataset, "strategy": args.strategy, "hidden": args.hidden,
+                      "epochs": args.epochs, "rows": rows}, indent=2))
+    print(f"\n{args.dataset}, {args.strategy}, hidden {args.hidden}, one thread per rank, epochs 2-{args.epochs}:")
+    print("| bits | P | epoch s | speed-up | efficiency | aggregation s | communication s | dense s | peak GiB/rank |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        phases = row["phases"]
+        print(f"| {row['bits']} | {row['P']} | {phases['total']:.3f} | {row['speedup']:.2f} | {row['efficiency']:.2f} "
+              f"| {phases['aggregation']:.3f} | {phases['communication']:.3f} | {phases['dense']:.3f} "
+              f"| {row['peak_rss_gib']:.2f} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -387,6 +425,14 @@ def main():
                         help="SUPERGCN_ALLOCATOR values to compare at P = 1, PyG beside each (a library's path "
                              "compares one that is not installed)")
     timing.set_defaults(func=epoch_time)
+    strong = commands.add_parser("scaling", help="strong scaling on one node, one thread per rank")
+    strong.add_argument("--dataset", default="synthetic-arxiv")
+    strong.add_argument("--parts", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    strong.add_argument("--epochs", type=int, default=5)
+    strong.add_argument("--strategy", default="hybrid")
+    strong.add_argument("--hidden", type=int, default=256)
+    strong.add_argument("--bits", nargs="+", default=["32", "2"], help="exchange precisions (32, 8, 4, 2)")
+    strong.set_defaults(func=scaling)
     labels = commands.add_parser("label-propagation")
     labels.add_argument("--datasets", nargs="+", default=["synthetic-arxiv", "facebook"])
     labels.add_argument("--parts", type=int, nargs="+", default=[1, 3])
