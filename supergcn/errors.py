@@ -35,6 +35,10 @@ class SuperGCNError(Exception):
     """A problem with the user's input or environment, with the fix in its message.
 
     ``SuperGCNError(what, fix)`` reads ``<what> — <fix>``; a single argument is used as is.
+
+    Args:
+        what: what went wrong (or the whole message, when ``fix`` is None).
+        fix: how to fix it; None for none.
     """
 
     def __init__(self, what: str, fix: str | None = None) -> None:
@@ -42,14 +46,26 @@ class SuperGCNError(Exception):
 
 
 def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (libraries' messages can run to pages)."""
+    """The first line of an exception's message (libraries' messages can run to pages).
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        Its message's first non-blank line, or the exception's type name when the message
+        is empty.
+    """
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
 def launched_rank() -> int:
     """This process's rank as its MPI launcher announced it (0 when not launched by one);
-    readable before MPI is initialised."""
+    readable before MPI is initialised.
+
+    Returns:
+        The first of :data:`RANK_VARIABLES` set to a number, else 0.
+    """
     for name in RANK_VARIABLES:
         value = os.environ.get(name, "")
         if value.isdigit():
@@ -63,6 +79,15 @@ def wrong_world_size(what: str, ranks: int, started: int) -> SuperGCNError:
 
     Under srun, one process per task alone in its world means srun offered no MPI plugin
     (Slurm's default ``MpiDefault=none``): each task became a singleton MPI job.
+
+    Args:
+        what: what was started (a plan, a training run), for the message.
+        ranks: the ranks it was made for.
+        started: the ranks the launcher started.
+
+    Returns:
+        The error to raise (not raised here), its fix the launch command for this
+        machine (``mpiexec`` outside Slurm, ``srun --mpi=pmi2`` under it).
     """
     tasks = os.environ.get("SLURM_STEP_NUM_TASKS", os.environ.get("SLURM_NTASKS", ""))
     if "SLURM_JOB_ID" not in os.environ:
@@ -76,13 +101,27 @@ def wrong_world_size(what: str, ranks: int, started: int) -> SuperGCNError:
 
 
 def debugging(requested: bool = False) -> bool:
-    """Whether user errors show their traceback: ``--debug`` or ``SUPERGCN_DEBUG=1``."""
+    """Whether user errors show their traceback: ``--debug`` or ``SUPERGCN_DEBUG=1``.
+
+    Args:
+        requested: whether ``--debug`` was given.
+
+    Returns:
+        True when requested or when ``SUPERGCN_DEBUG`` is set and not 0.
+    """
     return requested or os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
 
 def report(command: str, message: str, exc: BaseException | None = None, debug: bool = False) -> None:
     """Print ``supergcn <command>: error: <message>`` on stderr (after ``exc``'s
-    traceback when debugging)."""
+    traceback when debugging).
+
+    Args:
+        command: the command's words (``train``, ``bench comm``).
+        message: the error's message.
+        exc: the exception behind it, whose traceback is printed when debugging.
+        debug: whether ``--debug`` was given (:func:`debugging`).
+    """
     if exc is not None and debugging(debug):
         traceback.print_exception(exc, file=sys.stderr)
     print(f"supergcn {command}: error: {message}", file=sys.stderr, flush=True)

@@ -28,7 +28,16 @@ from typing import Any
 class Range:
     """Numbers of ``kind`` (int or float) from ``low`` to ``high``, each end included unless
     open; ``what`` names them in an error ("a percentage"). Called on a text, it is an
-    argparse type."""
+    argparse type.
+
+    Args:
+        kind: ``int`` or ``float``; a text is converted with it.
+        low: the lower end (None: unbounded).
+        high: the upper end (None: unbounded).
+        low_open: whether ``low`` itself is left out.
+        high_open: whether ``high`` itself is left out.
+        what: what the numbers are, for :meth:`describe`.
+    """
 
     kind: type
     low: float | None = None
@@ -42,12 +51,23 @@ class Range:
         return self.kind.__name__
 
     def contains(self, value) -> bool:
-        """Whether ``value`` lies in the range (NaN lies in none)."""
+        """Whether ``value`` lies in the range (NaN lies in none).
+
+        Args:
+            value: a number.
+
+        Returns:
+            True when ``value`` lies between the ends, as open or closed as declared.
+        """
         return ((self.low is None or (value > self.low if self.low_open else value >= self.low))
                 and (self.high is None or (value < self.high if self.high_open else value <= self.high)))
 
     def describe(self) -> str:
-        """The range in words: "at least 1", "a number >= 0", "in [0, 1)"."""
+        """The range in words: "at least 1", "a number >= 0", "in [0, 1)".
+
+        Returns:
+            The words, for help texts and error messages.
+        """
         if self.high is None and self.kind is int:
             return f"at least {self.low}"
         if self.high is None:
@@ -56,13 +76,30 @@ class Range:
         return f"{self.what + ' ' if self.what else ''}in {span}"
 
     def __call__(self, text: str):
+        """Parse a command-line text as an argparse ``type``.
+
+        Args:
+            text: the argument's text.
+
+        Returns:
+            The text as ``kind``.
+
+        Raises:
+            argparse.ArgumentTypeError: the value lies outside the range.
+            ValueError: the text is not a number of ``kind``.
+        """
         value = self.kind(text)
         if not self.contains(value):
             raise argparse.ArgumentTypeError(f"must be {self.describe()}, got {text}")
         return value
 
     def schema(self) -> dict:
-        """The range as JSON schema keywords."""
+        """The range as JSON schema keywords.
+
+        Returns:
+            ``type`` (``integer`` or ``number``) and the bounds as ``minimum`` /
+            ``exclusiveMinimum`` and ``maximum`` / ``exclusiveMaximum``.
+        """
         keywords: dict[str, Any] = {"type": "integer" if self.kind is int else "number"}
         if self.low is not None:
             keywords["exclusiveMinimum" if self.low_open else "minimum"] = self.low
@@ -96,6 +133,10 @@ def option(default, help: str | None = None, *, values: Range | Callable | None 
         read_when: given every option's value, whether this one is read at all (only
             then is it in the fingerprint, and in a study's job settings).
         required: the command line requires it (no default).
+
+    Returns:
+        A :func:`dataclasses.field` with ``default``, its declaration under the
+        ``option`` key of its metadata.
     """
     metadata = {"help": help, "values": values, "choices": choices, "group": group, "study": study,
                 "trajectory": trajectory, "per_dataset": per_dataset, "study_values": study_values,
@@ -105,7 +146,15 @@ def option(default, help: str | None = None, *, values: Range | Callable | None 
 
 
 def declared(cls) -> list[tuple[dataclasses.Field, dict]]:
-    """The options of the dataclass ``cls``, with their declarations, in field order."""
+    """The options of the dataclass ``cls``, with their declarations, in field order.
+
+    Args:
+        cls: a dataclass (or an instance of one).
+
+    Returns:
+        (field, declaration) for each field declared with :func:`option`; other fields are
+        left out.
+    """
     return [(field, field.metadata["option"]) for field in dataclasses.fields(cls) if "option" in field.metadata]
 
 
@@ -118,7 +167,14 @@ def _type_name(field: dataclasses.Field) -> str:
 def add_arguments(parser: argparse.ArgumentParser, cls, file_type: Callable | None = None) -> None:
     """One argument per option of ``cls``: ``--name-with-dashes``, a boolean as
     ``--x/--no-x``, in its group. ``file_type`` checks the options that name files to write
-    (``Path`` fields of the ``io`` and ``execution`` groups)."""
+    (``Path`` fields of the ``io`` and ``execution`` groups).
+
+    Args:
+        parser: the parser to add the arguments to (one argument group per key of
+            :data:`GROUPS`).
+        cls: the dataclass whose options become arguments.
+        file_type: an argparse type for the files the run writes; None keeps ``Path``.
+    """
     groups = {key: parser.add_argument_group(title) for key, title in GROUPS.items()}
     for field, spec in declared(cls):
         flag = "--" + field.name.replace("_", "-")
@@ -141,13 +197,33 @@ def add_arguments(parser: argparse.ArgumentParser, cls, file_type: Callable | No
 
 
 def values_given(namespace: argparse.Namespace, cls) -> dict:
-    """The options of ``cls`` the command line gave (see :func:`add_arguments`)."""
+    """The options of ``cls`` the command line gave (see :func:`add_arguments`).
+
+    Args:
+        namespace: the parsed arguments.
+        cls: the dataclass whose options were added to the parser.
+
+    Returns:
+        Option name -> value, for the options given on the command line.
+    """
     return {field.name: getattr(namespace, field.name) for field, _ in declared(cls) if hasattr(namespace, field.name)}
 
 
 def from_values(cls, values: dict, source: str):
     """An instance of ``cls`` from option ``values`` read from ``source`` (a settings file):
-    unknown keys refused, names of files made paths."""
+    unknown keys refused, names of files made paths.
+
+    Args:
+        cls: the dataclass to build.
+        values: option name -> value.
+        source: where the values come from, for the error message.
+
+    Returns:
+        ``cls(**values)``, ``Path`` fields holding paths.
+
+    Raises:
+        SuperGCNError: ``values`` holds a key that is no option of ``cls``.
+    """
     from supergcn.errors import SuperGCNError
 
     fields = {field.name: field for field, _ in declared(cls)}
@@ -174,25 +250,58 @@ def _schema_of(field: dataclasses.Field, spec: dict) -> dict:
 
 def schema_properties(cls, per_dataset: bool = False) -> dict:
     """JSON schema ``properties`` of the options a study sets (only those it may set per
-    dataset, with ``per_dataset``), each with its default."""
+    dataset, with ``per_dataset``), each with its default.
+
+    Args:
+        cls: the dataclass whose options are described.
+        per_dataset: whether to keep only the options that ``training_by_dataset`` may set.
+
+    Returns:
+        Option name -> JSON schema (``enum``, a range or a type; ``default``; the help as
+        ``description``).
+    """
     return {field.name: _schema_of(field, spec) for field, spec in declared(cls)
             if spec["study"] and (spec["per_dataset"] or not per_dataset)}
 
 
 def is_read(spec: dict, values: dict) -> bool:
-    """Whether an option declared as ``spec`` is read when the options hold ``values``."""
+    """Whether an option declared as ``spec`` is read when the options hold ``values``.
+
+    Args:
+        spec: the option's declaration (:func:`declared`).
+        values: every option's value, by name.
+
+    Returns:
+        True unless its ``read_when`` says otherwise for ``values``.
+    """
     return spec["read_when"] is None or spec["read_when"](values)
 
 
 def trajectory_keys(instance) -> list[str]:
     """The options of ``instance`` whose change changes what is trained (those read only
-    under another option's value, only then)."""
+    under another option's value, only then).
+
+    Args:
+        instance: an instance of a dataclass of options (a
+            :class:`~supergcn.train.config.TrainConfig`).
+
+    Returns:
+        Their names, in field order.
+    """
     values = dataclasses.asdict(instance)
     return [field.name for field, spec in declared(type(instance)) if spec["trajectory"] and is_read(spec, values)]
 
 
 def problems(instance) -> list[str]:
-    """One message per option of ``instance`` whose value is not one it takes."""
+    """One message per option of ``instance`` whose value is not one it takes.
+
+    Args:
+        instance: an instance of a dataclass of options.
+
+    Returns:
+        The messages (empty when every value is allowed), each naming the option's flag,
+        what it takes and the value given.
+    """
     found = []
     for field, spec in declared(type(instance)):
         value = getattr(instance, field.name)

@@ -46,7 +46,9 @@ _MASKS = ("train_mask", "val_mask", "test_mask")
 
 @dataclass
 class Graph:
-    """A prepared graph held in memory (arrays may be memory-mapped, read-only)."""
+    """A prepared graph held in memory (arrays may be memory-mapped, read-only): its ``name``,
+    the arrays of the module docstring (``indptr``, ``indices``, ``features``, ``labels``,
+    ``train_mask``, ``val_mask``, ``test_mask``) and the ``provenance`` its manifest keeps."""
 
     name: str
     indptr: np.ndarray
@@ -60,6 +62,7 @@ class Graph:
 
     @property
     def num_nodes(self) -> int:
+        """Nodes, n."""
         return len(self.indptr) - 1
 
     @property
@@ -69,10 +72,12 @@ class Graph:
 
     @property
     def num_classes(self) -> int:
+        """Classes: one more than the largest label (0 without nodes)."""
         return int(self.labels.max()) + 1 if len(self.labels) else 0
 
     @property
     def in_degree(self) -> np.ndarray:
+        """Entries of each row (n): each node's neighbours, a self loop once."""
         return np.diff(self.indptr)
 
     @property
@@ -95,10 +100,15 @@ class Graph:
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.num_nodes, self.num_nodes))
 
     def content_hash(self) -> str:
+        """The hash of the seven arrays (:func:`~supergcn.data.storage.hash_arrays`) that names the graph downstream."""
         return hash_arrays({name: getattr(self, name) for name in _ARRAYS})
 
     def validate(self) -> None:
-        """Check the invariants every consumer relies on; raise with the broken one."""
+        """Check the invariants every consumer relies on; raise with the broken one.
+
+        Raises:
+            SuperGCNError: naming every broken invariant.
+        """
         n = self.num_nodes
         problems = []
         if self.indptr[0] != 0 or np.any(np.diff(self.indptr) < 0):
@@ -126,8 +136,8 @@ class Graph:
 
 
 def row_blocks(indptr: np.ndarray, block_entries: int = ROW_BLOCK_ENTRIES):
-    """Yield ``(start, stop)`` row ranges covering every row, each holding about
-    ``block_entries`` entries (a single longer row makes a block of its own)."""
+    """Yield ``(start, stop)`` row ranges covering every row of the CSR pointers ``indptr``,
+    each holding about ``block_entries`` entries (a single longer row makes a block of its own)."""
     num_rows = len(indptr) - 1
     start = 0
     while start < num_rows:
@@ -138,8 +148,8 @@ def row_blocks(indptr: np.ndarray, block_entries: int = ROW_BLOCK_ENTRIES):
 
 
 def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
-    """Yield ``(start, stop, rows, indices)`` for the :func:`row_blocks` of ``graph``: the row
-    id and neighbour id (int64) of every entry of rows ``start .. stop - 1``.
+    """Yield ``(start, stop, rows, indices)`` for the :func:`row_blocks` of ``graph`` (of
+    ``block_entries``): the row id and neighbour id (int64) of every entry of rows ``start .. stop - 1``.
 
     After each block the graph's memory-mapped pages are released (:func:`release_pages`),
     so a pass over a mapped graph keeps one block resident, not the whole adjacency.
@@ -154,8 +164,8 @@ def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
 
 
 def check_neighbours_in_range(graph: "Graph", neighbours: np.ndarray, where: str) -> None:
-    """Refuse ``neighbours`` (ids just read from ``graph.indices`` at ``where``) if one lies
-    outside the graph's nodes: code that indexes with them would crash or wrap around."""
+    """Refuse ``neighbours`` (ids just read from the indices of ``graph`` at ``where``) if one
+    lies outside the graph's nodes: code that indexes with them would crash or wrap around."""
     if len(neighbours) and (neighbours.min() < 0 or neighbours.max() >= graph.num_nodes):
         raise SuperGCNError(f"graph {graph.name!r} lists neighbour ids outside 0..{graph.num_nodes - 1} "
                             f"(in {where} of indices.npy)",
@@ -163,7 +173,7 @@ def check_neighbours_in_range(graph: "Graph", neighbours: np.ndarray, where: str
 
 
 def check_neighbour_ids(graph: "Graph") -> None:
-    """Refuse a graph that lists a neighbour outside its nodes: one pass of
+    """Refuse ``graph`` if it lists a neighbour outside its nodes: one pass of
     :func:`adjacency_blocks`, before the adjacency goes to METIS, which would index with
     it unchecked."""
     for _ in adjacency_blocks(graph):
@@ -171,15 +181,20 @@ def check_neighbour_ids(graph: "Graph") -> None:
 
 
 def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Undirected, de-duplicated CSR of an edge list that may hold duplicates, one-way
-    edges and self loops. Returns ``(indptr int64, indices)`` with sorted rows, indices
-    int32 below 2**31 nodes.
+    """Undirected, de-duplicated CSR of the edge list ``src`` -> ``dst`` over ``num_nodes``
+    nodes, which may hold duplicates, one-way edges and self loops.
 
     Each edge becomes one key min(u, v) * n + max(u, v), sorted in place and de-duplicated;
     the rows are then filled from the keys (:func:`_fill_symmetric_rows`). Beyond the
     caller's arrays this holds the keys (8 B per edge, twice while de-duplicating) and the
     output: about 12 B per adjacency entry, where a scipy COO-to-CSR conversion of both
     directions took 30 (50 past 2**31 entries, with int64 copies of rows and columns).
+
+    Returns:
+        ``(indptr int64, indices)`` with sorted rows, indices int32 below 2**31 nodes.
+
+    Raises:
+        SuperGCNError: ``src`` and ``dst`` differ in length, or an id lies outside the nodes.
     """
     src = np.asarray(src)
     dst = np.asarray(dst)
@@ -244,7 +259,13 @@ def _fill_symmetric_rows(keys, num_nodes, indptr, indices):
 
 def build_graph(name: str, src, dst, features, labels, train_mask, val_mask, test_mask,
                 provenance: dict | None = None) -> Graph:
-    """Canonicalise raw arrays into a validated :class:`Graph`."""
+    """Canonicalise raw arrays into a validated :class:`Graph`: the edges ``src`` -> ``dst``
+    (:func:`symmetric_csr`) among the nodes of ``features`` (a row each), with the ``name``,
+    ``labels``, ``train_mask``, ``val_mask``, ``test_mask`` and ``provenance`` it keeps.
+
+    Returns:
+        The graph, its features float32 and labels int64.
+    """
     features = np.ascontiguousarray(features, dtype=np.float32)
     indptr, indices = symmetric_csr(src, dst, features.shape[0])
     graph = Graph(
@@ -259,7 +280,12 @@ def build_graph(name: str, src, dst, features, labels, train_mask, val_mask, tes
 
 def random_split(num_nodes: int, fractions: tuple[float, float, float], seed: int,
                  labelled: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seeded train/val/test masks over the labelled nodes, in the given proportions."""
+    """Seeded train/val/test masks over the ``labelled`` nodes (all when None) of
+    ``num_nodes``, in the proportions ``fractions``, from the permutation of ``seed``.
+
+    Returns:
+        Three disjoint boolean masks of ``num_nodes`` entries: train, validation and test.
+    """
     candidates = np.arange(num_nodes) if labelled is None else np.flatnonzero(labelled)
     order = np.random.default_rng(seed).permutation(candidates)
     n_train = int(round(fractions[0] * len(order)))
@@ -276,7 +302,14 @@ def random_split(num_nodes: int, fractions: tuple[float, float, float], seed: in
 def with_self_loop_policy(graph: Graph, policy: str) -> Graph:
     """``graph`` with its self loops kept (once, as preparation leaves them) or dropped (as
     upstream SuperGCN's preprocessing does); its provenance records the policy and how
-    many loops were dropped, so the manifest says which graph this is."""
+    many loops were dropped, so the manifest says which graph this is.
+
+    Returns:
+        A new graph sharing the node arrays of ``graph``.
+
+    Raises:
+        ValueError: ``policy`` is not one of :data:`supergcn.naming.SELF_LOOPS`.
+    """
     if policy not in SELF_LOOPS:
         raise ValueError(f"unknown self-loop policy {policy!r}: choose one of {SELF_LOOPS}")
     provenance = {**graph.provenance, "self_loop_policy": policy, "self_loops_dropped": 0}
@@ -290,7 +323,14 @@ def with_self_loop_policy(graph: Graph, policy: str) -> Graph:
 
 
 def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) -> dict:
-    """Write ``graph`` atomically to ``out_dir``; return the manifest written."""
+    """Write ``graph`` atomically to ``out_dir``, recording the ``seconds`` preparing it took.
+
+    Returns:
+        The manifest written as ``meta.json``.
+
+    Raises:
+        SuperGCNError: the graph is malformed, ``out_dir`` cannot be written, or the disk fills.
+    """
     graph.validate()
     started = time.perf_counter()
     content_hash = graph.content_hash()
@@ -319,7 +359,14 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) 
 
 def load_graph(directory: str | Path, mmap: bool = False) -> Graph:
     """Load a prepared graph directory written by :func:`save_graph`, refusing one whose
-    arrays parse but contradict its manifest or each other (:func:`check_against_manifest`)."""
+    arrays parse but contradict its manifest or each other (:func:`check_against_manifest`).
+
+    Returns:
+        The graph, its arrays memory-mapped (read-only) with ``mmap``.
+
+    Raises:
+        SuperGCNError: a file of ``directory`` is missing, damaged, of another format or contradicts the manifest.
+    """
     directory = Path(directory)
     meta = read_graph_meta(directory)
     arrays = {name: load_array(directory, name, "graph", mmap=mmap) for name in _ARRAYS}
@@ -329,9 +376,9 @@ def load_graph(directory: str | Path, mmap: bool = False) -> Graph:
 
 
 def check_against_manifest(graph: Graph, meta: dict, directory: Path) -> None:
-    """Refuse, before any work, a graph whose files parse but disagree: array shapes and
-    dtypes against ``meta.json`` and each other; labels within the manifest's classes;
-    masks that select unlabelled nodes, overlap, or count other than the manifest's split.
+    """Refuse, before any work, a ``graph`` (of ``directory``) whose files parse but disagree: array
+    shapes and dtypes against ``meta`` (its ``meta.json``) and each other; labels within the manifest's
+    classes; masks that select unlabelled nodes, overlap, or count other than the manifest's split.
 
     The node arrays are read a block of rows at a time; nothing adjacency-long is read
     here (every pass over the neighbour ids checks them: :func:`adjacency_blocks`).
@@ -385,7 +432,14 @@ def _node_array_problems(graph: Graph, meta: dict) -> list[str]:
 
 
 def read_graph_meta(directory: str | Path) -> dict:
-    """A prepared graph's manifest, refusing a directory of another format."""
+    """A prepared graph's manifest, refusing a ``directory`` of another format.
+
+    Returns:
+        The parsed ``meta.json``.
+
+    Raises:
+        SuperGCNError: the manifest is missing or not JSON, or its format is not :data:`GRAPH_FORMAT`.
+    """
     directory = Path(directory)
     meta = read_json(directory / "meta.json", "graph")
     if meta.get("format") != GRAPH_FORMAT:

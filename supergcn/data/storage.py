@@ -36,6 +36,13 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
 
     On any exception the temporary directory is removed and ``destination`` is left
     exactly as it was.
+
+    Yields:
+        The staging directory to write into, beside ``destination``.
+
+    Raises:
+        SuperGCNError: ``destination`` is an existing file or under none writable
+            (:func:`check_output_path`), or the disk filled while writing.
     """
     destination = Path(destination)
     check_output_path(destination, directory=True)
@@ -112,7 +119,11 @@ def _refuse_full_disk(exc: BaseException, destination: Path, written: int, neede
 def refusing_full_disk(destination: str | os.PathLike, needed: int | None = None) -> Iterator[None]:
     """The one-line error of :func:`atomic_file` for a write towards ``destination`` made
     some other way (a file every MPI rank writes its part of, a staging directory), which
-    the caller cleans up; ``needed``: the bytes it takes, where known."""
+    the caller cleans up; ``needed``: the bytes it takes, where known.
+
+    Raises:
+        SuperGCNError: the write in the ``with`` block ran out of space (ENOSPC, EDQUOT); other errors pass unchanged.
+    """
     try:
         yield
     except OSError as exc:
@@ -121,7 +132,11 @@ def refusing_full_disk(destination: str | os.PathLike, needed: int | None = None
 
 
 def human_bytes(num_bytes: float) -> str:
-    """``num_bytes`` in B, KiB, MiB or GiB."""
+    """``num_bytes`` in B, KiB, MiB or GiB.
+
+    Returns:
+        The size with one decimal (whole bytes below 1 KiB) and its unit.
+    """
     for unit in ("B", "KiB", "MiB"):
         if num_bytes < 1024:
             return f"{num_bytes:.0f} B" if unit == "B" else f"{num_bytes:.1f} {unit}"
@@ -133,7 +148,16 @@ def human_bytes(num_bytes: float) -> str:
 def reading_raw(dataset: str, folder: str | os.PathLike) -> Iterator[None]:
     """Turn a failure to parse a dataset's original files (a truncated download, a
     damaged copy) into a :class:`SuperGCNError` naming them; the parsers are third-party
-    and fail in their own words (pickle, pandas, numpy, json)."""
+    and fail in their own words (pickle, pandas, numpy, json).
+
+    Args:
+        dataset: the dataset's name, for the message.
+        folder: where its original files are.
+
+    Raises:
+        SuperGCNError: any exception in the ``with`` block, the parsers' own included (a
+            SuperGCNError passes unchanged).
+    """
     try:
         yield
     except SuperGCNError:
@@ -145,12 +169,27 @@ def reading_raw(dataset: str, folder: str | os.PathLike) -> Iterator[None]:
 
 
 def write_json(path: str | os.PathLike, payload: Mapping) -> None:
-    """Write ``payload`` as indented JSON through a temporary file and a rename."""
+    """Write ``payload`` as indented JSON to ``path`` through a temporary file and a rename.
+
+    Raises:
+        SuperGCNError: ``path`` cannot be written, or the disk filled.
+    """
     write_text(path, json.dumps(payload, indent=2) + "\n")
 
 
 def read_json(path: str | os.PathLike, what: str) -> dict:
-    """Read a manifest, turning a missing or corrupt file into a clear error."""
+    """Read a manifest, turning a missing or corrupt file into a clear error.
+
+    Args:
+        path: the manifest file.
+        what: what it describes (``graph``, ``plan``), for the message.
+
+    Returns:
+        The parsed JSON object.
+
+    Raises:
+        SuperGCNError: the file is missing, is not JSON or holds no JSON object.
+    """
     path = Path(path)
     if not path.is_file():
         raise SuperGCNError(f"{what} manifest {path} not found", "run the step that produces it first")
@@ -167,7 +206,21 @@ def read_json(path: str | os.PathLike, what: str) -> dict:
 
 def load_array(directory: Path, name: str, what: str, mmap: bool = False, suffix: str = ".npy"):
     """Load ``directory/name.npy`` (or, with ``suffix=".npz"``, open the archive) or explain
-    which step to rerun: the file is missing, truncated or not an array."""
+    which step to rerun: the file is missing, truncated or not an array.
+
+    Args:
+        directory: the step's output directory.
+        name: the array's file name without its suffix.
+        what: what the directory holds (``graph``, ``partition``), for the message.
+        mmap: whether to memory-map it read-only.
+        suffix: ``.npy`` or ``.npz``.
+
+    Returns:
+        The array (an :class:`numpy.lib.npyio.NpzFile` for ``.npz``).
+
+    Raises:
+        SuperGCNError: the file is missing, truncated or not an array.
+    """
     path = directory / f"{name}{suffix}"
     if not path.is_file():
         raise SuperGCNError(f"{what} {directory} is incomplete: {path.name} is missing",
@@ -180,7 +233,11 @@ def load_array(directory: Path, name: str, what: str, mmap: bool = False, suffix
 
 
 def hash_arrays(arrays: Mapping[str, np.ndarray]) -> str:
-    """A content hash over named arrays: names, dtypes, shapes and bytes, in key order."""
+    """A content hash over named ``arrays``: names, dtypes, shapes and bytes, in key order.
+
+    Returns:
+        32 hexadecimal digits of blake2b.
+    """
     digest = hashlib.blake2b(digest_size=16)
     for name in sorted(arrays):
         array = np.ascontiguousarray(arrays[name])
@@ -194,7 +251,12 @@ _HASH_CHUNK_BYTES = 1 << 24
 
 
 def file_digest(path: str | os.PathLike, digest_size: int = 16) -> str:
-    """blake2b of a file's bytes, read :data:`_HASH_CHUNK_BYTES` at a time rather than whole."""
+    """blake2b (of ``digest_size`` bytes) of the bytes of the file ``path``, read
+    :data:`_HASH_CHUNK_BYTES` at a time rather than whole.
+
+    Returns:
+        The digest in hexadecimal, twice ``digest_size`` digits.
+    """
     digest = hashlib.blake2b(digest_size=digest_size)
     with open(path, "rb") as handle:
         while chunk := handle.read(_HASH_CHUNK_BYTES):
@@ -226,6 +288,9 @@ def peak_memory_mib() -> float:
     benchmark that holds gigabytes would report its parent's peak where that is larger.
     ``VmHWM`` (``/proc/self/status``) is the high-water mark of this program's memory
     alone; where there is no ``/proc``, ``ru_maxrss`` (macOS reports bytes, Linux KiB).
+
+    Returns:
+        The peak in MiB.
     """
     with contextlib.suppress(OSError), open("/proc/self/status") as status:
         for line in status:
@@ -237,7 +302,15 @@ def peak_memory_mib() -> float:
 
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path`` that is renamed to ``path`` on success."""
+    """Yield a temporary path beside ``path`` that is renamed to ``path`` on success.
+
+    Yields:
+        The temporary path to write (``.<name>.tmp`` beside ``path``).
+
+    Raises:
+        SuperGCNError: ``path`` is a directory or under none writable
+            (:func:`check_output_path`), or the disk filled while writing.
+    """
     path = Path(path)
     check_output_path(path, directory=False)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -287,7 +360,21 @@ def array_written_once(path: str | os.PathLike, shape: tuple[int, int], dtype, f
     """A ``.npy`` array at ``path``, memory-mapped: the one there if its shape and dtype are
     these, else written through :func:`atomic_file` a block of rows at a time, each by
     ``fill_rows(start, rows)`` into the mapped ``rows`` from row ``start`` on, the written
-    pages released as it goes, so that it is never whole in memory."""
+    pages released as it goes, so that it is never whole in memory.
+
+    Args:
+        path: the ``.npy`` file.
+        shape: its (rows, columns).
+        dtype: its dtype.
+        fill_rows: ``fill_rows(start, rows)`` writes the block of rows from ``start`` into ``rows`` in place.
+        block_rows: rows per block.
+
+    Returns:
+        The array, memory-mapped read-only.
+
+    Raises:
+        SuperGCNError: ``path`` cannot be written, or the disk filled.
+    """
     path, dtype = Path(path), np.dtype(dtype)
     if path.is_file():
         existing = np.load(path, mmap_mode="r", allow_pickle=False)
@@ -304,7 +391,11 @@ def array_written_once(path: str | os.PathLike, shape: tuple[int, int], dtype, f
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write a text file through a temporary file and a rename."""
+    """Write ``text`` to the file ``path`` (replaced if it exists) through a temporary file and a rename.
+
+    Raises:
+        SuperGCNError: ``path`` cannot be written, or the disk filled.
+    """
     with atomic_file(path) as tmp:
         tmp.write_text(text)
 
@@ -312,7 +403,10 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 def check_output_path(path: str | os.PathLike, directory: bool) -> Path:
     """Check, before any work, that ``path`` can be written as a file (or, with
     ``directory``, as a directory): it is not the other kind already, and the nearest
-    existing folder above it is a writable directory. Returns ``path``.
+    existing folder above it is a writable directory.
+
+    Returns:
+        ``path``, as a :class:`~pathlib.Path`.
 
     Raises:
         SuperGCNError: naming the obstacle and how to clear it.
@@ -337,7 +431,13 @@ def check_output_path(path: str | os.PathLike, directory: bool) -> Path:
 
 def save_npz_columns(path: str | os.PathLike, names, column) -> None:
     """An ``.npz`` of the arrays ``column(name)`` for each of ``names``, one in memory at a
-    time (``np.savez`` holds them all)."""
+    time (``np.savez`` holds them all).
+
+    Args:
+        path: the archive to write (uncompressed, ZIP64).
+        names: the arrays' names, in order.
+        column: ``column(name)`` returns the array to store under ``name``.
+    """
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
         for name in names:
             with archive.open(f"{name}.npy", "w", force_zip64=True) as member:

@@ -34,6 +34,10 @@ class GraphOps:
 
     Under a DistGNN schedule (``delayed``, :mod:`supergcn.distributed.delayed`) the mean
     aggregation of training passes is the delayed one; evaluation stays exact.
+
+    Args:
+        operators: the rank's exchange and sparse operators.
+        delayed: DistGNN's delayed aggregation; None for synchronous exchanges.
     """
 
     def __init__(self, operators: RankOperators, delayed: DelayedAggregation | None = None) -> None:
@@ -51,7 +55,11 @@ class GraphOps:
 
     def begin_pass(self, training: bool) -> None:
         """Start a forward pass over all layers: a training pass (quantized, delayed
-        exchanges where configured) or an evaluation pass (exact float32 exchanges)."""
+        exchanges where configured) or an evaluation pass (exact float32 exchanges).
+
+        Args:
+            training: whether the pass trains.
+        """
         self.operators.training = training
         self.layers_begun = 0
         if training and self.delayed is not None:
@@ -67,24 +75,45 @@ class GraphOps:
 
     def begin_epoch(self, epoch: int, last_epoch: int) -> bool:
         """Prepare training epoch ``epoch`` (1-based); True when adaptive bit widths trace it
-        and :meth:`reassign_bits` must follow it."""
+        and :meth:`reassign_bits` must follow it.
+
+        Args:
+            epoch: the epoch about to run, from 1.
+            last_epoch: the run's last epoch.
+
+        Returns:
+            Whether :meth:`reassign_bits` must follow the epoch (False without adaptive bits).
+        """
         adaptive = self.operators.adaptive
         return adaptive is not None and adaptive.begin_epoch(epoch, last_epoch)
 
     def reassign_bits(self) -> dict:
         """AdaQP's re-assignment after a traced epoch (collective): per exchange, on rank 0,
-        rows per width, solver objective and seconds (:meth:`AdaptiveBits.reassign`)."""
+        rows per width, solver objective and seconds (:meth:`~supergcn.distributed.adaptive.AdaptiveBits.reassign`).
+
+        Returns:
+            The re-assignment's figures, per exchange.
+        """
         return self.operators.adaptive.reassign()
 
     def state(self) -> dict:
         """The exchange state that lives across epochs, for a checkpoint: the position in
-        the stochastic-rounding stream, DistGNN's rows in flight, AdaQP's assignments."""
+        the stochastic-rounding stream, DistGNN's rows in flight, AdaQP's assignments.
+
+        Returns:
+            ``quantize_calls``, ``delayed`` and ``bit_assignment`` (None where not in use).
+        """
         adaptive = self.operators.adaptive
         return {"quantize_calls": self.operators.quantize_calls,
                 "delayed": None if self.delayed is None else self.delayed.state(),
                 "bit_assignment": None if adaptive is None else adaptive.state()}
 
     def restore(self, state: dict) -> None:
+        """Restore the exchange state :meth:`state` returned, from a checkpoint.
+
+        Args:
+            state: what :meth:`state` returned on this rank.
+        """
         self.operators.quantize_calls = state["quantize_calls"]
         if self.delayed is not None:
             self.delayed.restore(state["delayed"])
@@ -97,7 +126,16 @@ class GraphOps:
             self.delayed.drain()
 
     def timed(self, phase: str, function, *inputs):
-        """``function(*inputs)`` booked to ``phase`` of the rank's timer (forward and backward)."""
+        """``function(*inputs)`` booked to ``phase`` of the rank's timer (forward and backward).
+
+        Args:
+            phase: a phase of :mod:`supergcn.distributed.timing`.
+            function: the function to run.
+            *inputs: its arguments.
+
+        Returns:
+            Its result.
+        """
         return self.operators.timer.timed(phase, function, *inputs)
 
     def _next_layer(self) -> int:
@@ -105,14 +143,41 @@ class GraphOps:
         return layer
 
     def sum(self, x: torch.Tensor, row_scale: torch.Tensor | None = None) -> torch.Tensor:
+        """``sum_{u in N(v)} x[u]`` over the global neighbours of each owned v, through the
+        exchange; differentiable.
+
+        Args:
+            x: n x F rows of the rank's nodes.
+            row_scale: a factor per output row (n), applied in the kernel; None for none.
+
+        Returns:
+            n x F aggregated rows.
+        """
         return _DistributedAggregation.apply(x, self.operators, row_scale, self._next_layer())
 
     def mean(self, x: torch.Tensor) -> torch.Tensor:
+        """The mean aggregation (class docstring); the delayed one in training passes under a
+        DistGNN schedule.
+
+        Args:
+            x: n x F rows of the rank's nodes.
+
+        Returns:
+            n x F aggregated rows.
+        """
         if self.delayed is not None and self.operators.training:
             return DelayedMean.apply(x, self.delayed, self._next_layer())
         return self.sum(x, self.inv_degree)
 
     def gcn(self, x: torch.Tensor) -> torch.Tensor:
+        """GCN's normalised aggregation with self loops (class docstring).
+
+        Args:
+            x: n x F rows of the rank's nodes.
+
+        Returns:
+            n x F aggregated rows.
+        """
         scale = self.inv_sqrt_gcn_degree[:, None]
         scaled = self.timed("aggregation", torch.mul, x, scale)
         return self.timed("aggregation", self._add_self_loops, self.sum(scaled, self.inv_sqrt_gcn_degree), scaled)

@@ -63,7 +63,14 @@ _LINE_ELEMENTS = 16
 def segments(num_features: int) -> np.ndarray:
     """(start, width, lanes used of the last vector) of each segment of a row of
     ``num_features`` columns, in order: full blocks of ``BLOCK`` columns, then one segment
-    of as many vectors as the remainder needs, its last vector masked to the lanes used."""
+    of as many vectors as the remainder needs, its last vector masked to the lanes used.
+
+    Args:
+        num_features: F, the row's columns.
+
+    Returns:
+        An int64 (segments x 3) array.
+    """
     rows = [(start, BLOCK, LANES) for start in range(0, num_features - num_features % BLOCK, BLOCK)]
     remainder = num_features % BLOCK
     if remainder:
@@ -73,7 +80,15 @@ def segments(num_features: int) -> np.ndarray:
 
 
 def balanced_chunks(indptr: np.ndarray, num_chunks: int) -> np.ndarray:
-    """Row boundaries of ``num_chunks`` chunks with equal work (nnz + 1 per row)."""
+    """Row boundaries of ``num_chunks`` chunks with equal work (nnz + 1 per row).
+
+    Args:
+        indptr: CSR row pointers.
+        num_chunks: the chunks wanted.
+
+    Returns:
+        Sorted int64 boundaries from 0 to the rows (fewer chunks where rows are few).
+    """
     num_rows = len(indptr) - 1
     work = indptr[1:] + np.arange(1, num_rows + 1)  # cumulative nnz + rows
     targets = work[-1] * np.arange(1, num_chunks) / num_chunks if num_rows else np.empty(0)
@@ -154,7 +169,16 @@ def _gather_spmm(indptr, indices, weights, row_scale, x, out, chunks, segments, 
 
 def column_groups(num_segments: int, num_chunks: int, threads: int) -> np.ndarray:
     """Boundaries of the groups of segments run as separate parallel jobs: one group,
-    unless the chunks alone leave threads idle (then as many as fill them)."""
+    unless the chunks alone leave threads idle (then as many as fill them).
+
+    Args:
+        num_segments: segments of a row.
+        num_chunks: row chunks of the call.
+        threads: numba's threads.
+
+    Returns:
+        int64 boundaries into the segments, from 0 to ``num_segments``.
+    """
     wanted = max(1, min(num_segments, -(-2 * threads // max(num_chunks, 1))))
     return np.unique(np.linspace(0, num_segments, wanted + 1).astype(np.int64))
 
@@ -162,7 +186,16 @@ def column_groups(num_segments: int, num_chunks: int, threads: int) -> np.ndarra
 def check_csr(indptr: np.ndarray, indices: np.ndarray, num_cols: int) -> None:
     """Raise ValueError unless ``indptr`` starts at 0, never decreases and ends at
     ``len(indices)``, and every column index lies in ``[0, num_cols)``: the kernels index
-    without bounds checks, so a bad index would read other memory."""
+    without bounds checks, so a bad index would read other memory.
+
+    Args:
+        indptr: CSR row pointers.
+        indices: CSR column indices.
+        num_cols: the matrix's columns.
+
+    Raises:
+        ValueError: naming what is malformed.
+    """
     if len(indptr) == 0 or indptr[0] != 0 or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
         raise ValueError(f"malformed CSR row pointers (start {indptr[:1]}, end {indptr[-1:]}, "
                          f"{len(indices)} entries)")
@@ -172,7 +205,19 @@ def check_csr(indptr: np.ndarray, indices: np.ndarray, num_cols: int) -> None:
 
 
 class GatherCsr:
-    """A CSR matrix prepared for repeated ``out = diag(s) A x`` products with the numba kernel."""
+    """A CSR matrix prepared for repeated ``out = diag(s) A x`` products with the numba kernel.
+
+    Args:
+        indptr: CSR row pointers (rows + 1).
+        indices: column indices.
+        num_cols: the matrix's columns.
+        weights: one weight per entry; None for a 0/1 matrix.
+        chunks_per_thread: row chunks per thread and piece (:meth:`chunks`).
+
+    Raises:
+        ValueError: the CSR is malformed (:func:`check_csr`), or the weights are not one per
+            entry.
+    """
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_cols: int, weights: np.ndarray | None = None,
                  chunks_per_thread: int = 8) -> None:
@@ -188,7 +233,14 @@ class GatherCsr:
         self._schedules: dict[tuple[int, int, int], list] = {}  # (threads, pieces, features) -> calls
 
     def chunks(self, pieces: int = 1) -> np.ndarray:
-        """Row boundaries of ``chunks_per_thread`` chunks per thread and piece."""
+        """Row boundaries of ``chunks_per_thread`` chunks per thread and piece.
+
+        Args:
+            pieces: the parallel calls the rows are split into.
+
+        Returns:
+            int64 row boundaries (cached per thread count and ``pieces``).
+        """
         key = (numba.get_num_threads(), pieces)
         if key not in self._chunks:
             self._chunks[key] = balanced_chunks(self.indptr, key[0] * self.chunks_per_thread * pieces)
@@ -201,6 +253,20 @@ class GatherCsr:
         With ``pieces`` > 1 the rows are done in that many parallel calls of equal work, and
         ``between()`` runs after each one (the exchange polls MPI there, so that a transfer
         in flight progresses while this product runs).
+
+        Args:
+            x: the dense input, one row per column of A (float32 or float64).
+            out: the output (rows x F), or None for a new one (then nothing is accumulated).
+            accumulate: whether to add to ``out``'s content.
+            row_scale: one factor per output row; None for none.
+            pieces: parallel calls the rows are done in, at least 1.
+            between: called after each call; None for nothing.
+
+        Returns:
+            ``out``.
+
+        Raises:
+            ValueError: ``x``'s rows are not A's columns, or ``pieces`` is below 1.
         """
         if x.shape[0] != self.shape[1]:
             raise ValueError(f"x has {x.shape[0]} rows, the matrix {self.shape[1]} columns")
@@ -225,7 +291,15 @@ class GatherCsr:
         """The parallel calls of a product with ``num_features`` columns done in ``pieces``:
         each call's row boundaries, the row's :func:`segments` and the :func:`column_groups`
         (worked out once per thread count, pieces and width: a product of a few rows is
-        over in microseconds)."""
+        over in microseconds).
+
+        Args:
+            num_features: the product's columns.
+            pieces: the parallel calls.
+
+        Returns:
+            One ``(chunk boundaries, segments, column groups)`` per call.
+        """
         threads = numba.get_num_threads()
         key = (threads, pieces, num_features)
         if key not in self._schedules:
@@ -240,7 +314,15 @@ class GatherCsr:
     def pure_gather(self, x: np.ndarray, scratch: np.ndarray) -> None:
         """Read every row :meth:`matmul` reads, in its order and the same way, but write each
         chunk's rows over one row of ``scratch`` (chunks x F, in cache): the product's reads
-        without its output (:mod:`supergcn.perf.roofline`)."""
+        without its output (:mod:`supergcn.perf.roofline`).
+
+        Args:
+            x: the dense input, as :meth:`matmul` takes it.
+            scratch: chunks x F, written over.
+
+        Raises:
+            ValueError: ``scratch`` does not have one row per chunk of ``x``'s width.
+        """
         [(chunks, row_segments, groups)] = self.schedule(x.shape[1])
         if scratch.shape != (len(chunks) - 1, x.shape[1]):
             raise ValueError(f"scratch must have one row per chunk: {len(chunks) - 1} x {x.shape[1]}")
@@ -248,7 +330,11 @@ class GatherCsr:
                      scratch, chunks, row_segments, groups, False, True)
 
     def transpose(self) -> "GatherCsr":
-        """The CSR of A^T, built once (a counting sort of the column indices)."""
+        """The CSR of A^T, built once (a counting sort of the column indices).
+
+        Returns:
+            A new :class:`GatherCsr` of A^T, with the same weights and chunks per thread.
+        """
         order = np.argsort(self.indices, kind="stable")
         counts = np.bincount(self.indices, minlength=self.shape[1])
         indptr = np.concatenate([[0], np.cumsum(counts)])
@@ -259,7 +345,15 @@ class GatherCsr:
 
 def index_add_plan(index: np.ndarray, num_rows: int) -> GatherCsr:
     """``dst[index[k]] += src[k]`` as a gather: sort ``index``, cluster ``src`` rows per
-    destination with a pointer array (no data is moved)."""
+    destination with a pointer array (no data is moved).
+
+    Args:
+        index: the destination row of every ``src`` row.
+        num_rows: rows of ``dst``.
+
+    Returns:
+        The gather (``num_rows`` x ``len(index)``).
+    """
     index = np.asarray(index, dtype=np.int64)
     order = np.argsort(index, kind="stable")
     indptr = np.concatenate([[0], np.cumsum(np.bincount(index, minlength=num_rows))])
@@ -267,6 +361,16 @@ def index_add_plan(index: np.ndarray, num_rows: int) -> GatherCsr:
 
 
 def index_add(dst: np.ndarray, index: np.ndarray, src: np.ndarray, plan: GatherCsr | None = None) -> np.ndarray:
-    """In-place ``dst[index[k]] += src[k]`` (pass a cached ``plan`` to reuse the sort)."""
+    """In-place ``dst[index[k]] += src[k]`` (pass a cached ``plan`` to reuse the sort).
+
+    Args:
+        dst: the rows added to, in place.
+        index: the destination row of every ``src`` row.
+        src: the rows to add.
+        plan: :func:`index_add_plan` of ``index``; None builds it.
+
+    Returns:
+        ``dst``.
+    """
     plan = index_add_plan(index, dst.shape[0]) if plan is None else plan
     return plan.matmul(src, out=dst, accumulate=True)

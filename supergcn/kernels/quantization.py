@@ -35,13 +35,35 @@ from supergcn.naming import QUANTIZED_BITS, ROUNDINGS
 
 
 def rows_per_byte(bits: int) -> int:
+    """Rows that share a byte at ``bits`` bits: 8 / bits.
+
+    Args:
+        bits: 8, 4 or 2.
+
+    Returns:
+        1, 2 or 4.
+
+    Raises:
+        ValueError: ``bits`` is not one of :data:`supergcn.naming.QUANTIZED_BITS`.
+    """
     if bits not in QUANTIZED_BITS:
         raise ValueError(f"bits must be one of {QUANTIZED_BITS}, got {bits}")
     return 8 // bits
 
 
 def packed_rows(counts: np.ndarray, bits: int) -> np.ndarray:
-    """Packed byte rows of each destination chunk: ceil(count / rows per byte)."""
+    """Packed byte rows of each destination chunk: ceil(count / rows per byte).
+
+    Args:
+        counts: rows per destination.
+        bits: 8, 4 or 2.
+
+    Returns:
+        int64 byte rows per destination.
+
+    Raises:
+        ValueError: ``bits`` is not 8, 4 or 2.
+    """
     per_byte = rows_per_byte(bits)
     return -(-np.asarray(counts, dtype=np.int64) // per_byte)
 
@@ -181,7 +203,13 @@ def _unpack_dequantize(packed, first, size, bits, zero_point, scale, out):
 
 
 class Quantized:
-    """Packed rows of a send buffer plus their per-row parameters."""
+    """Packed rows of a send buffer plus their per-row parameters.
+
+    Args:
+        packed: the packed bytes, ceil(n / (8 / bits)) x F uint8.
+        zero_point: float32 zero point of every row.
+        scale: float32 scale of every row.
+    """
 
     def __init__(self, packed: np.ndarray, zero_point: np.ndarray, scale: np.ndarray) -> None:
         self.packed = packed
@@ -211,6 +239,8 @@ def quantize(x: np.ndarray, counts: np.ndarray, bits: int, rounding: str = "near
     Raises:
         SuperGCNError: a row holds NaN or Inf, or its max - min overflows float32 (or
             the wire type of the parameters).
+        ValueError: an unknown ``rounding``, ``bits`` other than 8, 4 or 2, or ``counts``
+            that do not add up to the rows of ``x``, or ``out`` of other shapes.
     """
     if rounding not in ROUNDINGS:
         raise ValueError(f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
@@ -248,6 +278,9 @@ def dequantize(quantized: Quantized, counts: np.ndarray, bits: int, out: np.ndar
 
     Returns:
         The n x F float32 rows ``q * scale + zero_point``.
+
+    Raises:
+        ValueError: ``bits`` is not 8, 4 or 2.
     """
     counts = np.asarray(counts, dtype=np.int64)
     first, size = _groups(counts, bits)

@@ -46,7 +46,15 @@ _HEADER_WORDS = 3
 
 def parhip_version(node_weights: bool, wide_ids: bool) -> int:
     """The header's version word: no edge weights, 64-bit edge offsets and node weights,
-    node ids 64-bit only where ``wide_ids``."""
+    node ids 64-bit only where ``wide_ids``.
+
+    Args:
+        node_weights: whether the file holds node weights.
+        wide_ids: whether node ids are 64-bit.
+
+    Returns:
+        The version word.
+    """
     no_edge_weights, no_node_weights = 1, 0 if node_weights else 2
     narrow_ids = 0 if wide_ids else 8
     return no_edge_weights | no_node_weights | narrow_ids | 32  # bit 5: 32-bit edge weights (none stored)
@@ -58,6 +66,18 @@ def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None
 
     Memory beyond the (memory-mapped) graph: n + 1 offsets and one block of about
     ``block_entries`` adjacency entries at a time.
+
+    Args:
+        graph: the prepared graph (memory-mapped or not).
+        path: the file to write.
+        node_weights: one integer weight per node (written as int64), or None for none.
+        block_entries: adjacency entries per block, about.
+
+    Returns:
+        The adjacency entries written (the graph's less its self loops).
+
+    Raises:
+        SuperGCNError: a neighbour id lies outside the graph's nodes.
     """
     n = graph.num_nodes
     wide_ids = n >= WIDE_IDS_FROM
@@ -86,7 +106,16 @@ def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None
 
 
 def preset_for(num_parts: int, preset: str, large_k_preset: str) -> str:
-    """The KaMinPar preset for ``num_parts``: ``large_k_preset`` beyond :data:`LARGE_K`."""
+    """The KaMinPar preset for ``num_parts``: ``large_k_preset`` beyond :data:`LARGE_K`.
+
+    Args:
+        num_parts: the number of parts, P.
+        preset: the preset up to :data:`LARGE_K` parts.
+        large_k_preset: the preset beyond.
+
+    Returns:
+        The preset's name.
+    """
     return large_k_preset if num_parts > LARGE_K else preset
 
 
@@ -94,7 +123,25 @@ def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed:
                    preset: str, scratch_dir: str | Path, scratch_prefix: str = ".kaminpar-") -> np.ndarray:
     """KaMinPar's part of every node (int32), the graph handed over as a ParHIP file
     written in ``scratch_dir`` (named ``scratch_prefix``...) and removed afterwards.
-    ``terapart`` presets read it compressed."""
+    ``terapart`` presets read it compressed.
+
+    Args:
+        graph: the prepared graph.
+        num_parts: the number of parts, P.
+        node_weights: one integer weight per node, or None for unit weights.
+        seed: KaMinPar's random seed.
+        threads: KaMinPar's threads.
+        preset: a KaMinPar preset (``kaminpar.context_names()``).
+        scratch_dir: where the graph file is written.
+        scratch_prefix: the start of the graph file's name.
+
+    Returns:
+        int32 part ids, one per node; parts may be empty.
+
+    Raises:
+        SuperGCNError: KaMinPar has no such preset, or a neighbour id lies outside the
+            graph's nodes.
+    """
     import kaminpar
 
     if preset not in kaminpar.context_names():
@@ -125,6 +172,18 @@ def fill_empty_parts(parts: np.ndarray, num_parts: int, node_weights: np.ndarray
     with most nodes at that moment: one node moves per empty part, so the cut and balance
     barely change. More than ``max_empty_fraction`` of the parts empty is refused. (With at
     least as many nodes as parts, the part with most nodes always has one to spare.)
+
+    Args:
+        parts: part id of every node, changed in place.
+        num_parts: the number of parts, P.
+        node_weights: the weights KaMinPar balanced (None: all 1).
+        max_empty_fraction: the largest share of the parts that may be empty.
+
+    Returns:
+        The parts filled.
+
+    Raises:
+        SuperGCNError: more than ``max_empty_fraction`` of the parts are empty.
     """
     sizes = np.bincount(parts, minlength=num_parts)
     empty = np.flatnonzero(sizes == 0)
@@ -146,7 +205,25 @@ def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, thr
                        out_dir: Path) -> tuple[Partition, int]:
     """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS,
     and how many parts it left empty and were given a node; its graph file is written beside
-    ``out_dir`` and removed."""
+    ``out_dir`` and removed.
+
+    Args:
+        graph: the prepared graph.
+        num_parts: the number of parts, P.
+        constraints: the constraints to balance, folded into one capped weight
+            (:func:`~supergcn.partition.partition.capped_weight`); empty for unit weights.
+        seed: KaMinPar's random seed.
+        threads: KaMinPar's threads.
+        preset: the KaMinPar preset.
+        out_dir: the partition directory to be; its parent holds the graph file meanwhile.
+
+    Returns:
+        ``(partition, filled)``: the partition, and how many empty parts were given a node.
+
+    Raises:
+        SuperGCNError: P is out of range, a constraint is unknown, the preset does not
+            exist, or too many parts were left empty.
+    """
     check_num_parts(graph, num_parts)
     weights = capped_weight(combined_weight(constraint_weights(graph, constraints)), num_parts) if constraints else None
     out_dir.parent.mkdir(parents=True, exist_ok=True)

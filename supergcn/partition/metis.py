@@ -43,6 +43,13 @@ def metis_adjacency(graph: Graph, idx_t) -> tuple[np.ndarray, np.ndarray]:
 
     A self loop is stored once, in its own row: removing it from row v shifts every later
     row start by the loops in rows 0..v.
+
+    Args:
+        graph: the prepared graph.
+        idx_t: METIS's integer dtype.
+
+    Returns:
+        ``(xadj, adjncy)``: n + 1 row pointers and the neighbour ids, both ``idx_t``.
     """
     row_ids = np.repeat(np.arange(graph.num_nodes, dtype=graph.indices.dtype), graph.in_degree)
     loops = np.flatnonzero(graph.indices == row_ids)
@@ -59,7 +66,17 @@ def sampled_adjacency(graph: Graph, idx_t, fraction: float, seed: int) -> tuple[
     """``(xadj, adjncy)`` of a seeded uniform sample of ``graph``'s undirected edges: each
     edge {u, v}, u != v, is kept with probability ``fraction``, in both directions, so the
     sample stays symmetric as METIS requires. Self loops are dropped as in
-    :func:`metis_adjacency`."""
+    :func:`metis_adjacency`.
+
+    Args:
+        graph: the prepared graph.
+        idx_t: METIS's integer dtype.
+        fraction: the probability of keeping an edge.
+        seed: seed of the sample.
+
+    Returns:
+        ``(xadj, adjncy)`` of the sample, both ``idx_t``, rows sorted.
+    """
     n = graph.num_nodes
     row_ids = np.repeat(np.arange(n, dtype=graph.indices.dtype), graph.in_degree)
     upper = np.flatnonzero(graph.indices > row_ids)
@@ -96,7 +113,9 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
         The :class:`Partition`: a part id per node and the contiguous renumbering.
 
     Raises:
-        SuperGCNError: ``num_parts`` is out of range or a constraint is unknown.
+        SuperGCNError: ``num_parts`` or ``edge_fraction`` is out of range, a constraint is
+            unknown, every constraint weighs zero (``separate_constraints``), a neighbour
+            id lies outside the graph's nodes, or METIS left a part empty.
     """
     import pymetis
 

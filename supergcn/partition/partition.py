@@ -34,13 +34,19 @@ _WEIGHT_RESOLUTION = 16
 
 @dataclass
 class Partition:
-    """Part id of every node (original ids) and the derived renumbering (computed once)."""
+    """Part id of every node (original ids) and the derived renumbering (computed once).
+
+    Args:
+        parts: part id (0..P-1) of every node, in the graph's ids.
+        num_parts: the number of parts, P.
+    """
 
     parts: np.ndarray
     num_parts: int
 
     @cached_property
     def sizes(self) -> np.ndarray:
+        """Nodes of each part (P of them)."""
         return np.bincount(self.parts, minlength=self.num_parts)
 
     @cached_property
@@ -50,19 +56,39 @@ class Partition:
 
     @cached_property
     def new_to_old(self) -> np.ndarray:
+        """The original id of each new id: the nodes sorted by part, stably."""
         return np.argsort(self.parts, kind="stable")
 
     @cached_property
     def old_to_new(self) -> np.ndarray:
+        """The new id (int64) of each original id; the inverse of :attr:`new_to_old`."""
         inverse = np.empty(len(self.parts), dtype=np.int64)
         inverse[self.new_to_old] = np.arange(len(self.parts))
         return inverse
 
     def content_hash(self) -> str:
+        """A hash of the parts and P, which names the partition to the steps downstream.
+
+        Returns:
+            32 hexadecimal digits (:func:`~supergcn.data.storage.hash_arrays`).
+        """
         return hash_arrays({"parts": self.parts, "num_parts": np.asarray(self.num_parts)})
 
 
 def constraint_weights(graph: Graph, constraints=PARTITION_CONSTRAINTS) -> dict[str, np.ndarray]:
+    """The weight of every node under each balance constraint: 1 (``nodes``), its in-degree
+    (``in_degree``) and 1 if it is a training node (``train``).
+
+    Args:
+        graph: the graph.
+        constraints: names from :data:`supergcn.naming.PARTITION_CONSTRAINTS`.
+
+    Returns:
+        Constraint name -> int64 weights (n), in the order of ``constraints``.
+
+    Raises:
+        SuperGCNError: an unknown constraint.
+    """
     available = {
         "nodes": lambda: np.ones(graph.num_nodes, dtype=np.int64),
         "in_degree": lambda: graph.in_degree.astype(np.int64),
@@ -76,7 +102,15 @@ def constraint_weights(graph: Graph, constraints=PARTITION_CONSTRAINTS) -> dict[
 
 
 def combined_weight(weights: dict[str, np.ndarray]) -> np.ndarray:
-    """One METIS vertex weight in which every constraint has the same total (see module doc)."""
+    """One METIS vertex weight in which every constraint has the same total (see module doc).
+
+    Args:
+        weights: constraint name -> per-node weights (:func:`constraint_weights`); those
+            summing to zero are left out.
+
+    Returns:
+        int64 weights (n), each at least 1, every active constraint adding about the same total.
+    """
     n = len(next(iter(weights.values())))
     active = {name: w for name, w in weights.items() if w.sum() > 0}
     scale = max(1, min(_WEIGHT_RESOLUTION, _METIS_WEIGHT_BUDGET // max(1, n * len(active))))
@@ -96,6 +130,13 @@ def capped_weight(weight: np.ndarray, num_parts: int) -> np.ndarray:
     makes the balance feasible; the hub's edges stay where they are, so the manifest's
     edge imbalance shows what the cap hides. The cap lowers the total, so it is applied
     until no node exceeds the share of the new total.
+
+    Args:
+        weight: per-node integer weights.
+        num_parts: the number of parts, P.
+
+    Returns:
+        A capped copy.
     """
     weight = weight.copy()
     while True:
@@ -106,6 +147,15 @@ def capped_weight(weight: np.ndarray, num_parts: int) -> np.ndarray:
 
 
 def check_num_parts(graph: Graph, num_parts: int) -> None:
+    """Refuse a number of parts the graph cannot be split into.
+
+    Args:
+        graph: the graph to split.
+        num_parts: the number of parts, P.
+
+    Raises:
+        SuperGCNError: P is below 1 or above the graph's nodes.
+    """
     if num_parts < 1:
         raise SuperGCNError(f"number of parts must be at least 1, got {num_parts}", "pass --parts 1 or more")
     if num_parts > graph.num_nodes:
@@ -114,6 +164,19 @@ def check_num_parts(graph: Graph, num_parts: int) -> None:
 
 
 def nonempty(partition: Partition, engine: str, graph: Graph) -> Partition:
+    """Refuse a partition an engine returned with an empty part.
+
+    Args:
+        partition: the engine's partition.
+        engine: the engine's name, for the message.
+        graph: the graph partitioned, for the message.
+
+    Returns:
+        ``partition``, unchanged.
+
+    Raises:
+        SuperGCNError: a part holds no node.
+    """
     if np.any(partition.sizes == 0):
         raise SuperGCNError(f"{engine} left a part empty for P={partition.num_parts} on {graph.num_nodes} nodes",
                             "use fewer parts for this graph")
@@ -122,7 +185,18 @@ def nonempty(partition: Partition, engine: str, graph: Graph) -> Partition:
 
 def edge_cut(graph: Graph, parts: np.ndarray) -> int:
     """Undirected edges whose endpoints lie in different parts (counted a block of rows at
-    a time, so no array as long as the adjacency is made)."""
+    a time, so no array as long as the adjacency is made).
+
+    Args:
+        graph: the graph.
+        parts: part id of every node.
+
+    Returns:
+        The cut, in undirected edges.
+
+    Raises:
+        SuperGCNError: a neighbour id lies outside the graph's nodes.
+    """
     cut = 0
     for _, _, rows, indices in adjacency_blocks(graph):
         cut += int(np.count_nonzero(parts[rows] != parts[indices]))
@@ -130,12 +204,27 @@ def edge_cut(graph: Graph, parts: np.ndarray) -> int:
 
 
 def part_totals(graph: Graph, partition: Partition) -> dict[str, np.ndarray]:
-    """Per part: its nodes, its edges (the in-degrees of its nodes) and its training nodes."""
+    """Per part: its nodes, its edges (the in-degrees of its nodes) and its training nodes.
+
+    Args:
+        graph: the graph.
+        partition: its partition.
+
+    Returns:
+        ``nodes``, ``edges`` and ``train_nodes`` -> int64 totals per part (P).
+    """
     return {name: np.bincount(partition.parts, weights=weight, minlength=partition.num_parts).astype(np.int64)
             for name, weight in (("nodes", None), ("edges", graph.in_degree), ("train_nodes", graph.train_mask))}
 
 
 def balance_report(totals: dict[str, np.ndarray]) -> dict:
-    """Max/mean imbalance of each of :func:`part_totals` (None where a total is zero)."""
+    """Max/mean imbalance of each of :func:`part_totals` (None where a total is zero).
+
+    Args:
+        totals: name -> totals per part (:func:`part_totals`).
+
+    Returns:
+        Name -> ``{"imbalance_max_over_mean": max / mean or None}``.
+    """
     return {name: {"imbalance_max_over_mean": float(per_part.max() / per_part.mean()) if per_part.sum() > 0 else None}
             for name, per_part in totals.items()}

@@ -31,7 +31,17 @@ _TOTALS_FILE = "part_totals.npz"
 
 
 def read_part_totals(directory: str | Path) -> dict[str, np.ndarray]:
-    """A partition directory's :func:`part_totals`, as written beside ``parts.npy``."""
+    """A partition directory's :func:`part_totals`, as written beside ``parts.npy``.
+
+    Args:
+        directory: a partition directory.
+
+    Returns:
+        ``nodes``, ``edges`` and ``train_nodes`` -> totals per part.
+
+    Raises:
+        SuperGCNError: ``part_totals.npz`` is missing or damaged.
+    """
     with load_array(Path(directory), _TOTALS_FILE.removesuffix(".npz"), "partition", suffix=".npz") as arrays:
         return {name: arrays[name] for name in arrays.files}
 
@@ -40,7 +50,16 @@ def read_part_totals(directory: str | Path) -> dict[str, np.ndarray]:
 class Engine:
     """Which partitioner runs and how: ``metis`` (pymetis, one thread) or ``kaminpar``
     (:mod:`supergcn.partition.kaminpar`, ``threads`` threads, ``preset`` up to k = 1,024
-    and ``large_k_preset`` beyond)."""
+    and ``large_k_preset`` beyond).
+
+    Args:
+        name: ``metis`` or ``kaminpar`` (:data:`supergcn.naming.PARTITION_ENGINES`).
+        threads: KaMinPar's threads.
+        preset: KaMinPar's preset up to :data:`~supergcn.partition.kaminpar.LARGE_K` parts.
+        large_k_preset: KaMinPar's preset beyond.
+        separate_constraints: METIS balances each constraint on its own instead of their
+            combined weight (METIS only).
+    """
 
     name: str = "metis"
     threads: int = 1
@@ -49,7 +68,16 @@ class Engine:
     separate_constraints: bool = False
 
     def describe(self, num_parts: int, constraints=PARTITION_CONSTRAINTS) -> dict:
-        """The manifest's record of the engine as it ran for ``num_parts``."""
+        """The manifest's record of the engine as it ran for ``num_parts``.
+
+        Args:
+            num_parts: the number of parts, P.
+            constraints: the constraints balanced.
+
+        Returns:
+            ``name`` and, for more than one part, ``method`` and ``threads`` (and KaMinPar's
+            ``preset``).
+        """
         if num_parts == 1:
             return {"name": "single part"}
         if self.name == "metis" and self.separate_constraints and constraints:
@@ -64,6 +92,26 @@ class Engine:
 def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir: str | Path,
                    constraints, seconds: float, edge_fraction: float = 1.0, engine: Engine = Engine(),
                    empty_parts_filled: int = 0) -> dict:
+    """Write a partition directory atomically (module docstring): the parts, the per-part
+    totals, the node arrays in rank order and the manifest.
+
+    Args:
+        partition: the partition.
+        graph: the graph partitioned.
+        graph_hash: its content hash, recorded so readers can refuse another graph's.
+        out_dir: the partition directory (replaced if it exists).
+        constraints: the constraints balanced.
+        seconds: how long partitioning took.
+        edge_fraction: the share of the edges METIS saw.
+        engine: the engine that ran.
+        empty_parts_filled: parts the engine left empty and were given a node.
+
+    Returns:
+        The manifest written as ``partition.json``.
+
+    Raises:
+        SuperGCNError: ``out_dir`` cannot be written, or the disk filled.
+    """
     totals = part_totals(graph, partition)
     described = engine.describe(partition.num_parts, constraints)
     if empty_parts_filled:
@@ -93,7 +141,19 @@ def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir:
 
 def read_partition_manifest(directory: str | Path, graph_hash: str | None = None) -> dict:
     """``partition.json`` (a few hundred bytes whatever P), refusing a partition of another
-    format or, when ``graph_hash`` is given, of another graph."""
+    format or, when ``graph_hash`` is given, of another graph.
+
+    Args:
+        directory: a partition directory.
+        graph_hash: the hash of the graph it must have been built from; None checks none.
+
+    Returns:
+        The parsed manifest.
+
+    Raises:
+        SuperGCNError: the manifest is missing, damaged, of another format, or of another
+            graph.
+    """
     directory = Path(directory)
     manifest = read_json(directory / "partition.json", "partition")
     if manifest.get("format") != PARTITION_FORMAT:
@@ -110,7 +170,21 @@ def load_partition(directory: str | Path, graph_hash: str | None = None,
                    num_nodes: int | None = None) -> tuple[Partition, dict]:
     """Load a partition, refusing one built from a different graph when ``graph_hash`` is
     given, and one whose part ids do not fit it: not one per node (of ``num_nodes``, when
-    given), outside 0..P-1, or leaving a part empty (a manifest rewritten to match)."""
+    given), outside 0..P-1, or leaving a part empty (a manifest rewritten to match).
+
+    Args:
+        directory: a partition directory.
+        graph_hash: the hash of the graph it must have been built from; None checks none.
+        num_nodes: the nodes of that graph; None checks no length.
+
+    Returns:
+        ``(partition, manifest)``.
+
+    Raises:
+        SuperGCNError: the manifest or ``parts.npy`` is missing, damaged or of another
+            format or graph, the parts do not match the manifest's hash, or they do not fit
+            the graph.
+    """
     directory = Path(directory)
     manifest = read_partition_manifest(directory, graph_hash)
     partition = Partition(load_array(directory, "parts", "partition"), manifest["num_parts"])
@@ -137,11 +211,28 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
                   seed: int = 0, edge_fraction: float = 1.0, engine: Engine = Engine()) -> dict:
     """Partition ``graph`` with ``engine`` and write ``out_dir`` atomically.
 
+    Args:
+        graph: the prepared graph.
+        graph_hash: its content hash, recorded in the manifest.
+        num_parts: the number of parts, P.
+        out_dir: the partition directory (replaced if it exists).
+        constraints: the vertex weights to balance
+            (:data:`supergcn.naming.PARTITION_CONSTRAINTS`).
+        seed: the engine's random seed.
+        edge_fraction: the share of the edges METIS sees (:func:`~supergcn.partition.metis.partition_graph`).
+        engine: which partitioner runs, and how.
+
     Returns:
         The manifest written as ``partition.json``: graph hash, partition hash, the engine
         (and its preset and threads), the edge fraction METIS saw, edge cut (of the whole
         graph), the imbalance of nodes / edges / training nodes (their per-part totals are
         in ``part_totals.npz``), seconds, peak memory.
+
+    Raises:
+        SuperGCNError: an unknown engine, an option KaMinPar does not take (separate
+            constraints, an edge fraction below 1), or what the engine and
+            :func:`save_partition` raise (P out of range, an unknown constraint, an empty
+            part, an unwritable ``out_dir``).
     """
     started = time.perf_counter()
     if engine.name == "kaminpar" and engine.separate_constraints:

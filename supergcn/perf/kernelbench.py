@@ -53,7 +53,17 @@ ZIPF_EXPONENT = 2.2
 def zipf_csr(num_nodes: int, entries: int, seed: int = 0, exponent: float = ZIPF_EXPONENT):
     """(indptr, indices) of a square CSR: row degrees Zipf(``exponent``) scaled to about
     ``entries`` in all (at least one per row, none above ``num_nodes``), neighbours uniform
-    at random, sorted within each row."""
+    at random, sorted within each row.
+
+    Args:
+        num_nodes: rows and columns.
+        entries: the entries wanted, about.
+        seed: seed of the degrees and neighbours.
+        exponent: the Zipf exponent.
+
+    Returns:
+        ``(indptr, indices)``, both int64.
+    """
     rng = np.random.default_rng(seed)
     degrees = np.minimum(rng.zipf(exponent, num_nodes), num_nodes).astype(np.float64)
     degrees = np.maximum(1, np.round(degrees / degrees.sum() * entries)).astype(np.int64)
@@ -83,6 +93,12 @@ def _parallel_copy(source, destination, parts):
 
 
 def memcpy_bandwidth(threads: int, nbytes: int = 2**30, repeats: int = 5) -> float:
+    """The bandwidth of a parallel copy of ``nbytes`` by ``threads`` threads (the median of
+    ``repeats`` copies), the reference the kernels' throughput is held to.
+
+    Returns:
+        GB/s (1e9 bytes per second) of the bytes copied.
+    """
     source = np.ones(nbytes // 4, dtype=np.float32)
     destination = np.empty_like(source)
     _, seconds = timed(lambda: _parallel_copy(source, destination, threads), repeats)
@@ -90,6 +106,12 @@ def memcpy_bandwidth(threads: int, nbytes: int = 2**30, repeats: int = 5) -> flo
 
 
 def reorder(indptr, indices, num_nodes, method: str):
+    """The square CSR ``indptr``/``indices`` of ``num_nodes`` nodes renumbered by ``method``:
+    ``none`` or ``rcm`` (reverse Cuthill-McKee, scipy's), rows sorted.
+
+    Returns:
+        ``(indptr, indices, permutation)``; the permutation is None for ``none``.
+    """
     if method == "none":
         return indptr, indices, None
     from scipy.sparse.csgraph import reverse_cuthill_mckee
@@ -102,7 +124,19 @@ def reorder(indptr, indices, num_nodes, method: str):
 
 
 def load_csr(graph_dir=None, shape: str | None = None) -> tuple[str, np.ndarray, np.ndarray]:
-    """(name, indptr, indices) of a prepared graph's adjacency or of a synthetic shape."""
+    """(name, indptr, indices) of a prepared graph's adjacency or of a synthetic shape.
+
+    Args:
+        graph_dir: a prepared graph directory (memory-mapped), or None.
+        shape: a key of :data:`SHAPES`, or None.
+
+    Returns:
+        ``(name, indptr, indices)``, the name being the directory or the shape.
+
+    Raises:
+        ValueError: both or neither of ``graph_dir`` and ``shape`` are given.
+        SuperGCNError: the graph directory cannot be loaded.
+    """
     if (graph_dir is None) == (shape is None):
         raise ValueError("pass a prepared graph or a shape, not both")
     if shape is not None:
@@ -112,7 +146,19 @@ def load_csr(graph_dir=None, shape: str | None = None) -> tuple[str, np.ndarray,
 
 
 def roofline_figures(seconds: dict, gathered_bytes: int, output_bytes: int, x_bytes: int, threads: int) -> dict:
-    """The roofline and the cache level's bound from the pure passes' medians."""
+    """The roofline and the cache level's bound from the pure passes' medians.
+
+    Args:
+        seconds: medians of ``pure_gather``, ``pure_write`` and ``stream_read``.
+        gathered_bytes: bytes of the neighbour rows the product reads.
+        output_bytes: bytes of the output.
+        x_bytes: bytes of the input matrix.
+        threads: threads the passes ran on.
+
+    Returns:
+        The roofline's seconds, the passes' GB/s, the cache level holding the input, the
+        cache sizes and that level's bound in seconds.
+    """
     stream_rate = x_bytes / seconds["stream_read"]
     write_rate = output_bytes / seconds["pure_write"]
     return {"seconds": seconds["pure_gather"] + seconds["pure_write"],
@@ -127,7 +173,27 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
                   reordering: str = "none", with_pyg: bool = True, shape: str | None = None,
                   authors_ops=None, with_references: bool = True) -> dict:
     """Our kernel against its roofline, the authors' kernel (a module from
-    :func:`supergcn.perf.authors.load_authors_ops`) and the libraries (module docstring)."""
+    :func:`supergcn.perf.authors.load_authors_ops`) and the libraries (module docstring).
+
+    Args:
+        graph_dir: a prepared graph directory; or None, with ``shape``.
+        features: F, the input's columns.
+        threads: threads of every contender.
+        repeats: rounds; each figure is a median.
+        reordering: ``none`` or ``rcm`` (:func:`reorder`).
+        with_pyg: whether to time PyG's scatter.
+        shape: a key of :data:`SHAPES`; or None, with ``graph_dir``.
+        authors_ops: the authors' built module; None leaves them out.
+        with_references: whether to time scipy, torch and PyG at all.
+
+    Returns:
+        The run's description, ``seconds`` per contender, ``roofline``, ``ratios``, the
+        error against scipy, the first call's seconds and numba's cache hits.
+
+    Raises:
+        ValueError: both or neither of ``graph_dir`` and ``shape`` are given.
+        SuperGCNError: the graph directory cannot be loaded.
+    """
     set_threads(threads)
     name, indptr, indices = load_csr(graph_dir, shape)
     n = len(indptr) - 1
@@ -236,8 +302,24 @@ def bench_quantization(rows: int, features: int, threads: int, bits: int, roundi
     This machine's memory bandwidth drifts by up to 2x between runs and within one, so the
     kernels and the copy (of the same array, with the same threads) are timed in turn,
     round after round, and each figure is a median; the kernels write into outputs
-    allocated once, as training does (:class:`supergcn.distributed.aggregation.BufferPool`).
+    allocated once, as training does (:class:`supergcn.distributed.buffers.BufferPool`).
     ``quantize_pack_allocating`` is quantize with a fresh output per call, for comparison.
+
+    Args:
+        rows: rows quantized.
+        features: the feature columns, F.
+        threads: threads of the kernels and the copy.
+        bits: 8, 4 or 2.
+        rounding: ``nearest`` or ``stochastic``.
+        repeats: rounds; each figure is a median.
+        destinations: chunks the rows are split into, as for that many ranks.
+
+    Returns:
+        The settings, ``seconds`` and ``gb_per_s`` per kernel, ``memcpy_gb_per_s``, each
+        kernel's ``fraction_of_memcpy`` and the packed and float32 bytes.
+
+    Raises:
+        ValueError: ``bits`` or ``rounding`` is not one the kernels take.
     """
     from supergcn.kernels.quantization import dequantize, quantize
 

@@ -92,7 +92,22 @@ def _to_si(entry: dict, where: str) -> dict:
 
 @dataclass(frozen=True)
 class MachineProfile:
-    """What the model needs to know about a machine, per MPI rank."""
+    """What the model needs to know about a machine, per MPI rank.
+
+    Args:
+        name: the profile's name (a key of the config's ``machines``).
+        latency_s: L, seconds of one message per peer in an all-to-all.
+        bandwidth_bytes_per_s: BW, bytes per second one rank sends in an all-to-all.
+        quantization_bytes_per_s: TH_q, bytes read and written per second quantizing rows to send.
+        aggregation_bytes_per_s: neighbour-row bytes gathered per second by aggregation.
+        description: what the machine is.
+        sources: where each figure comes from.
+        call_s: c, seconds of one all-to-all call whatever P.
+        quantize_call_s: a_q, seconds of quantizing for one exchange whatever its size.
+        dequantization_bytes_per_s: TH_d of dequantizing received rows (None: TH_q).
+        dequantize_call_s: a_d, seconds of dequantizing for one exchange whatever its size.
+        by_num_ranks: P -> {attribute: value} measured at P ranks, used there instead (:meth:`at`).
+    """
 
     name: str
     latency_s: float                 # L: cost of one message per peer in an all-to-all
@@ -114,7 +129,20 @@ class MachineProfile:
 
     @classmethod
     def from_config(cls, name: str, entry: dict) -> MachineProfile:
-        """A profile from a config entry in µs and GB/s (see config/config.yaml)."""
+        """A profile from a config entry in µs and GB/s (see config/config.yaml).
+
+        Args:
+            name: the profile's name.
+            entry: its config entry (:data:`PROFILE_FIELDS`, ``description``, ``sources``,
+                ``by_num_ranks``).
+
+        Returns:
+            The profile, in seconds and bytes per second.
+
+        Raises:
+            SuperGCNError: a required entry is missing, an entry is unknown, or a value is not
+                positive (a call cost negative).
+        """
         missing = [key for key in PROFILE_KEYS if key not in entry]
         if missing:
             raise SuperGCNError(f"machine profile {name!r} lacks {', '.join(missing)}",
@@ -129,6 +157,11 @@ class MachineProfile:
                    by_num_ranks=by_num_ranks, **values)
 
     def to_config(self) -> dict:
+        """The profile as a config entry, in µs and GB/s: the inverse of :meth:`from_config`.
+
+        Returns:
+            ``description``, the :data:`PROFILE_FIELDS` entries, ``sources`` and ``by_num_ranks``.
+        """
         def config_entries(values: dict) -> dict:
             return {key: values[attribute] / _unit(key) for key, attribute in PROFILE_FIELDS.items()
                     if attribute in values}
@@ -137,7 +170,14 @@ class MachineProfile:
                 "by_num_ranks": by_num_ranks}
 
     def at(self, num_ranks: int) -> MachineProfile:
-        """This profile with the entries measured at ``num_ranks`` ranks, where there are some."""
+        """This profile with the entries measured at ``num_ranks`` ranks, where there are some.
+
+        Args:
+            num_ranks: the number of ranks, P.
+
+        Returns:
+            ``self``, or a copy with the entries measured at P.
+        """
         if num_ranks not in self.by_num_ranks:
             return self
         return replace(self, **self.by_num_ranks[num_ranks])
@@ -150,7 +190,17 @@ class MachineProfile:
 
 @dataclass(frozen=True)
 class ExchangePrediction:
-    """One exchange (one layer, one direction) as the model sees it, at the bottleneck rank."""
+    """One exchange (one layer, one direction) as the model sees it, at the bottleneck rank.
+
+    Args:
+        seconds: the exchange's predicted time.
+        bottleneck_rank: the rank that finishes last.
+        transfer_seconds: its bytes over the bandwidth.
+        latency_seconds: its calls and per-peer message costs.
+        quantization_seconds: the slowest sender's quantization plus the bottleneck rank's dequantization (0 in FP32).
+        data_bytes: the data bytes it sends.
+        param_bytes: the quantization parameters' bytes it sends.
+    """
 
     seconds: float
     bottleneck_rank: int
@@ -162,13 +212,28 @@ class ExchangePrediction:
 
     @property
     def latency_bound(self) -> bool:
+        """Whether the latency term exceeds the transfer term (module docstring)."""
         return self.latency_seconds > self.transfer_seconds
 
 
 def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfile,
                   parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> ExchangePrediction:
     """Predicted time of one exchange of ``rows[i][j]`` rows of ``width`` features (see the
-    module docstring)."""
+    module docstring).
+
+    Args:
+        rows: P x P rows, [i][j] the rows rank i sends rank j.
+        width: F, the features per row.
+        bits: 32, or 8, 4 or 2 for a quantized exchange.
+        machine: the machine's profile, its entries at P where measured (:meth:`~MachineProfile.at`).
+        parameter_dtype: the wire type of the per-row parameters.
+
+    Returns:
+        The prediction at the bottleneck rank.
+
+    Raises:
+        ValueError: ``rows`` is not square.
+    """
     rows = np.asarray(rows, dtype=np.int64)
     num_ranks = rows.shape[0]
     if rows.shape != (num_ranks, num_ranks):
@@ -196,7 +261,18 @@ def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfi
 def paper_ratios(rows: np.ndarray, width: int, bits: int, machine: MachineProfile) -> dict[str, float]:
     """Eq. 7's alpha, beta, gamma, delta at the FP32 bottleneck rank and Eq. 8's speedup
     (exact and the paper's approximation). Parameters counted as the paper does: two
-    values per row."""
+    values per row.
+
+    Args:
+        rows: P x P rows, [i][j] the rows rank i sends rank j.
+        width: the features of a row, F.
+        bits: the quantized width b.
+        machine: the machine's profile.
+
+    Returns:
+        ``alpha``, ``beta``, ``gamma``, ``delta``, ``speedup_eq8`` and
+        ``speedup_eq8_approx`` (1 where the rank sends nothing).
+    """
     rows = np.asarray(rows, dtype=np.int64)
     num_ranks = rows.shape[0]
     machine = machine.at(num_ranks)
@@ -217,7 +293,16 @@ def paper_ratios(rows: np.ndarray, width: int, bits: int, machine: MachineProfil
 
 
 def aggregation_seconds(edges_per_rank: np.ndarray, width: int, machine: MachineProfile) -> float:
-    """The slowest rank's aggregation time for one layer: in-edges x width x 4 bytes gathered."""
+    """The slowest rank's aggregation time for one layer: in-edges x width x 4 bytes gathered.
+
+    Args:
+        edges_per_rank: in-edges (local and remote) of each rank.
+        width: the features of a row, F.
+        machine: the machine's profile.
+
+    Returns:
+        Seconds.
+    """
     edges = np.asarray(edges_per_rank, dtype=np.float64)
     return float(edges.max() * width * FP32_BYTES / machine.aggregation_bytes_per_s)
 
@@ -231,6 +316,17 @@ def epoch_exchange_widths(in_features: int, hidden: int, out_features: int, num_
     whose aggregated input needs one: all but the first, and the first too when it
     transforms first (its weight needs the gradient) or when its input does (masked label
     propagation, input LayerNorm).
+
+    Args:
+        in_features: input features.
+        hidden: hidden width.
+        out_features: classes.
+        num_layers: graph convolutions.
+        input_requires_grad: whether the first layer's input needs a gradient.
+
+    Returns:
+        ``(forward, backward)``: the widths of the forward exchanges, layer by layer, and
+        of the backward ones.
     """
     dims = [in_features] + [hidden] * (num_layers - 1) + [out_features]
     forward, backward = [], []
@@ -248,7 +344,25 @@ def epoch_seconds(rows: np.ndarray, edges_per_rank: np.ndarray, in_features: int
                   parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict[str, float]:
     """Predicted aggregation and exchange seconds of one training epoch (no overlap,
     no label propagation). Backward exchanges run the forward ones in reverse: rank i
-    sends what it received, Comm[j][i]."""
+    sends what it received, Comm[j][i].
+
+    Args:
+        rows: P x P rows of the forward exchanges, [i][j] the rows rank i sends rank j.
+        edges_per_rank: in-edges of each rank.
+        in_features: input features.
+        hidden: hidden width.
+        out_features: classes.
+        num_layers: graph convolutions.
+        bits: the exchanges' bits.
+        machine: the machine's profile.
+        parameter_dtype: the wire type of the per-row parameters.
+
+    Returns:
+        ``aggregation``, ``exchange`` and ``total`` seconds.
+
+    Raises:
+        ValueError: ``rows`` is not square.
+    """
     forward, backward = epoch_exchange_widths(in_features, hidden, out_features, num_layers)
     rows = np.asarray(rows, dtype=np.int64)
     exchange = sum(exchange_time(rows, width, bits, machine, parameter_dtype).seconds for width in forward)

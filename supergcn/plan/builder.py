@@ -3,7 +3,7 @@
 ``pre`` serves all cut edges PRE (rows sent j->i = distinct destinations), ``post`` all
 POST (= distinct sources), and ``hybrid`` (Alg. 1) takes a minimum vertex cover C of each
 pair's bipartite cut graph: an edge is POST when u ∈ C, otherwise PRE (then v ∈ C). Rows
-sent j->i = |C| = maximum matching size (König), the fewest possible. (PRE, POST and the
+sent j->i = ``|C|`` = maximum matching size (König), the fewest possible. (PRE, POST and the
 buffers: :mod:`supergcn.plan.rank_plan`.)
 
 Two passes, so that memory follows the largest rank's share, not the graph:
@@ -97,7 +97,21 @@ def rank_edges(graph: Graph, partition: Partition, rank: int, old_to_new: np.nda
                new_to_old: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The directed edges into ``rank``'s nodes: (destination as a local id 0..n_r-1,
     source as a new id), sorted by destination then source. Reads only the rank's rows of
-    the (memory-mapped) graph."""
+    the (memory-mapped) graph.
+
+    Args:
+        graph: the prepared graph.
+        partition: its partition.
+        rank: the destination rank.
+        old_to_new: the new id of every node (:attr:`~supergcn.partition.partition.Partition.old_to_new`).
+        new_to_old: the original id of every new id.
+
+    Returns:
+        ``(dst, src)``, int64 local destination ids and new source ids, one per edge.
+
+    Raises:
+        SuperGCNError: a neighbour id of the rank's rows lies outside the graph's nodes.
+    """
     lo, hi = int(partition.offsets[rank]), int(partition.offsets[rank + 1])
     old_rows = new_to_old[lo:hi]
     starts = graph.indptr[old_rows]
@@ -310,6 +324,15 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
     (:data:`supergcn.plan.statistics.PAIR_STATISTICS`, and for hybrid the cover and matching
     sizes) to ``pairs_path``, one row per ordered pair (j sends to i) with cut edges, in
     (j, i) order.
+
+    Args:
+        graph: the prepared graph.
+        partition: its partition; part r is rank r.
+        strategy: ``pre``, ``post`` or ``hybrid`` (:data:`supergcn.naming.STRATEGIES`).
+        scratch_dir: an existing directory for the pieces between the passes (emptied at
+            the end).
+        emit: called with each :class:`~supergcn.plan.rank_plan.RankPlan`, rank 0 first.
+        pairs_path: the ``.npz`` file of per-pair statistics to write.
 
     Returns:
         The totals recorded in ``plan.json`` (:func:`supergcn.plan.statistics.plan_totals`).

@@ -43,6 +43,25 @@ from supergcn.data.ranges import block_starts, concatenated_ranges
 
 @dataclass
 class RankPlan:
+    """One rank's plan (module docstring); ids are local to the rank unless said otherwise.
+
+    Args:
+        rank: the rank.
+        num_ranks: the number of ranks, P.
+        offset: the first new id the rank owns.
+        local_indptr: CSR pointers of owned destinations <- owned sources.
+        local_indices: its owned sources.
+        pre_indptr: CSR pointers of the PRE partial rows, in send order.
+        pre_indices: the owned sources each PRE row sums.
+        send_pre_counts: PRE rows sent to each rank.
+        post_send_index: the owned sources sent raw, in send order.
+        send_post_counts: POST rows sent to each rank.
+        recv_counts: rows received from each rank.
+        remote_indptr: CSR pointers of owned destinations <- receive-buffer rows.
+        remote_indices: their receive-buffer rows.
+        in_degree: the global in-degree of each owned node.
+        owned_old_ids: the graph's own id of each owned node.
+    """
     rank: int
     num_ranks: int
     offset: int
@@ -61,16 +80,22 @@ class RankPlan:
 
     @property
     def num_owned(self) -> int:
+        """Nodes the rank owns, n_r."""
         return len(self.local_indptr) - 1
 
     @property
     def send_counts(self) -> np.ndarray:
+        """Rows sent to each rank: its PRE rows and its POST rows."""
         return self.send_pre_counts + self.send_post_counts
 
     def contradiction(self) -> str | None:
         """What in this plan disagrees with the rest of it (counts of another length or
         below zero, a CSR whose pointers do not run from 0 to its entries, an index past
-        its matrix), or None. The kernels index with these arrays unchecked."""
+        its matrix), or None. The kernels index with these arrays unchecked.
+
+        Returns:
+            The first contradiction found, in words, or None.
+        """
         n, ranks = self.num_owned, self.num_ranks
         for name in ("send_pre_counts", "send_post_counts", "recv_counts"):
             counts = getattr(self, name)
@@ -94,7 +119,12 @@ class RankPlan:
         return None
 
     def send_positions(self) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of the send buffer that receive the PRE partial rows and the POST rows."""
+        """Rows of the send buffer that receive the PRE partial rows and the POST rows.
+
+        Returns:
+            ``(pre_positions, post_positions)``: the send-buffer row of each PRE row (in
+            ``pre_indptr`` order) and of each POST row (in ``post_send_index`` order).
+        """
         chunk_start = block_starts(self.send_counts)
         pre_pos = concatenated_ranges(chunk_start, self.send_pre_counts)
         post_pos = concatenated_ranges(chunk_start + self.send_pre_counts, self.send_post_counts)
@@ -107,6 +137,9 @@ class RankPlan:
         * ``send`` (send rows x n): each send-buffer row, a PRE row summing its sources or
           a POST row copying one source, in buffer order;
         * ``remote`` (n x received rows): owned destinations <- receive-buffer rows.
+
+        Returns:
+            ``local``, ``send`` and ``remote`` -> float32 CSR matrices.
         """
         def csr(indptr, indices, num_cols):
             return sp.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
@@ -121,5 +154,13 @@ class RankPlan:
 
 
 def within(values: np.ndarray, upper: int) -> bool:
-    """Whether every value lies in 0..upper-1."""
+    """Whether every value lies in 0..upper-1.
+
+    Args:
+        values: integers (possibly empty).
+        upper: the bound.
+
+    Returns:
+        True when ``values`` is empty or lies in range.
+    """
     return not len(values) or (int(values.min()) >= 0 and int(values.max()) < upper)

@@ -20,7 +20,20 @@ PAIR_STATISTICS = ("src", "dst", "cut_edges", "rows", "pre_rows", "post_rows", "
 
 def plan_totals(strategy: str, num_ranks: int, column: Callable[[str], np.ndarray], sent_by: np.ndarray,
                  received_by: np.ndarray) -> dict:
-    """``plan.json``'s statistics, summed over the per-pair records."""
+    """``plan.json``'s statistics, summed over the per-pair records.
+
+    Args:
+        strategy: the plan's strategy.
+        num_ranks: the number of ranks, P.
+        column: ``column(name)`` returns a per-pair statistic (``cut_edges``,
+            ``distinct_sources``, ``distinct_destinations``).
+        sent_by: rows each rank sends per exchange.
+        received_by: rows each rank receives per exchange.
+
+    Returns:
+        ``strategy``, ``num_ranks``, ``total_rows_sent``, the busiest sender's and
+        receiver's rows, the directed cut edges, and the rows pre and post would send.
+    """
     return {
         "strategy": strategy,
         "num_ranks": num_ranks,
@@ -35,11 +48,20 @@ def plan_totals(strategy: str, num_ranks: int, column: Callable[[str], np.ndarra
 
 def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -> dict[str, np.ndarray]:
     """Comm[j][i], the rows rank j sends rank i per exchange, of pre, post and the plan's
-    own ``strategy``, from one plan's per-pair statistics (:func:`read_plan_pairs`).
+    own ``strategy``, from one plan's per-pair statistics (:func:`~supergcn.plan.store.read_plan_pairs`).
 
     A plan of any strategy records, for every pair, its cut edges' distinct sources and
     distinct destinations: pre sends one partial row per distinct destination, post one
     raw row per distinct source, so both follow from any plan; hybrid from a hybrid plan.
+
+    Args:
+        pairs: the per-pair statistics (``src``, ``dst``, ``rows``,
+            ``distinct_sources``, ``distinct_destinations``).
+        num_ranks: the number of ranks, P.
+        strategy: the plan's own strategy.
+
+    Returns:
+        ``pre``, ``post`` and ``strategy`` -> a P x P int64 matrix, [j, i] the rows j sends i.
     """
     matrices = {}
     for name, key in (("pre", "distinct_destinations"), ("post", "distinct_sources"), (strategy, "rows")):
@@ -50,7 +72,14 @@ def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -
 
 
 def strategy_summary(rows_by_strategy: dict[str, np.ndarray]) -> str:
-    """A small text table: rows sent in total and by the busiest rank, per strategy."""
+    """A small text table: rows sent in total and by the busiest rank, per strategy.
+
+    Args:
+        rows_by_strategy: strategy -> its P x P matrix of rows sent (:func:`strategy_rows`).
+
+    Returns:
+        The table, a header and one line per strategy.
+    """
     lines = [f"{'strategy':<8} {'rows sent':>12} {'max by a rank':>14}"]
     for name, rows in rows_by_strategy.items():
         lines.append(f"{name:<8} {int(rows.sum()):>12,} {int(rows.sum(axis=1).max(initial=0)):>14,}")

@@ -41,7 +41,14 @@ _HASH_BYTES = 16
 
 
 def file_hash(data: bytes) -> str:
-    """The content hash recorded for a rank file."""
+    """The content hash recorded for a rank file.
+
+    Args:
+        data: the file's bytes.
+
+    Returns:
+        32 hexadecimal digits of blake2b.
+    """
     return hashlib.blake2b(data, digest_size=_HASH_BYTES).hexdigest()
 
 
@@ -69,7 +76,21 @@ def _empty_hashes(num_ranks: int) -> np.ndarray:
 
 def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
                        partition_hash: str | None = None) -> dict:
-    """plan.json, refusing a plan built from another graph or partition."""
+    """plan.json, refusing a plan built from another graph or partition.
+
+    Args:
+        directory: a plan directory.
+        graph_hash: the hash of the graph it must have been built from; None checks none.
+        partition_hash: the hash of the partition it must have been built from; None
+            checks none.
+
+    Returns:
+        The parsed manifest.
+
+    Raises:
+        SuperGCNError: ``plan.json`` is missing, damaged, of another format, or of another
+            graph or partition.
+    """
     directory = Path(directory)
     manifest = read_json(directory / "plan.json", "plan")
     if manifest.get("format") != PLAN_FORMAT:
@@ -83,8 +104,20 @@ def read_plan_manifest(directory: str | Path, graph_hash: str | None = None,
 
 
 def read_plan_pairs(directory: str | Path) -> dict[str, np.ndarray]:
-    """A plan's per-pair statistics (:func:`build_plans`), one array entry per pair with cut
-    edges, checked against the hash ``plan.json`` records for them."""
+    """A plan's per-pair statistics (:func:`~supergcn.plan.builder.plan_ranks`), one array entry per pair with cut
+    edges, checked against the hash ``plan.json`` records for them.
+
+    Args:
+        directory: a plan directory.
+
+    Returns:
+        Statistic name (:data:`~supergcn.plan.statistics.PAIR_STATISTICS`, and ``cover``
+        and ``matching`` for hybrid) -> one value per pair.
+
+    Raises:
+        SuperGCNError: the manifest or ``pairs.npz`` is missing, damaged or not the file
+            the manifest vouches for.
+    """
     directory = Path(directory)
     check_plan_file(directory, PAIRS_FILE)
     arrays = load_array(directory, PAIRS_FILE.removesuffix(".npz"), "plan", suffix=".npz")
@@ -94,7 +127,17 @@ def read_plan_pairs(directory: str | Path) -> dict[str, np.ndarray]:
 
 def check_plan_file(directory: str | Path, name: str, manifest: dict | None = None) -> None:
     """Refuse ``rank_hashes.npy`` or ``pairs.npz`` unless it is the file ``plan.json`` was
-    written with (one rank checks the hash list, whose size grows with P)."""
+    written with (one rank checks the hash list, whose size grows with P).
+
+    Args:
+        directory: a plan directory.
+        name: ``rank_hashes.npy`` or ``pairs.npz``.
+        manifest: the plan's manifest, read from ``directory`` when None.
+
+    Raises:
+        SuperGCNError: the file is missing or its hash is not the one recorded (or the
+            manifest cannot be read).
+    """
     directory = Path(directory)
     manifest = read_plan_manifest(directory) if manifest is None else manifest
     path = directory / name
@@ -108,7 +151,20 @@ def check_plan_file(directory: str | Path, name: str, manifest: dict | None = No
 def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
     """Rank ``rank``'s :class:`RankPlan` from a plan directory written by :func:`run_plan`,
     checked against the hash recorded for it. Reads the rank's own file and its entry of
-    ``rank_hashes.npy``, nothing that grows with the number of ranks."""
+    ``rank_hashes.npy``, nothing that grows with the number of ranks.
+
+    Args:
+        directory: a plan directory.
+        rank: the rank, 0..P-1.
+
+    Returns:
+        The rank's plan.
+
+    Raises:
+        SuperGCNError: the rank file is missing, its hash is not the recorded one, it lacks
+            an array, it is another rank's, or it contradicts itself
+            (:meth:`~supergcn.plan.rank_plan.RankPlan.contradiction`).
+    """
     directory = Path(directory)
     path = _rank_file(directory, rank)
     if not path.is_file():
@@ -134,7 +190,18 @@ def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
 
 
 def plan_strategy_rows(directory: str | Path) -> tuple[dict, dict[str, np.ndarray]]:
-    """A plan directory's manifest and its :func:`strategy_rows`."""
+    """A plan directory's manifest and its :func:`strategy_rows`.
+
+    Args:
+        directory: a plan directory.
+
+    Returns:
+        ``(manifest, rows)``: ``rows`` maps ``pre``, ``post`` and the plan's strategy to
+        their P x P matrices of rows sent.
+
+    Raises:
+        SuperGCNError: the manifest or ``pairs.npz`` cannot be read or trusted.
+    """
     manifest = read_plan_manifest(directory)
     return manifest, strategy_rows(read_plan_pairs(directory), manifest["num_ranks"], manifest["strategy"])
 
@@ -145,13 +212,20 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
     is built, into ``out_dir``.
 
     Args:
-        graph, graph_hash: the prepared graph and its content hash.
-        partition, partition_hash: its partition and that partition's hash.
+        graph: the prepared graph.
+        graph_hash: its content hash, recorded in the manifest.
+        partition: its partition.
+        partition_hash: that partition's hash, recorded in the manifest.
         strategy: ``pre``, ``post`` or ``hybrid``.
         out_dir: the plan directory to write (replaced atomically).
 
     Returns:
         The manifest written as ``plan.json``.
+
+    Raises:
+        SuperGCNError: an unknown strategy, a pair with more cut edges than one matching
+            can index, a neighbour id outside the graph, an unwritable ``out_dir``, or a
+            full disk.
     """
     started = time.perf_counter()
     with atomic_output_dir(out_dir) as staging:

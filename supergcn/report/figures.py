@@ -25,6 +25,13 @@ OPTIONAL_TABLES = ("volume",)
 def read_tables(directory: Path) -> dict[str, pd.DataFrame]:
     """The CSV tables of ``supergcn tables`` in ``directory``, by name.
 
+    Args:
+        directory: the tables' directory.
+
+    Returns:
+        Table name -> table: ``runs``, ``scaling``, ``breakdown`` and, where written,
+        ``volume``.
+
     Raises:
         SuperGCNError: a table is missing or unreadable.
     """
@@ -44,7 +51,11 @@ def read_tables(directory: Path) -> dict[str, pd.DataFrame]:
 
 
 def pyplot():
-    """matplotlib.pyplot on the file-only Agg back end."""
+    """matplotlib.pyplot on the file-only Agg back end.
+
+    Returns:
+        The ``matplotlib.pyplot`` module.
+    """
     import matplotlib
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
@@ -59,7 +70,15 @@ def _panels(table: pd.DataFrame):
 
 
 def save_figure(figure, stem: Path) -> None:
-    """``stem``.png and .pdf, each written under a temporary name and renamed."""
+    """``stem``.png and .pdf, each written under a temporary name and renamed.
+
+    Args:
+        figure: a matplotlib figure, closed afterwards.
+        stem: the files' path without suffix.
+
+    Raises:
+        SuperGCNError: a file cannot be written, or the disk filled.
+    """
     for suffix in (".png", ".pdf"):
         with atomic_file(stem.with_suffix(suffix)) as tmp:
             figure.savefig(tmp, dpi=150, bbox_inches="tight", format=suffix[1:])
@@ -76,6 +95,16 @@ def _bar_positions(num_groups: int, num_bars: int):
 
 
 def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
+    """Epoch-time bars per variant with each variant's speed-up as a line, one panel per
+    dataset (the paper's Figs. 9/10).
+
+    Args:
+        scaling: the ``scaling`` table.
+        stem: the figure files' path without suffix (:func:`save_figure`).
+
+    Raises:
+        SuperGCNError: a file cannot be written, or the disk filled.
+    """
     figure, panels = _panels(scaling)
     for ax, dataset in panels:
         data = scaling[scaling["dataset"] == dataset]
@@ -97,6 +126,16 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
 
 
 def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
+    """The slowest rank's seconds per phase, stacked, per P, one panel per dataset and variant
+    (the paper's Fig. 12, its ``other`` drawn as its parts).
+
+    Args:
+        breakdown: the ``breakdown`` table.
+        stem: the figure files' path without suffix (:func:`save_figure`).
+
+    Raises:
+        SuperGCNError: a file cannot be written, or the disk filled.
+    """
     plt = pyplot()
     groups = list(dict.fromkeys(zip(breakdown["dataset"], breakdown["variant"])))
     figure, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 4), squeeze=False, sharey=False)
@@ -122,7 +161,15 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
 def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
     """Test accuracy of every variant at the largest P (its first seed) against the epoch
     (top row) and against the training seconds until then (bottom row, the paper's Fig. 11
-    question: which variant gets there first in time, not only in epochs)."""
+    question: which variant gets there first in time, not only in epochs).
+
+    Args:
+        runs: the ``runs`` table (its ``metrics`` column names the files read).
+        stem: the figure files' path without suffix (:func:`save_figure`).
+
+    Raises:
+        SuperGCNError: a metrics file cannot be read, or a figure file written.
+    """
     datasets = _datasets(runs)
     figure, axes = pyplot().subplots(2, len(datasets), figsize=(6 * len(datasets), 8), squeeze=False,
                                      constrained_layout=True)
@@ -143,6 +190,16 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
 
 
 def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
+    """Bytes of one layer's exchange per strategy (and hybrid's Int2 data), per P above 1, one
+    panel per dataset (the paper's Table 5).
+
+    Args:
+        volume: the ``volume`` table.
+        stem: the figure files' path without suffix (:func:`save_figure`).
+
+    Raises:
+        SuperGCNError: a file cannot be written, or the disk filled.
+    """
     columns = [c for c in ("pre_bytes", "post_bytes", "hybrid_bytes", "hybrid_int2_data_bytes") if c in volume]
     figure, panels = _panels(volume)
     for ax, dataset in panels:
@@ -161,7 +218,15 @@ def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
 
 def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:
     """Per-layer hybrid exchange time vs P for each machine and dataset, FP32 vs quantized,
-    with the transfer and latency terms (the paper's Fig. 7), and the partition/plan cost."""
+    with the transfer and latency terms (the paper's Fig. 7), and the partition/plan cost.
+
+    Args:
+        tables_dir: the directory holding ``perf_predictions.csv`` and ``perf_cost.csv``.
+        out_dir: where ``perf_comm_scaling`` and ``perf_cost`` (PNG and PDF) are written.
+
+    Raises:
+        SuperGCNError: a figure file cannot be written, or the disk filled.
+    """
     plt = pyplot()
     predictions = pd.read_csv(tables_dir / "perf_predictions.csv")
     hybrid = predictions[predictions["strategy"] == "hybrid"]

@@ -50,7 +50,20 @@ PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDO
 
 
 def run_record(path: str | Path) -> dict:
-    """One row describing a finished training run."""
+    """One row describing a finished training run.
+
+    Args:
+        path: a finished run's metrics file.
+
+    Returns:
+        Dataset, P, strategy, bits, label propagation, seed, threads and epochs; mean
+        epoch time and the slowest rank's seconds per phase (first epochs excluded); peak
+        memory, bytes sent and re-assignment seconds per epoch; the accuracies; the
+        variant's name and the file's path.
+
+    Raises:
+        SuperGCNError: the metrics file is missing, damaged or incomplete.
+    """
     header, epochs, summary = read_metrics(path)
     config = header["config"]
     timed = timed_epochs(epochs)  # each process's first epoch pays one-off costs, as in the paper
@@ -79,7 +92,17 @@ def run_record(path: str | Path) -> dict:
 
 
 def runs_table(metrics_files) -> pd.DataFrame:
-    """One :func:`run_record` row per metrics file."""
+    """One :func:`run_record` row per metrics file.
+
+    Args:
+        metrics_files: paths of finished runs' metrics files.
+
+    Returns:
+        The runs, one row each.
+
+    Raises:
+        SuperGCNError: a metrics file is missing, damaged or incomplete.
+    """
     return pd.DataFrame.from_records([run_record(p) for p in metrics_files])
 
 
@@ -87,7 +110,18 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
     """Epoch time, bytes sent per epoch (all ranks) and AdaQP's re-assignment time per
     epoch (outside the epoch time) per dataset, variant and P, speed-up and efficiency
     against the smallest P; with ``baseline`` (a variant), also each variant's speed-up
-    over it at the same dataset and P, like the lines of the paper's Fig. 9."""
+    over it at the same dataset and P, like the lines of the paper's Fig. 9.
+
+    Args:
+        runs: :func:`runs_table`'s rows.
+        baseline: a variant's name, or None.
+
+    Returns:
+        One row per dataset, variant and P.
+
+    Raises:
+        SuperGCNError: ``baseline`` is not a variant of ``runs``.
+    """
     table = (runs.groupby(["dataset", "variant", "P"], as_index=False)
              .agg(epoch_seconds=("epoch_seconds", "mean"), peak_memory_gib=("peak_memory_gib", "max"),
                   bytes_sent_per_epoch=("bytes_sent_per_epoch", "mean"),
@@ -110,6 +144,15 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
 
 
 def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The slowest rank's mean seconds per phase (:data:`PHASE_COLUMNS`) and the epoch time,
+    per dataset, variant and P (the paper's Fig. 12).
+
+    Args:
+        runs: :func:`runs_table`'s rows.
+
+    Returns:
+        One row per dataset, variant and P.
+    """
     columns = [f"{phase}_seconds" for phase in PHASE_COLUMNS]
     return (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns + ["epoch_seconds"]].mean()
             .sort_values(["dataset", "variant", "P"]).reset_index(drop=True))
@@ -117,7 +160,15 @@ def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Test accuracy (%) at the best-validation-accuracy epoch (OGB) and at the lowest
-    validation loss (upstream's model selection), mean ± std over seeds."""
+    validation loss (upstream's model selection), mean ± std over seeds.
+
+    Args:
+        runs: :func:`runs_table`'s rows.
+
+    Returns:
+        One row per dataset, variant and P: means, standard deviations, the seeds and the
+        two accuracies as text (:data:`NOT_AVAILABLE` without a value).
+    """
     keys = ["dataset", "variant", "P"]
     runs = runs.assign(at_val_loss=pd.to_numeric(runs["test_acc_at_min_val_loss"]),  # None -> NaN
                        at_best_val=pd.to_numeric(runs["test_acc_at_best_val"]))
@@ -148,6 +199,13 @@ def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.D
         absolute: targets in % (e.g. 90).
         relative: targets as a share of the best accuracy any run of the same dataset
             reaches on that split in any epoch (e.g. 0.99).
+
+    Returns:
+        One row per dataset, variant, P, split and target: ``reached`` (runs reaching it
+        of runs), ``epoch_mean``, ``seconds_mean`` and ``seconds_std``.
+
+    Raises:
+        SuperGCNError: a metrics file is missing, damaged or incomplete.
     """
     keys = ["dataset", "variant", "P"]
     curves = {path: accuracy_curve(path) for path in runs["metrics"]}
@@ -186,7 +244,19 @@ def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.D
 
 def volume_table(plans: list[tuple[str, str | Path]], widths: Mapping[str, int]) -> pd.DataFrame:
     """Bytes of one layer's exchange for every (dataset, plan), at the dataset's hidden
-    width ``widths[dataset]`` (its own in a study that sets widths per dataset)."""
+    width ``widths[dataset]`` (its own in a study that sets widths per dataset).
+
+    Args:
+        plans: (dataset, plan directory) pairs.
+        widths: dataset -> hidden width.
+
+    Returns:
+        One row per dataset and P: ``pre_bytes``, ``post_bytes`` and, from a hybrid plan,
+        ``hybrid_bytes``, Int2's data and parameter bytes and the reductions.
+
+    Raises:
+        SuperGCNError: a plan's manifest or pair statistics cannot be read or trusted.
+    """
     records = {}
     for dataset, directory in plans:
         manifest, rows = plan_strategy_rows(directory)
@@ -211,7 +281,20 @@ def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
     """Seconds and peak memory of each preprocessing step, from the manifests the steps
     write (peak resident memory of the step's own process, ``VmHWM``), per dataset and P,
     with the peak per adjacency entry of the graph (directed CSR entries); partitions add
-    their edge cut and the max/mean imbalance of each constraint."""
+    their edge cut and the max/mean imbalance of each constraint.
+
+    Args:
+        graph_dirs: prepared graph directories.
+        partition_dirs: partition directories of those graphs.
+        plan_dirs: plan directories of those graphs.
+
+    Returns:
+        One row per step, sorted by dataset, P and step.
+
+    Raises:
+        SuperGCNError: a manifest cannot be read, or a partition or plan belongs to none
+            of the graphs.
+    """
     graphs = {}
     records = []
     for directory in graph_dirs:
@@ -250,7 +333,16 @@ def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
 
 def write_table(table: pd.DataFrame, stem: str | Path, caption: str) -> None:
     """``stem``.csv, .md and .tex; a missing value (a target no run reaches, a ratio with a
-    zero denominator) is an empty CSV field and a dash in Markdown and LaTeX, not "nan"."""
+    zero denominator) is an empty CSV field and a dash in Markdown and LaTeX, not "nan".
+
+    Args:
+        table: the table.
+        stem: the files' path without suffix.
+        caption: the Markdown and LaTeX caption.
+
+    Raises:
+        SuperGCNError: a file cannot be written, or the disk filled.
+    """
     stem = Path(stem)
     write_text(stem.with_suffix(".csv"), table.to_csv(index=False))
     # tabulate formats NaN as "nan" and takes only None as missing.

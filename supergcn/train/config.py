@@ -47,12 +47,32 @@ def _adaptive(values: dict) -> bool:
 
 
 def parse_bits(text: str) -> int | str:
-    """Bits of exchanged values: a number, or ``adaptive``."""
+    """Bits of exchanged values: a number, or ``adaptive``.
+
+    Args:
+        text: the command line's text.
+
+    Returns:
+        ``adaptive`` as is, else the number.
+
+    Raises:
+        ValueError: neither ``adaptive`` nor an integer.
+    """
     return text if text == ADAPTIVE else int(text)
 
 
 def parse_schedule(text: str) -> str:
-    """An exchange schedule: sync, 0c or cd-<r> (:func:`supergcn.naming.schedule_delay`)."""
+    """An exchange schedule: sync, 0c or cd-<r> (:func:`supergcn.naming.schedule_delay`).
+
+    Args:
+        text: the command line's text.
+
+    Returns:
+        ``text``, checked.
+
+    Raises:
+        argparse.ArgumentTypeError: no schedule of that form.
+    """
     try:
         schedule_delay(text)
     except ValueError as exc:
@@ -63,7 +83,9 @@ def parse_schedule(text: str) -> str:
 @dataclass
 class TrainConfig:
     """One training run. ``graph``, ``partition`` and ``plan`` are step output
-    directories, ``out`` the metrics file (JSON lines) to write."""
+    directories, ``out`` the metrics file (JSON lines) to write; every field is an option
+    whose help says what it takes. ``fail_at_epoch`` and ``fail_rank`` make that rank fail
+    at the start of that epoch, for the tests of the abort path."""
 
     graph: Path = option(None, "prepared graph directory", group="io", required=True)
     partition: Path = option(None, "partition directory of that graph", group="io", required=True)
@@ -140,13 +162,24 @@ class TrainConfig:
 
     def trajectory_fingerprint(self, hashes: dict) -> str:
         """What a checkpoint must agree on to be resumed: the options declared as changing
-        the trajectory (:func:`supergcn.options.trajectory_keys`) and the input hashes."""
+        the trajectory (:func:`supergcn.options.trajectory_keys`) and the input hashes.
+
+        Args:
+            hashes: the input hashes (graph, partition, plan) by name.
+
+        Returns:
+            24 hexadecimal digits.
+        """
         payload = json.dumps({**{k: getattr(self, k) for k in trajectory_keys(self)}, **hashes}, sort_keys=True)
         return hashlib.blake2b(payload.encode(), digest_size=12).hexdigest()
 
     def conflicts(self) -> list[str]:
         """One message (with its fix) per value an option does not take and per combination
-        of options that cannot run together."""
+        of options that cannot run together.
+
+        Returns:
+            The messages; empty when the run can go ahead.
+        """
         found = problems(self)
         if schedule_delay(self.schedule) != 0:
             if self.model != "sage":
@@ -167,11 +200,21 @@ class TrainConfig:
                 check_output_path(path, directory=False)
 
     def as_json(self) -> dict:
+        """The run's options as JSON values (paths as strings), for the metrics header and the
+        checkpoint.
+
+        Returns:
+            Field name -> value, every field.
+        """
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
 
 
 def study_options() -> list[str]:
-    """The options a study's ``training`` section sets."""
+    """The options a study's ``training`` section sets.
+
+    Returns:
+        Their names, in field order.
+    """
     return [field.name for field, spec in declared(TrainConfig) if spec["study"]]
 
 
@@ -179,7 +222,17 @@ def job_settings(training: dict, bits: int | str, schedule: str, label_propagati
     """The options a study hands one training job: its ``training`` settings (with the
     dataset's own) for a variant's ``bits``, ``schedule`` and label propagation, keeping
     only the options such a job reads, so that a change of an option no job of a variant
-    reads (an adaptive run's lambda, the label draw) reruns no job of it."""
+    reads (an adaptive run's lambda, the label draw) reruns no job of it.
+
+    Args:
+        training: the study's training settings, with the dataset's own.
+        bits: the variant's bits.
+        schedule: the variant's exchange schedule.
+        label_propagation: whether the variant feeds labels (else ``label_rate`` is 0).
+
+    Returns:
+        Option name -> value for the options the job reads.
+    """
     values = {**training, "bits": bits, "schedule": schedule}
     if not label_propagation:
         values["label_rate"] = 0.0
@@ -188,5 +241,12 @@ def job_settings(training: dict, bits: int | str, schedule: str, label_propagati
 
 
 def default(name: str):
-    """The default of one :class:`TrainConfig` field."""
+    """The default of one :class:`TrainConfig` field.
+
+    Args:
+        name: the field's name.
+
+    Returns:
+        Its declared default.
+    """
     return TrainConfig.__dataclass_fields__[name].default

@@ -28,6 +28,14 @@ from supergcn.train.inputs import InputNorm, LabelledInput, aggregate_and_projec
 
 
 class SAGELayer(nn.Module):
+    """One GraphSAGE convolution (module docstring) with PyG's mean aggregation and root weight.
+
+    Args:
+        in_dim: input features.
+        out_dim: output features.
+        dense_dtype: the type the linear layers' GEMMs run in.
+        aggregate_first: aggregate input-width rows even where the output is narrower.
+    """
     def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32,
                  aggregate_first: bool = False) -> None:
         super().__init__()
@@ -37,6 +45,15 @@ class SAGELayer(nn.Module):
         self.transform_first = out_dim < in_dim and not aggregate_first
 
     def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
+        """The layer on the rank's rows.
+
+        Args:
+            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.train.inputs.LabelledInput`).
+            ops: the rank's aggregations.
+
+        Returns:
+            n x ``out_dim`` float32 rows.
+        """
         weight, bias = self.lin_neigh.weight, self.lin_neigh.bias
         if self.transform_first:
             neigh = ops.mean(ops.timed("dense", project, x, weight, self.dense_dtype))
@@ -47,6 +64,14 @@ class SAGELayer(nn.Module):
 
 
 class GCNLayer(nn.Module):
+    """One GCN convolution (module docstring), symmetric normalisation with self loops.
+
+    Args:
+        in_dim: input features.
+        out_dim: output features.
+        dense_dtype: the type the linear layer's GEMM runs in.
+        aggregate_first: aggregate input-width rows even where the output is not wider.
+    """
     def __init__(self, in_dim: int, out_dim: int, dense_dtype: torch.dtype = torch.float32,
                  aggregate_first: bool = False) -> None:
         super().__init__()
@@ -56,6 +81,15 @@ class GCNLayer(nn.Module):
         self.transform_first = out_dim <= in_dim and not aggregate_first
 
     def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
+        """The layer on the rank's rows.
+
+        Args:
+            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.train.inputs.LabelledInput`).
+            ops: the rank's aggregations.
+
+        Returns:
+            n x ``out_dim`` float32 rows.
+        """
         if self.transform_first:
             aggregated = ops.gcn(ops.timed("dense", project, x, self.lin.weight, self.dense_dtype))
         else:
@@ -77,12 +111,14 @@ class GNN(nn.Module):
 
     Args:
         model: ``sage`` or ``gcn`` (:data:`supergcn.naming.GNN_MODELS`).
-        in_dim, hidden, out_dim: input features, hidden width, classes.
+        in_dim: input features.
+        hidden: hidden width.
+        out_dim: classes.
         num_layers: graph convolutions; all but the last are followed by dropout,
             LayerNorm (``layer_norm``) and ReLU.
         dropout: dropout probability after each hidden convolution.
         dense_dtype: ``float32`` or ``bfloat16``, the type the linear layers' GEMMs run in
-            (:func:`linear`); aggregation, normalisation and parameters stay float32.
+            (:func:`~supergcn.train.inputs.linear`); aggregation, normalisation and parameters stay float32.
         aggregate_first: aggregate before the linear layer in every layer (upstream), not
             only where the output is at least as wide as the input.
 
@@ -90,6 +126,9 @@ class GNN(nn.Module):
     the rank's rows; ``ops`` is the rank's :class:`GraphOps`. Every step is booked to a
     phase of the rank's timer (:mod:`supergcn.distributed.timing`): the linear layers to
     ``dense``, aggregations to ``aggregation``, the rest to ``elementwise``.
+
+    Raises:
+        ValueError: an unknown ``model`` or ``dense_dtype``.
     """
 
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
@@ -112,6 +151,17 @@ class GNN(nn.Module):
 
     def forward(self, x: torch.Tensor, ops: GraphOps, label_nodes: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> torch.Tensor:
+        """The log-probabilities of the rank's rows (class docstring).
+
+        Args:
+            x: the rank's n x ``in_dim`` input features.
+            ops: the rank's aggregations.
+            label_nodes: the nodes whose labels are fed as inputs (label propagation only).
+            labels: their labels, in the order of ``label_nodes``.
+
+        Returns:
+            n x ``out_dim`` log-probabilities.
+        """
         x = LabelledInput(x, self.input_norm, self.label_embedding, label_nodes, labels)
         for conv, norm in zip(self.convs[:-1], self.norms):
             x = ops.timed("elementwise", self._activate, conv(x, ops), norm)

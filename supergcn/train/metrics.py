@@ -50,7 +50,21 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
                kernels: dict) -> dict | None:
     """The header line (collective: hosts are gathered; rank 0 gets it, the others None);
     ``kernels`` is :func:`supergcn.kernels.simd.kernel_target` (passed in, so that readers
-    of metrics files do not import the kernels)."""
+    of metrics files do not import the kernels).
+
+    Args:
+        comm: the job's MPI communicator.
+        config_json: the run's options (:meth:`TrainConfig.as_json
+            <supergcn.train.config.TrainConfig.as_json>`).
+        dataset: the graph's name.
+        strategy: the plan's strategy.
+        threads: threads per rank.
+        hashes: the input hashes, by name.
+        kernels: what the kernels were built for.
+
+    Returns:
+        The header record on rank 0, None on the others.
+    """
     hosts = comm.gather(host(), root=0)
     allocators = comm.gather(allocator_in_use(), root=0)
     if comm.Get_rank() != 0:  # versions and the git commit are looked up once, not P times
@@ -68,9 +82,22 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
                  allreduce_bytes: int, warm_up: bool) -> dict | None:
     """One epoch's line (collective: rank 0 gets it, the others None).
 
-    ``seconds`` is this rank's :meth:`PhaseTimer.breakdown`, ``traffic`` its bytes
+    ``seconds`` is this rank's :meth:`~supergcn.distributed.timing.PhaseTimer.breakdown`, ``traffic`` its bytes
     ``{"sent": {kind: per-peer array}, "received": {...}}``; ``warm_up`` marks the first
     epoch of a process, whose time the means leave out (:func:`timed_epochs`).
+
+    Args:
+        comm: the job's MPI communicator.
+        epoch: the epoch, from 1.
+        loss: the global loss.
+        seconds: this rank's seconds per phase.
+        traffic: this rank's bytes sent and received.
+        accuracy: the global accuracies and validation loss.
+        allreduce_bytes: bytes each rank all-reduces per epoch.
+        warm_up: whether this is the process's first epoch.
+
+    Returns:
+        The epoch record on rank 0, None on the others.
     """
     per_rank = comm.gather(seconds, root=0)
     # Each rank sums its per-peer counts first: rank 0 gathers O(P) numbers, not P^2.
@@ -91,13 +118,28 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
 
 
 def peak_memory_bytes() -> int:
-    """This rank's peak resident set size (:func:`~supergcn.data.storage.peak_memory_mib`)."""
+    """This rank's peak resident set size (:func:`~supergcn.data.storage.peak_memory_mib`).
+
+    Returns:
+        The peak in bytes.
+    """
     return round(peak_memory_mib() * 2**20)
 
 
 def summary_record(records: list[dict], best: dict, final_accuracy: dict, parameter_hashes: list[str],
                    peak_memory: list[int]) -> dict:
-    """The summary line from the epoch records and the run's end state."""
+    """The summary line from the epoch records and the run's end state.
+
+    Args:
+        records: the epoch records, resumed ones included.
+        best: the epochs of best validation accuracy and lowest validation loss.
+        final_accuracy: the final evaluation's figures.
+        parameter_hashes: every rank's parameter hash.
+        peak_memory: every rank's peak resident memory, in bytes.
+
+    Returns:
+        The summary record.
+    """
     return {"type": "summary", "epochs": len(records),
             "mean_epoch_seconds": float(np.mean([r["seconds"]["max"]["total"] for r in timed_epochs(records)])),
             "best_val_acc": best["val_acc"], "best_epoch": best["epoch"],
@@ -109,7 +151,11 @@ def summary_record(records: list[dict], best: dict, final_accuracy: dict, parame
 
 
 def print_progress(record: dict) -> None:
-    """One line about a finished epoch on stdout (rank 0: the run's log shows how it goes)."""
+    """One line about a finished epoch on stdout (rank 0: the run's log shows how it goes).
+
+    Args:
+        record: an epoch record.
+    """
     accuracy = " ".join(f"{name} {record[f'{name}_acc']:.4f}" for name in ("train", "val", "test")
                         if record.get(f"{name}_acc") is not None)
     print(f"epoch {record['epoch']}: loss {record['loss']:.4f} {accuracy} "
@@ -118,19 +164,47 @@ def print_progress(record: dict) -> None:
 
 def write_metrics(out: str | Path, header: dict, records: list[dict], summary: dict) -> None:
     """The whole metrics file, in one piece (a temporary file and a rename) once the run
-    has finished (rank 0)."""
+    has finished (rank 0).
+
+    Args:
+        out: the metrics file.
+        header: the header record.
+        records: the epoch records.
+        summary: the summary record.
+
+    Raises:
+        SuperGCNError: ``out`` cannot be written, or the disk filled.
+    """
     write_text(out, "".join(json.dumps(r) + "\n" for r in [header, *records, summary]))
 
 
 def timed_epochs(records: list[dict]) -> list[dict]:
     """The epochs whose time counts: all but the first epoch of every process (a resumed
     run starts a new one), which pay one-off costs (JIT loading, first allocations, the
-    first exchanges); all of them if nothing else is left."""
+    first exchanges); all of them if nothing else is left.
+
+    Args:
+        records: epoch records.
+
+    Returns:
+        Those records, in order.
+    """
     return [r for i, r in enumerate(records) if i > 0 and not r.get("warm_up")] or records
 
 
 def read_metrics(path: str | Path) -> tuple[dict, list[dict], dict]:
-    """(header, epoch records, summary) of a finished run's metrics file."""
+    """(header, epoch records, summary) of a finished run's metrics file.
+
+    Args:
+        path: a metrics file.
+
+    Returns:
+        ``(header, epochs, summary)``.
+
+    Raises:
+        SuperGCNError: the file is missing, holds a line that is not JSON, or lacks the
+            header or the summary line.
+    """
     path = Path(path)
     if not path.is_file():
         raise SuperGCNError(f"metrics file {path} not found", "run its training job first")

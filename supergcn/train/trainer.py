@@ -64,7 +64,18 @@ NO_BEST = {"val_acc": None, "epoch": None, "test_acc": None,
 
 
 class Trainer:
-    """The training loop of one rank (every rank of ``comm`` builds one)."""
+    """The training loop of one rank (every rank of ``comm`` builds one).
+
+    Args:
+        config: the run's options.
+        comm: the MPI communicator of the job, one rank per part of the plan.
+
+    Raises:
+        SuperGCNError: the options conflict, an output cannot be written, an input is
+            missing, stale or damaged, the initial weights do not fit, or the graph has no
+            training nodes (as :class:`~supergcn.distributed.ranks.CollectiveError`, on
+            every rank).
+    """
 
     def __init__(self, config: TrainConfig, comm) -> None:
         conflicts = config.conflicts()
@@ -111,7 +122,14 @@ class Trainer:
         self.start_epoch = 1
 
     def load_weights(self, path) -> None:
-        """Start from the state dict in ``path`` (tensors only: nothing else is unpickled)."""
+        """Start from the state dict in ``path`` (tensors only: nothing else is unpickled).
+
+        Args:
+            path: a file written by ``--save-model``.
+
+        Raises:
+            SuperGCNError: the file is missing, is not a state dict, or does not fit the model.
+        """
         if not Path(path).is_file():
             raise SuperGCNError(f"initial weights {path} not found", "pass a file written by --save-model")
         try:
@@ -126,7 +144,12 @@ class Trainer:
                                 "pass weights saved with the same --model, --num-layers, --hidden and dataset") from exc
 
     def train_step(self) -> tuple[float, dict, dict]:
-        """One epoch: (global loss, this rank's seconds per phase, its bytes sent and received)."""
+        """One epoch: (global loss, this rank's seconds per phase, its bytes sent and received).
+
+        Returns:
+            ``(loss, seconds, traffic)``: the global loss, seconds per phase (and the CPU
+            time), and ``{"sent": ..., "received": ...}`` bytes by kind of message.
+        """
         self.timer.reset()
         sent_before = {kind: sent.copy() for kind, sent in self.communicator.bytes_sent.items()}
         received_before = {kind: got.copy() for kind, got in self.communicator.bytes_received.items()}
@@ -156,14 +179,27 @@ class Trainer:
         return global_loss, seconds, {"sent": sent, "received": received}
 
     def loss(self, logits: torch.Tensor, loss_nodes: torch.Tensor) -> torch.Tensor:
-        """This rank's share of the global loss: its loss nodes' NLL over ALL ranks' loss nodes."""
+        """This rank's share of the global loss: its loss nodes' NLL over ALL ranks' loss nodes.
+
+        Args:
+            logits: this rank's log-probabilities, one row per owned node.
+            loss_nodes: the owned nodes the loss is taken over.
+
+        Returns:
+            A scalar tensor; summed over the ranks, the global loss.
+        """
         return (F.nll_loss(logits[loss_nodes], self.data.y[loss_nodes], reduction="sum")
                 / self.labels.loss_denominator)
 
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, torch.Tensor]:
         """Global train / val / test accuracy and validation loss (None where a split is
-        empty) and this rank's logits."""
+        empty) and this rank's logits.
+
+        Returns:
+            ``(accuracy, logits)``: ``train_acc``, ``val_acc``, ``test_acc`` and
+            ``val_loss``, and the rank's log-probabilities.
+        """
         self.model.eval()
         self.ops.begin_pass(training=False)
         # At evaluation every training label is an input (label propagation only).
@@ -181,7 +217,12 @@ class Trainer:
         return accuracy, logits
 
     def track_best(self, epoch: int, accuracy: dict) -> None:
-        """Remember the epochs of best validation accuracy and of lowest validation loss."""
+        """Remember the epochs of best validation accuracy and of lowest validation loss.
+
+        Args:
+            epoch: the epoch evaluated.
+            accuracy: its :meth:`evaluate` figures.
+        """
         if accuracy["val_acc"] is not None and (self.best["val_acc"] is None
                                                 or accuracy["val_acc"] > self.best["val_acc"]):
             self.best.update(val_acc=accuracy["val_acc"], epoch=epoch, test_acc=accuracy["test_acc"])
@@ -203,22 +244,42 @@ class Trainer:
 
     def reassign_bits(self) -> dict:
         """AdaQP's re-assignment after a traced epoch (outside the epoch's time and bytes):
-        per exchange, rows per width, solver objective and seconds; and the wall time."""
+        per exchange, rows per width, solver objective and seconds; and the wall time.
+
+        Returns:
+            ``{"seconds": ..., "exchanges": ...}``.
+        """
         started = time.perf_counter()
         exchanges = self.ops.reassign_bits()
         return {"seconds": time.perf_counter() - started, "exchanges": exchanges}
 
     def rank_state(self) -> dict:
         """What this rank needs besides the model to continue exactly: its random streams
-        and the exchange state that lives across epochs."""
+        and the exchange state that lives across epochs.
+
+        Returns:
+            ``rng`` (torch's random state) and ``exchanges`` (:meth:`GraphOps.state
+            <supergcn.distributed.aggregation.GraphOps.state>`).
+        """
         return {"rng": torch.get_rng_state(), "exchanges": self.ops.state()}
 
     def restore_rank_state(self, state: dict) -> None:
+        """Restore what :meth:`rank_state` returned, from a checkpoint.
+
+        Args:
+            state: this rank's saved state.
+        """
         torch.set_rng_state(state["rng"])
         self.ops.restore(state["exchanges"])
 
     def run(self) -> None:
-        """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs."""
+        """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs.
+
+        Raises:
+            SuperGCNError: the checkpoint to resume is damaged or of another run, the loss
+                became NaN or infinite (on every rank), or an output could not be written.
+            RuntimeError: the fault the config injects (``fail_at_epoch``).
+        """
         self.resume()
         header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
                             self.config.threads, self.data.hashes, kernel_target())
@@ -247,7 +308,14 @@ class Trainer:
         self.finish(header)
 
     def finish(self, header: dict | None) -> None:
-        """Final evaluation and outputs; rank 0 writes the metrics file with ``header``."""
+        """Final evaluation and outputs; rank 0 writes the metrics file with ``header``.
+
+        Args:
+            header: the metrics header (rank 0; None on the others).
+
+        Raises:
+            SuperGCNError: an output could not be written (on every rank); none is left behind.
+        """
         accuracy, logits = self.evaluate()
         hashes = self.comm.gather(parameter_hash(self.model), root=0)
         peak_memory = self.comm.gather(peak_memory_bytes(), root=0)
@@ -284,6 +352,13 @@ def train(config: TrainConfig, comm) -> None:
     the checkpoint, model and logits where the config asks for them. Raises on error;
     run it through :func:`supergcn.distributed.ranks.run_ranked` so that a failure on one
     rank ends the whole job.
+
+    Args:
+        config: the run's options.
+        comm: the job's MPI communicator.
+
+    Raises:
+        SuperGCNError: as :class:`Trainer` and :meth:`Trainer.run`.
     """
     trainer = Trainer(config, comm)
     try:

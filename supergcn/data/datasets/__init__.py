@@ -31,7 +31,11 @@ REAL_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "reddit", "ogbn-arxiv
 
 
 def dataset_names() -> list[str]:
-    """Every name :func:`prepare_dataset` accepts (``rmat-<scale>`` for the R-MAT family)."""
+    """Every name :func:`prepare_dataset` accepts (``rmat-<scale>`` for the R-MAT family).
+
+    Returns:
+        The real datasets, then the planted synthetic presets, then ``rmat-<scale>``.
+    """
     return [*REAL_DATASETS, *synthetic.PLANTED_PRESETS, "rmat-<scale>"]
 
 
