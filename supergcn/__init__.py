@@ -6,3 +6,31 @@ by a minimum vertex cover), then train with one MPI rank per partition.
 """
 
 __version__ = "0.1.0"
+
+# The modules a user imports, the command line's plumbing aside (tests/test_public_api.py checks their docstrings).
+PUBLIC_MODULES = (
+    "supergcn.errors",
+    "supergcn.options",
+    "supergcn.data.graph",
+    "supergcn.data.datasets",
+    "supergcn.data.storage",
+    "supergcn.partition.partition",
+    "supergcn.partition.store",
+    "supergcn.partition.metis",
+    "supergcn.partition.kaminpar",
+    "supergcn.plan.rank_plan",
+    "supergcn.plan.builder",
+    "supergcn.plan.store",
+    "supergcn.plan.statistics",
+    "supergcn.train.config",
+    "supergcn.train.trainer",
+    "supergcn.train.metrics",
+    "supergcn.train.gnn",
+    "supergcn.distributed.aggregation",
+    "supergcn.kernels.gather",
+    "supergcn.kernels.quantization",
+    "supergcn.perf.model",
+    "supergcn.perf.kernelbench",
+    "supergcn.report.tables",
+    "supergcn.report.figures",
+)
