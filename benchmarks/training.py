@@ -387,6 +387,7 @@ def scaling(args) -> None:
                 header = json.loads((root / "m.jsonl").read_text().splitlines()[0])
                 rows.append({"bits": bits, "P": parts, "phases": mean_phases(epochs),
                              "peak_rss_gib": usage["peak_rss_gib"], "kernels": header["kernels"]})
+                print(f"bits {bits} P={parts}: epoch {rows[-1]['phases']['total']:.3f} s", flush=True)
     for row in rows:
         single = next(r for r in rows if r["bits"] == row["bits"] and r["P"] == args.parts[0])
         row["speedup"] = single["phases"]["total"] / row["phases"]["total"] * args.parts[0]
