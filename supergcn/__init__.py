@@ -12,6 +12,7 @@ PUBLIC_MODULES = (
     "supergcn.errors",
     "supergcn.options",
     "supergcn.data.graph",
+    "supergcn.data.csr",
     "supergcn.data.datasets",
     "supergcn.data.storage",
     "supergcn.partition.partition",

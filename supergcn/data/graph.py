@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from supergcn.data.keys import first_of_runs
+from supergcn.data.csr import ROW_BLOCK_ENTRIES, row_blocks, symmetric_csr
 from supergcn.data.storage import (
     atomic_output_dir,
     hash_arrays,
@@ -34,12 +34,9 @@ from supergcn.data.storage import (
     write_json,
 )
 from supergcn.errors import SuperGCNError
-from supergcn.kernels.jit import njit
 from supergcn.naming import DROP_SELF_LOOPS, SELF_LOOPS
 
 GRAPH_FORMAT = "supergcn-graph/1"
-#: Adjacency entries a streaming pass holds at once (a few arrays of them, 8 B each).
-ROW_BLOCK_ENTRIES = 1 << 22
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
 _MASKS = ("train_mask", "val_mask", "test_mask")
 
@@ -95,12 +92,21 @@ class Graph:
         return (self.num_edges - loops) // 2 + loops
 
     def adjacency(self) -> sp.csr_matrix:
-        """The 0/1 adjacency as a scipy CSR matrix (row = destination, column = source)."""
+        """The 0/1 adjacency as a scipy CSR matrix (row = destination, column = source).
+
+        Returns:
+            An n x n ``scipy.sparse.csr_matrix`` of float32 ones over the graph's arrays.
+        """
         data = np.ones(self.num_edges, dtype=np.float32)
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.num_nodes, self.num_nodes))
 
     def content_hash(self) -> str:
-        """The hash of the seven arrays (:func:`~supergcn.data.storage.hash_arrays`) that names the graph downstream."""
+        """The hash of the seven arrays (:func:`~supergcn.data.storage.hash_arrays`) that
+        names the graph downstream.
+
+        Returns:
+            The hexadecimal digest.
+        """
         return hash_arrays({name: getattr(self, name) for name in _ARRAYS})
 
     def validate(self) -> None:
@@ -135,24 +141,19 @@ class Graph:
                                 "rerun `supergcn prepare` (or fix the loader of this dataset)")
 
 
-def row_blocks(indptr: np.ndarray, block_entries: int = ROW_BLOCK_ENTRIES):
-    """Yield ``(start, stop)`` row ranges covering every row of the CSR pointers ``indptr``,
-    each holding about ``block_entries`` entries (a single longer row makes a block of its own)."""
-    num_rows = len(indptr) - 1
-    start = 0
-    while start < num_rows:
-        stop = int(np.searchsorted(indptr, indptr[start] + block_entries, side="right")) - 1
-        stop = min(num_rows, max(stop, start + 1))
-        yield start, stop
-        start = stop
-
-
 def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
     """Yield ``(start, stop, rows, indices)`` for the :func:`row_blocks` of ``graph`` (of
     ``block_entries``): the row id and neighbour id (int64) of every entry of rows ``start .. stop - 1``.
 
     After each block the graph's memory-mapped pages are released (:func:`release_pages`),
     so a pass over a mapped graph keeps one block resident, not the whole adjacency.
+
+    Yields:
+        ``(start, stop, rows, indices)`` per block, in row order.
+
+    Raises:
+        SuperGCNError: a block lists a neighbour id outside the graph
+            (:func:`check_neighbours_in_range`).
     """
     for start, stop in row_blocks(graph.indptr, block_entries):
         lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
@@ -165,7 +166,11 @@ def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
 
 def check_neighbours_in_range(graph: "Graph", neighbours: np.ndarray, where: str) -> None:
     """Refuse ``neighbours`` (ids just read from the indices of ``graph`` at ``where``) if one
-    lies outside the graph's nodes: code that indexes with them would crash or wrap around."""
+    lies outside the graph's nodes: code that indexes with them would crash or wrap around.
+
+    Raises:
+        SuperGCNError: naming where the ids were read, with the fix.
+    """
     if len(neighbours) and (neighbours.min() < 0 or neighbours.max() >= graph.num_nodes):
         raise SuperGCNError(f"graph {graph.name!r} lists neighbour ids outside 0..{graph.num_nodes - 1} "
                             f"(in {where} of indices.npy)",
@@ -178,83 +183,6 @@ def check_neighbour_ids(graph: "Graph") -> None:
     it unchecked."""
     for _ in adjacency_blocks(graph):
         pass
-
-
-def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Undirected, de-duplicated CSR of the edge list ``src`` -> ``dst`` over ``num_nodes``
-    nodes, which may hold duplicates, one-way edges and self loops.
-
-    Each edge becomes one key min(u, v) * n + max(u, v), sorted in place and de-duplicated;
-    the rows are then filled from the keys (:func:`_fill_symmetric_rows`). Beyond the
-    caller's arrays this holds the keys (8 B per edge, twice while de-duplicating) and the
-    output: about 12 B per adjacency entry, where a scipy COO-to-CSR conversion of both
-    directions took 30 (50 past 2**31 entries, with int64 copies of rows and columns).
-
-    Returns:
-        ``(indptr int64, indices)`` with sorted rows, indices int32 below 2**31 nodes.
-
-    Raises:
-        SuperGCNError: ``src`` and ``dst`` differ in length, or an id lies outside the nodes.
-    """
-    src = np.asarray(src)
-    dst = np.asarray(dst)
-    if len(src) != len(dst):
-        raise SuperGCNError("edge list has different numbers of sources and destinations",
-                            "the dataset's files are damaged: restore them")
-    if len(src) and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
-        raise SuperGCNError(f"edge list refers to nodes outside 0..{num_nodes - 1}, the nodes with features",
-                            "the dataset's files disagree (one is truncated?): restore them")
-    keys = np.empty(len(src), dtype=np.int64)
-    for start, stop in ((k, min(k + ROW_BLOCK_ENTRIES, len(src))) for k in range(0, len(src), ROW_BLOCK_ENTRIES)):
-        a, b = src[start:stop].astype(np.int64), dst[start:stop].astype(np.int64)
-        np.multiply(np.minimum(a, b), num_nodes, out=keys[start:stop])
-        keys[start:stop] += np.maximum(a, b)
-    keys.sort()
-    keys = keys[first_of_runs(keys)]
-    index_dtype = np.int32 if num_nodes < 2**31 else np.int64
-    degree = np.zeros(num_nodes + 1, dtype=np.int64)
-    _count_symmetric_degrees(keys, num_nodes, degree)
-    indptr = np.cumsum(degree, out=degree)  # degree[v + 1] counted row v: the running sum is indptr
-    indices = np.empty(int(indptr[-1]), dtype=index_dtype)
-    _fill_symmetric_rows(keys, num_nodes, indptr, indices)
-    return indptr, indices
-
-
-@njit(cache=True)
-def _count_symmetric_degrees(keys, num_nodes, degree):
-    """``degree[v + 1]`` = neighbours of v (a loop counted once) for sorted unique keys."""
-    for key in keys:
-        low = key // num_nodes
-        high = key - low * num_nodes
-        degree[low + 1] += 1
-        if high != low:
-            degree[high + 1] += 1
-
-
-@njit(cache=True)
-def _fill_symmetric_rows(keys, num_nodes, indptr, indices):
-    """Rows of the symmetric CSR of sorted unique keys low * n + high (low <= high): row v
-    holds its smaller neighbours, then v itself (a loop), then its larger neighbours. Keys
-    run in (low, high) order, so each pass writes every row's share in ascending order and
-    the rows come out sorted without a sort."""
-    cursor = indptr[:-1].copy()
-    for key in keys:  # smaller neighbours: row `high` gets `low`, lows ascending
-        low = key // num_nodes
-        high = key - low * num_nodes
-        if low < high:
-            indices[cursor[high]] = low
-            cursor[high] += 1
-    for key in keys:  # loops
-        low = key // num_nodes
-        if key - low * num_nodes == low:
-            indices[cursor[low]] = low
-            cursor[low] += 1
-    for key in keys:  # larger neighbours: row `low` gets `high`, highs ascending
-        low = key // num_nodes
-        high = key - low * num_nodes
-        if low < high:
-            indices[cursor[low]] = high
-            cursor[low] += 1
 
 
 def build_graph(name: str, src, dst, features, labels, train_mask, val_mask, test_mask,
@@ -382,6 +310,9 @@ def check_against_manifest(graph: Graph, meta: dict, directory: Path) -> None:
 
     The node arrays are read a block of rows at a time; nothing adjacency-long is read
     here (every pass over the neighbour ids checks them: :func:`adjacency_blocks`).
+
+    Raises:
+        SuperGCNError: naming every disagreement, with the fix.
     """
     n, problems = meta["num_nodes"], []
     expected = {"indptr": ((n + 1,), np.int64), "indices": ((meta["num_edges_directed"],), None),

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.graph import ROW_BLOCK_ENTRIES, Graph, adjacency_blocks
+from supergcn.data.csr import ROW_BLOCK_ENTRIES
+from supergcn.data.graph import Graph, adjacency_blocks
 from supergcn.errors import SuperGCNError
 from supergcn.partition.partition import Partition, capped_weight, check_num_parts, combined_weight, constraint_weights
 

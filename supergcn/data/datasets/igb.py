@@ -25,7 +25,7 @@ there; the files of ``large`` and ``full``, checked against the sizes and MD5s r
 
 Nothing is read whole: features and edges are memory-mapped; the features are float32
 already, so they are written straight from the source file; the edges are read in
-blocks by :func:`~supergcn.data.graph.symmetric_csr`.
+blocks by :func:`~supergcn.data.csr.symmetric_csr`.
 """
 
 from __future__ import annotations
