@@ -5,7 +5,9 @@ its shell command calls changes. Each rule therefore carries a hash of the packa
 modules its command can execute, derived from the code itself: starting from the
 command's module, every ``import supergcn...`` / ``from supergcn... import ...`` /
 relative import found anywhere in a module (lazy imports inside functions included) is
-followed, and every package ``__init__.py`` on the way is added (Python runs them).
+followed, and every package ``__init__.py`` on the way is added (Python runs them). What
+is hashed is each module's code, not its text: docstrings, comments and layout can be
+edited without rerunning a study's jobs.
 
 Standard library only (``ast``): the Snakefile computes these hashes while it parses.
 """
@@ -82,13 +84,33 @@ def import_closure(*entry_points: str, package_dir: Path = PACKAGE_DIR) -> dict[
     return closure
 
 
+def code_of(path: Path) -> bytes:
+    """What a module runs: its syntax tree without docstrings (``ast.dump``: no comments,
+    no layout either), so that editing documentation reruns no job."""
+    stat = path.stat()
+    return _code_of(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _code_of(path: str, mtime_ns: int, size: int) -> bytes:
+    tree = ast.parse(Path(path).read_text(), filename=path)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 @functools.cache
 def source_hash(*entry_points: str, package_dir: Path = PACKAGE_DIR) -> str:
-    """A hash of the files in the import closure of ``entry_points`` (paths and contents)."""
+    """A hash of the modules in the import closure of ``entry_points``: their names and
+    their code (:func:`code_of`)."""
     digest = hashlib.blake2b(digest_size=8)
     for name, path in sorted(import_closure(*entry_points, package_dir=package_dir).items()):
         digest.update(name.encode())
-        digest.update(path.read_bytes())
+        digest.update(code_of(path))
     return digest.hexdigest()
 
 

@@ -49,10 +49,10 @@ def package_copy(tmp_path):
     return copy
 
 
-def edited_hashes(package_copy, relative_path, commands):
+def edited_hashes(package_copy, relative_path, commands, edit="\n_EDITED = 1\n"):
     before = {command: sources.command_hash(command, package_dir=package_copy) for command in commands}
     path = package_copy / relative_path
-    path.write_text(path.read_text() + "\n# an edit\n")
+    path.write_text(path.read_text() + edit)
     sources.source_hash.cache_clear()
     after = {command: sources.command_hash(command, package_dir=package_copy) for command in commands}
     return {command: before[command] != after[command] for command in commands}
@@ -62,6 +62,23 @@ def test_editing_a_module_imported_only_indirectly_changes_the_hash(package_copy
     # cli/train -> train/trainer -> distributed/aggregation -> kernels/gather -> kernels/jit
     changed = edited_hashes(package_copy, "kernels/jit.py", ["train", "bench_exchange", "tables", "perf_figures"])
     assert changed == {"train": True, "bench_exchange": True, "tables": True, "perf_figures": False}
+
+
+def test_editing_documentation_keeps_every_hash(package_copy):
+    """Docstrings, comments and layout are not code: a study's jobs do not rerun for them."""
+    def hashes():
+        sources.source_hash.cache_clear()
+        return {command: sources.command_hash(command, package_dir=package_copy) for command in ("train", "tables")}
+    before = hashes()
+    gather = package_copy / "kernels" / "gather.py"
+    original = gather.read_text()
+    edited = original.replace('"""Numba aggregation kernels', '"""The numba aggregation kernels', 1).replace(
+        '    """Row boundaries of', '    # a comment\n\n    """Row\n    boundaries of', 1)
+    assert edited.count("a comment") == 1 and "The numba" in edited
+    gather.write_text(edited)
+    jit = package_copy / "kernels" / "jit.py"
+    jit.write_text(jit.read_text() + "\n# only a comment\n")
+    assert hashes() == before
 
 
 def test_editing_an_unrelated_module_keeps_the_hash(package_copy):

@@ -243,13 +243,25 @@ def test_kernel_source_change_reruns_training(finished_study):
     _, package, _ = finished_study
     source = package / "distributed" / "exchange.py"
     original = source.read_text()
-    source.write_text(original + "\n# an edit\n")
+    source.write_text(original + "\n_EDITED = 1\n")
     try:
         # Training and the measured exchanges run this code, so this machine's profile,
         # fitted in the same job as those, and its predictions follow.
         assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "bench_comm": 1,
                                            "local_machine": 1, "predict": 2, "perf_tables": 1, "perf_figures": 1,
                                            "all": 1}
+    finally:
+        source.write_text(original)
+
+
+def test_a_documentation_edit_reruns_nothing(finished_study):
+    _, package, _ = finished_study
+    source = package / "distributed" / "exchange.py"
+    original = source.read_text()
+    source.write_text(original.replace('"""One rank\'s boundary exchange', '"""A rank\'s boundary exchange', 1)
+                      + "\n# a comment\n")
+    try:
+        assert source.read_text() != original and dry_run(finished_study) == {}
     finally:
         source.write_text(original)
 
