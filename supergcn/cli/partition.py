@@ -16,15 +16,16 @@ def configure(parser) -> None:
     parser.add_argument("--parts", required=True, type=positive_int, help="number of parts P (MPI ranks)")
     parser.add_argument("--out", required=True, type=output_dir, help="output partition directory")
     parser.add_argument("--constraints", nargs="*", choices=PARTITION_CONSTRAINTS, default=list(PARTITION_CONSTRAINTS),
-                        help="balanced vertex weights (combined into one unless --separate-constraints, see "
-                             "supergcn/partition/partition.py)")
+                        help="balanced vertex weights (each on its own with METIS, combined into one with "
+                             "KaMinPar or --no-separate-constraints; see supergcn/partition/partition.py)")
     parser.add_argument("--seed", type=int, default=0, help="the partitioner's random seed")
     parser.add_argument("--engine", choices=PARTITION_ENGINES, default="metis",
                         help="metis (one thread, the reference) or kaminpar (threaded, a few bytes per edge)")
     parser.add_argument("--threads", type=positive_int, default=1, help="KaMinPar's threads")
-    parser.add_argument("--separate-constraints", action=argparse.BooleanOptionalAction, default=False,
-                        help="METIS balances each constraint on its own (needs the METIS library, libmetis) instead "
-                             "of one combined weight")
+    parser.add_argument("--separate-constraints", action=argparse.BooleanOptionalAction, default=None,
+                        help="balance each constraint on its own (METIS's default, through the METIS library of the "
+                             "cmeel-metis wheel) or, with --no-separate-constraints, one combined weight (KaMinPar's "
+                             "only way)")
     parser.add_argument("--kaminpar-preset", default="terapart", help="KaMinPar preset up to 1,024 parts")
     parser.add_argument("--kaminpar-large-k-preset", default="terapart-largek",
                         help="KaMinPar preset beyond 1,024 parts")

@@ -4,10 +4,12 @@ The installed ``pymetis`` cannot pass several constraints: its wrapper derives `
 from the length of the weight list divided by ``len(xadj) = n + 1``, which is 1 for
 any ``ncon * n`` weights, and METIS then reads only the first ``n`` entries of the
 interleaved list (see ``tests/partition/test_metis.py::test_pymetis_ignores_multiconstraint``,
-which measures it). By default the constraints are therefore folded into one integer
-weight (:func:`supergcn.partition.partition.combined_weight`). With
-``separate_constraints`` METIS balances each constraint on its own (``ncon`` weights per
-vertex), through the METIS library itself (:mod:`supergcn.partition.libmetis`).
+which measures it). By default METIS therefore balances each constraint on its own
+(``ncon`` weights per vertex, the paper's setting) through the METIS library itself
+(:mod:`supergcn.partition.libmetis`, PyPI's ``cmeel-metis``); with
+``separate_constraints=False`` the constraints are folded into one integer weight
+(:func:`supergcn.partition.partition.combined_weight`) for pymetis, whose 64-bit build also
+counts past the library's 2^31.
 
 Memory. METIS keeps every level of its coarsening hierarchy, each with an adjacency and
 an edge-weight array of its ``idx_t`` (64-bit in pymetis's build): about 16 bytes per
@@ -91,7 +93,7 @@ def sampled_adjacency(graph: Graph, idx_t, fraction: float, seed: int) -> tuple[
 
 
 def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAINTS, seed: int = 0,
-                    edge_fraction: float = 1.0, separate_constraints: bool = False) -> Partition:
+                    edge_fraction: float = 1.0, separate_constraints: bool = True) -> Partition:
     """METIS k-way partition of ``graph`` into ``num_parts`` parts.
 
     Args:
@@ -105,17 +107,19 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
             and on graphs whose edges hardly merge as vertices pair up its memory is about
             levels x 16 bytes per adjacency entry (see the module docstring); sampling
             trades cut quality for that memory. 1 partitions the whole graph.
-        separate_constraints: balance each constraint on its own (METIS's ``ncon``),
-            through the METIS library itself (:mod:`supergcn.partition.libmetis`), instead
-            of pymetis with the constraints folded into one weight.
+        separate_constraints: balance each constraint on its own (METIS's ``ncon``, the
+            paper's setting, the default), through the METIS library itself
+            (:mod:`supergcn.partition.libmetis`); False folds them into one weight for
+            pymetis.
 
     Returns:
         The :class:`Partition`: a part id per node and the contiguous renumbering.
 
     Raises:
         SuperGCNError: ``num_parts`` or ``edge_fraction`` is out of range, a constraint is
-            unknown, every constraint weighs zero (``separate_constraints``), a neighbour
-            id lies outside the graph's nodes, or METIS left a part empty.
+            unknown, every constraint weighs zero (``separate_constraints``), the graph is
+            too large for the METIS library's 32-bit integers, a neighbour id lies outside
+            the graph's nodes, or METIS left a part empty.
     """
     import pymetis
 
@@ -127,9 +131,10 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
         return Partition(np.zeros(graph.num_nodes, dtype=np.int32), 1)
     check_neighbour_ids(graph)  # KaMinPar's file is written by a pass that checks them
     if separate_constraints and constraints:
-        from supergcn.partition.libmetis import load_metis, part_graph_kway
+        from supergcn.partition.libmetis import check_fits, load_metis, part_graph_kway
 
         idx_t = load_metis()[1]  # the library's own integer type
+        check_fits(idx_t, graph.num_edges, graph.num_nodes)  # before the adjacency is copied for it
     else:
         idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
     xadj, adjncy = (metis_adjacency(graph, idx_t) if edge_fraction == 1

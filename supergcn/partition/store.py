@@ -57,15 +57,21 @@ class Engine:
         threads: KaMinPar's threads.
         preset: KaMinPar's preset up to :data:`~supergcn.partition.kaminpar.LARGE_K` parts.
         large_k_preset: KaMinPar's preset beyond.
-        separate_constraints: METIS balances each constraint on its own instead of their
-            combined weight (METIS only).
+        separate_constraints: balance each constraint on its own (True) or their combined
+            weight (False); None, the default, takes the engine's own: separate for METIS,
+            combined for KaMinPar, which balances one weight.
     """
 
     name: str = "metis"
     threads: int = 1
     preset: str = "terapart"
     large_k_preset: str = "terapart-largek"
-    separate_constraints: bool = False
+    separate_constraints: bool | None = None
+
+    @property
+    def separate(self) -> bool:
+        """Whether the constraints are balanced each on its own."""
+        return self.name == "metis" if self.separate_constraints is None else self.separate_constraints
 
     def describe(self, num_parts: int, constraints=PARTITION_CONSTRAINTS) -> dict:
         """The manifest's record of the engine as it ran for ``num_parts``.
@@ -80,7 +86,7 @@ class Engine:
         """
         if num_parts == 1:
             return {"name": "single part"}
-        if self.name == "metis" and self.separate_constraints and constraints:
+        if self.name == "metis" and self.separate and constraints:
             return {"name": "metis", "method": "METIS library k-way, one constraint per weight", "threads": 1}
         if self.name == "metis":
             return {"name": "metis", "method": "pymetis k-way, combined vertex weight", "threads": 1}
@@ -235,7 +241,7 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
             part, an unwritable ``out_dir``).
     """
     started = time.perf_counter()
-    if engine.name == "kaminpar" and engine.separate_constraints:
+    if engine.name == "kaminpar" and engine.separate:
         raise SuperGCNError("KaMinPar balances one weight: it cannot keep the constraints separate",
                             "set partition.separate_constraints to false, or partition.engine to metis")
     if engine.name == "kaminpar" and edge_fraction != 1:
@@ -243,7 +249,7 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
                             "set partition.edge_fraction to 1 (--edge-fraction 1), or partition.engine to metis")
     filled = 0
     if engine.name == "metis" or num_parts == 1:
-        partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate_constraints)
+        partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate)
     elif engine.name == "kaminpar":
         partition, filled = kaminpar_partition(graph, num_parts, constraints, seed, engine.threads,
                                                preset_for(num_parts, engine.preset, engine.large_k_preset),

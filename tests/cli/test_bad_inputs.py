@@ -290,7 +290,7 @@ CASES = [
     ("config: KaMinPar asked to keep constraints separate", "snakemake",
      lambda ws, bad: config_overlay(bad, partition={"constraints": ["nodes", "train"], "seed": 0, "engine": "kaminpar",
                                                     "separate_constraints": True}),
-     "partition.separate_constraints: False was expected"),
+     "partition.separate_constraints: should not be valid under {'const': True}"),
     ("config: renamed key", "snakemake",
      lambda ws, bad: config_overlay(bad, model={}), "config key `model:` is now `perf:`"),
 ]

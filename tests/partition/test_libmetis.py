@@ -13,12 +13,10 @@ from supergcn.partition.store import Engine, run_partition
 
 @pytest.fixture
 def metis_library():
+    """The METIS library the project installs (the cmeel-metis wheel), found afresh."""
     libmetis.load_metis.cache_clear()
-    try:
-        libmetis.load_metis()
-    except SuperGCNError as exc:
-        pytest.skip(f"no METIS library here ({exc}); Debian: apt-get install libmetis5")
-    yield
+    assert "cmeel.prefix" in libmetis.library_path(), "the cmeel-metis wheel's library comes first"
+    yield libmetis.load_metis()
     libmetis.load_metis.cache_clear()
 
 
@@ -57,7 +55,7 @@ def test_each_constraint_is_balanced_on_its_own(metis_library):
     g = grid_graph()
     constraints = ("nodes", "in_degree", "train")
     separate = partition_graph(g, 4, constraints, separate_constraints=True)
-    combined = partition_graph(g, 4, constraints)
+    combined = partition_graph(g, 4, constraints, separate_constraints=False)
     weights = {"nodes": None, "in_degree": g.in_degree, "train": g.train_mask.astype(float)}
     for name, weight in weights.items():
         assert imbalance(separate.parts, weight, 4) <= 1.05, name
@@ -66,17 +64,43 @@ def test_each_constraint_is_balanced_on_its_own(metis_library):
 
 
 def test_the_manifest_says_which_metis_ran(metis_library, tmp_path):
-    manifest = run_partition(grid_graph(), "h", 3, tmp_path / "p", engine=Engine(separate_constraints=True))
+    """METIS balances the constraints each on its own unless told to fold them."""
+    manifest = run_partition(grid_graph(), "h", 3, tmp_path / "p")
     assert manifest["engine"]["method"] == "METIS library k-way, one constraint per weight"
+    folded = run_partition(grid_graph(), "h", 3, tmp_path / "q", engine=Engine(separate_constraints=False))
+    assert folded["engine"]["method"] == "pymetis k-way, combined vertex weight"
+
+
+def test_the_wheel_library_is_metis_5_2_with_32_bit_integers(metis_library):
+    _, idx_t, seed_index = metis_library
+    assert idx_t == np.int32 and seed_index == libmetis.METIS_OPTION_SEED["5.2"]
+
+
+@pytest.mark.parametrize("entries, vertices, weight", [(2**31, 10, 0), (10, 2**31, 0), (10, 10, 2**31)])
+def test_past_2_31_the_32_bit_library_names_kaminpar(entries, vertices, weight):
+    with pytest.raises(SuperGCNError, match="32-bit integers") as raised:
+        libmetis.check_fits(np.dtype(np.int32), entries, vertices, weight)
+    assert "partition.engine to kaminpar" in str(raised.value)
+    libmetis.check_fits(np.dtype(np.int32), 2**31 - 1, 2**31 - 1, 2**31 - 1)
+    libmetis.check_fits(np.dtype(np.int64), 2**40, 2**35, 2**40)
+
+
+def test_a_graph_past_2_31_entries_is_refused_before_its_adjacency_is_copied(metis_library, monkeypatch):
+    """The graph's own count decides, before METIS's arrays (tens of GB at that size) are made."""
+    graph = grid_graph()
+    monkeypatch.setattr(type(graph), "num_edges", property(lambda self: 2**31 + 5))
+    with pytest.raises(SuperGCNError, match="2,147,483,653 adjacency entries"):
+        partition_graph(graph, 2)
 
 
 def test_a_missing_library_is_named_with_the_fix(monkeypatch, tmp_path):
     libmetis.load_metis.cache_clear()
     monkeypatch.delenv(libmetis.LIBRARY_VARIABLE, raising=False)
+    monkeypatch.setattr(libmetis, "WHEEL", "no-such-wheel")
     monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
     with pytest.raises(SuperGCNError, match="not found") as raised:
         partition_graph(grid_graph(), 2, separate_constraints=True)
-    assert "apt-get install libmetis5" in str(raised.value)
+    assert "pip install cmeel-metis" in str(raised.value)
     libmetis.load_metis.cache_clear()
     monkeypatch.setenv(libmetis.LIBRARY_VARIABLE, str(tmp_path / "nothing.so"))
     with pytest.raises(SuperGCNError, match="not a usable METIS library"):

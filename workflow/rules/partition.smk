@@ -14,7 +14,9 @@ rule partition:
         kaminpar_preset=config["partition"]["kaminpar_preset"],
         kaminpar_large_k_preset=config["partition"]["kaminpar_large_k_preset"],
         edge_fraction=config["partition"]["edge_fraction"],
-        separate="--separate-constraints" if config["partition"]["separate_constraints"] else "--no-separate-constraints",
+        separate={True: "--separate-constraints", False: "--no-separate-constraints", None: ""}[
+            config["partition"]["separate_constraints"]
+        ],
     threads: partition_threads
     # In the rule, not the profile's default-resources, which --default-resources replaces whole.
     resources:
