@@ -23,6 +23,9 @@ def configure(parser) -> None:
     parser.add_argument("--self-loops", choices=SELF_LOOPS, default=KEEP_SELF_LOOPS,
                         help="keep self loops (once) or drop them, as upstream SuperGCN's preprocessing does; "
                              "recorded in the graph manifest")
+    parser.add_argument("--allow-nonfinite-features", action="store_true",
+                        help="keep feature values that are NaN or infinite (refused by default; counted in the graph "
+                             "manifest): training then stops at its first epoch, its loss NaN")
 
 
 def run(args) -> None:
@@ -33,6 +36,7 @@ def run(args) -> None:
     started = time.perf_counter()
     graph = with_self_loop_policy(prepare_dataset(args.dataset, raw_root=args.raw_root, seed=args.seed),
                                   args.self_loops)
-    meta = save_graph(graph, args.out, seconds=time.perf_counter() - started)
+    meta = save_graph(graph, args.out, seconds=time.perf_counter() - started,
+                      allow_nonfinite_features=args.allow_nonfinite_features)
     print(f"prepared {meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges_undirected']:,} undirected edges, "
           f"{meta['feature_dim']} features, {meta['num_classes']} classes, split {meta['split']} -> {args.out}")

@@ -100,14 +100,14 @@ class Graph:
         data = np.ones(self.num_edges, dtype=np.float32)
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.num_nodes, self.num_nodes))
 
-    def content_hash(self) -> str:
+    def content_hash(self, inspect=None) -> str:
         """The hash of the seven arrays (:func:`~supergcn.data.storage.hash_arrays`) that
-        names the graph downstream.
+        names the graph downstream; ``inspect`` sees every block read (as there).
 
         Returns:
             The hexadecimal digest.
         """
-        return hash_arrays({name: getattr(self, name) for name in _ARRAYS})
+        return hash_arrays({name: getattr(self, name) for name in _ARRAYS}, inspect)
 
     def validate(self) -> None:
         """Check the invariants every consumer relies on; raise with the broken one.
@@ -127,6 +127,10 @@ class Graph:
             problems.append("features must be float32 with one row per node")
         if self.labels.shape != (n,):
             problems.append("labels must have one entry per node")
+        elif np.any(self.labels < -1):
+            row = int(np.argmax(self.labels < -1))
+            problems.append(f"{int(np.count_nonzero(self.labels < -1)):,} labels lie outside the classes (the first, "
+                            f"{self.labels[row]}, at node {row}; -1 marks a node without a label)")
         for mask in ("train_mask", "val_mask", "test_mask"):
             array = getattr(self, mask)
             if array.shape != (n,) or array.dtype != np.bool_:
@@ -250,18 +254,49 @@ def with_self_loop_policy(graph: Graph, policy: str) -> Graph:
     return replace(graph, indptr=indptr, indices=graph.indices[kept], provenance=provenance)
 
 
-def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) -> dict:
+class _NonFiniteFeatures:
+    """Counts, as the arrays are hashed, the feature values that are NaN or infinite, and
+    where the first is."""
+
+    def __init__(self) -> None:
+        self.count, self.first = 0, None
+
+    def __call__(self, name: str, first_row: int, block: np.ndarray) -> None:
+        if name == "features":
+            bad = ~np.isfinite(block)
+            found = int(np.count_nonzero(bad))
+            if found and self.first is None:
+                row, column = np.argwhere(bad)[0]
+                self.first = (first_row + int(row), int(column))
+            self.count += found
+
+
+def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None,
+               allow_nonfinite_features: bool = False) -> dict:
     """Write ``graph`` atomically to ``out_dir``, recording the ``seconds`` preparing it took.
 
+    The pass that hashes the arrays also counts feature values that are NaN or infinite;
+    unless ``allow_nonfinite_features``, any refuses the graph before a byte is written: a
+    graph that cannot train would otherwise be partitioned and planned first (hours at the
+    paper's scale) and stop training at its first epoch, its loss NaN.
+
     Returns:
-        The manifest written as ``meta.json``.
+        The manifest written as ``meta.json`` (``nonfinite_features``: how many were kept).
 
     Raises:
-        SuperGCNError: the graph is malformed, ``out_dir`` cannot be written, or the disk fills.
+        SuperGCNError: the graph is malformed (labels outside the classes among it), holds
+            non-finite features not allowed, ``out_dir`` cannot be written, or the disk fills.
     """
     graph.validate()
     started = time.perf_counter()
-    content_hash = graph.content_hash()
+    nonfinite = _NonFiniteFeatures()
+    content_hash = graph.content_hash(nonfinite)
+    if nonfinite.count and not allow_nonfinite_features:
+        row, column = nonfinite.first
+        raise SuperGCNError(f"graph {graph.name!r} has {nonfinite.count:,} feature values that are NaN or infinite "
+                            f"(the first at node {row:,}, feature {column:,})",
+                            "repair the source files or the loader; or keep them with --allow-nonfinite-features "
+                            "(training then stops at its first epoch, its loss NaN, unless no loss reaches them)")
     meta = {
         "format": GRAPH_FORMAT,
         "name": graph.name,
@@ -275,6 +310,7 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None) 
         "split": {m: int(getattr(graph, f"{m}_mask").sum()) for m in ("train", "val", "test")},
         "provenance": graph.provenance,
         "hash": content_hash,
+        "nonfinite_features": nonfinite.count,
         "seconds": {"prepare": seconds, "hash": time.perf_counter() - started},
         "peak_memory_mib": peak_memory_mib(),
     }

@@ -232,17 +232,34 @@ def load_array(directory: Path, name: str, what: str, mmap: bool = False, suffix
                             "delete the directory and rerun the step that wrote it") from exc
 
 
-def hash_arrays(arrays: Mapping[str, np.ndarray]) -> str:
-    """A content hash over named ``arrays``: names, dtypes, shapes and bytes, in key order.
+#: Bytes of an array hashed (and shown to an inspector) at a time.
+_HASH_BLOCK_BYTES = 1 << 26
+
+
+def hash_arrays(arrays: Mapping[str, np.ndarray], inspect=None) -> str:
+    """A content hash over named ``arrays``: names, dtypes, shapes and bytes, in key order,
+    each array read a block of rows at a time (a memory-mapped one is never whole in memory).
+
+    Args:
+        arrays: the arrays by name.
+        inspect: called as ``inspect(name, first_row, block)`` with every block read, so a
+            caller can check the values in the same pass (None: no one looks).
 
     Returns:
         32 hexadecimal digits of blake2b.
     """
     digest = hashlib.blake2b(digest_size=16)
     for name in sorted(arrays):
-        array = np.ascontiguousarray(arrays[name])
+        array = np.asarray(arrays[name])
+        if array.ndim == 0:
+            array = array.reshape(1)  # as np.ascontiguousarray makes it: the hashes of old hold
         digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
-        digest.update(array.reshape(-1).view(np.uint8).data)
+        rows = max(1, _HASH_BLOCK_BYTES // max(1, array[0].nbytes)) if len(array) else 1
+        for first in range(0, len(array), rows):
+            block = np.ascontiguousarray(array[first:first + rows])
+            digest.update(block.reshape(-1).view(np.uint8).data)
+            if inspect is not None:
+                inspect(name, first, block)
     return digest.hexdigest()
 
 

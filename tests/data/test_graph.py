@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import numpy as np
@@ -115,3 +116,30 @@ def test_a_pass_over_the_adjacency_refuses_a_neighbour_outside_the_graph(tmp_pat
     np.save(tmp_path / "g" / "indices.npy", indices)
     with pytest.raises(SuperGCNError, match=r"neighbour ids outside 0\.\.299 \(in rows 0\.\.299"):
         check_neighbour_ids(load_graph(tmp_path / "g", mmap=True))
+
+
+def test_labels_below_minus_one_are_outside_the_classes(awkward_graph):
+    labels = awkward_graph.labels.copy()
+    labels[17] = -9  # a float label file's NaN becomes a large negative integer
+    bad = dataclasses.replace(awkward_graph, labels=labels, train_mask=np.zeros_like(awkward_graph.train_mask),
+                              val_mask=np.zeros_like(awkward_graph.val_mask),
+                              test_mask=np.zeros_like(awkward_graph.test_mask))
+    with pytest.raises(SuperGCNError, match=r"1 labels lie outside the classes \(the first, -9, at node 17"):
+        bad.validate()
+
+
+def test_the_hashing_pass_counts_non_finite_features(awkward_graph, tmp_path, monkeypatch):
+    """Read a block at a time (a small block here), every NaN and infinity is counted and
+    the first located; the hash is that of the same arrays hashed whole."""
+    from supergcn.data import storage
+
+    features = awkward_graph.features.copy()
+    features[5, 2], features[250, 0], features[251, 1] = np.inf, np.nan, -np.inf
+    graph = dataclasses.replace(awkward_graph, features=features)
+    whole = graph.content_hash()
+    monkeypatch.setattr(storage, "_HASH_BLOCK_BYTES", 4 * features.shape[1] * 7)
+    with pytest.raises(SuperGCNError, match=r"3 feature values .* \(the first at node 5, feature 2\)"):
+        save_graph(graph, tmp_path / "g")
+    assert not (tmp_path / "g").exists()
+    meta = save_graph(graph, tmp_path / "g", allow_nonfinite_features=True)
+    assert meta["nonfinite_features"] == 3 and meta["hash"] == whole

@@ -14,6 +14,7 @@ rule prepare:
         raw_root=config["raw_root"],
         seed=config["dataset_seed"],
         self_loops=config["self_loops"],
+        nonfinite="--allow-nonfinite-features" if config["allow_nonfinite_features"] else "",
     conda:
         "../envs/supergcn.yaml"
     log:
@@ -22,4 +23,4 @@ rule prepare:
         "logs/benchmarks/prepare/{dataset}.tsv"
     shell:
         "python -m supergcn.cli prepare {wildcards.dataset} --raw-root {params.raw_root:q} --seed {params.seed} "
-        "--self-loops {params.self_loops} --out {output:q} > {log:q} 2>&1"
+        "--self-loops {params.self_loops} {params.nonfinite} --out {output:q} > {log:q} 2>&1"

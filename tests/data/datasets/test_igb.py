@@ -161,3 +161,17 @@ def test_igb_large_files_of_another_size_than_recorded_are_refused(tmp_path, htt
     with pytest.raises(SuperGCNError, match=f"node_label_19.npy arrived with {NODES * 4 + 4:,} bytes, not the "
                                             f"{NODES * 4:,} recorded"):
         igb.load_igb("igb-large", tmp_path / "raw" / "igb")
+
+
+def test_a_nan_in_one_raw_feature_is_refused_before_anything_is_written(tmp_path):
+    """IGB's features, one value of them NaN: one line naming how many and where, exit 2,
+    no graph directory; kept on request, and counted in the manifest."""
+    features, _, _ = igb_fixture(tmp_path / "raw" / "igb")
+    features[1_234, 56] = np.nan
+    np.save(tmp_path / "raw" / "igb" / "tiny" / "processed" / "paper" / "node_feat.npy", features)
+    assert_prepare_refused("igb-tiny", tmp_path / "raw", tmp_path / "g",
+                           "1 feature values that are NaN or infinite (the first at node 1,234, feature 56)")
+    result = run_cli("prepare", "igb-tiny", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g",
+                     "--allow-nonfinite-features")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "g" / "meta.json").read_text())["nonfinite_features"] == 1
