@@ -11,10 +11,12 @@ __version__ = "0.1.0"
 PUBLIC_MODULES = (
     "supergcn.errors",
     "supergcn.options",
+    "supergcn.progress",
     "supergcn.data.graph",
     "supergcn.data.csr",
     "supergcn.data.datasets",
     "supergcn.data.storage",
+    "supergcn.data.digests",
     "supergcn.partition.partition",
     "supergcn.partition.store",
     "supergcn.partition.metis",

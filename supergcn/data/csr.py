@@ -9,6 +9,7 @@ import numpy as np
 from supergcn.data.keys import first_of_runs
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.jit import njit
+from supergcn.progress import progress, running
 
 #: Adjacency entries a streaming pass holds at once (a few arrays of them, 8 B each).
 ROW_BLOCK_ENTRIES = 1 << 22
@@ -57,18 +58,22 @@ def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.
         raise SuperGCNError(f"edge list refers to nodes outside 0..{num_nodes - 1}, the nodes with features",
                             "the dataset's files disagree (one is truncated?): restore them")
     keys = np.empty(len(src), dtype=np.int64)
-    for start, stop in ((k, min(k + ROW_BLOCK_ENTRIES, len(src))) for k in range(0, len(src), ROW_BLOCK_ENTRIES)):
-        a, b = src[start:stop].astype(np.int64), dst[start:stop].astype(np.int64)
-        np.multiply(np.minimum(a, b), num_nodes, out=keys[start:stop])
-        keys[start:stop] += np.maximum(a, b)
-    keys.sort()
-    keys = keys[first_of_runs(keys)]
-    index_dtype = np.int32 if num_nodes < 2**31 else np.int64
-    degree = np.zeros(num_nodes + 1, dtype=np.int64)
-    _count_symmetric_degrees(keys, num_nodes, degree)
-    indptr = np.cumsum(degree, out=degree)  # degree[v + 1] counted row v: the running sum is indptr
-    indices = np.empty(int(indptr[-1]), dtype=index_dtype)
-    _fill_symmetric_rows(keys, num_nodes, indptr, indices)
+    with progress("prepare: edge keys", total=len(src), unit="edge", scale=True) as bar:
+        for start in range(0, len(src), ROW_BLOCK_ENTRIES):
+            stop = min(start + ROW_BLOCK_ENTRIES, len(src))
+            a, b = src[start:stop].astype(np.int64), dst[start:stop].astype(np.int64)
+            np.multiply(np.minimum(a, b), num_nodes, out=keys[start:stop])
+            keys[start:stop] += np.maximum(a, b)
+            bar.update(stop - start)
+    with running("prepare: sorting the edge keys into the symmetric CSR"):
+        keys.sort()
+        keys = keys[first_of_runs(keys)]
+        index_dtype = np.int32 if num_nodes < 2**31 else np.int64
+        degree = np.zeros(num_nodes + 1, dtype=np.int64)
+        _count_symmetric_degrees(keys, num_nodes, degree)
+        indptr = np.cumsum(degree, out=degree)  # degree[v + 1] counted row v: the running sum is indptr
+        indices = np.empty(int(indptr[-1]), dtype=index_dtype)
+        _fill_symmetric_rows(keys, num_nodes, indptr, indices)
     return indptr, indices
 
 

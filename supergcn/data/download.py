@@ -36,6 +36,7 @@ from typing import Sequence
 
 from supergcn.data.storage import human_bytes, refusing_full_disk
 from supergcn.errors import SuperGCNError
+from supergcn.progress import progress
 
 CHUNK_BYTES = 1 << 20
 
@@ -53,11 +54,14 @@ class RemoteFile:
 
 
 def file_md5(path: Path, digest=None):
-    """``path``'s bytes fed to ``digest`` (a new MD5 by default), a chunk at a time."""
+    """``path``'s bytes fed to ``digest`` (a new MD5 by default), a chunk at a time, showing
+    how far (:mod:`supergcn.progress`)."""
     digest = hashlib.md5() if digest is None else digest
-    with open(path, "rb") as handle:
+    with open(path, "rb") as handle, progress(f"checksum of {path.name}", total=_size(path), unit="B",
+                                              scale=True) as bar:
         while chunk := handle.read(CHUNK_BYTES):
             digest.update(chunk)
+            bar.update(len(chunk))
     return digest
 
 
@@ -142,12 +146,16 @@ def download(url: str, destination: str | Path, md5: str | None = None, size: in
             check_space(destination.parent, int(announced or 0), extra_bytes, str(destination))
             destination.parent.mkdir(parents=True, exist_ok=True)
             received = 0
+            already = have if resumed else 0
             try:
-                with open(part, "ab" if resumed else "wb") as handle:
+                with open(part, "ab" if resumed else "wb") as handle, \
+                        progress(f"download {destination.name}", total=already + int(announced) if announced else None,
+                                 unit="B", scale=True, initial=already) as bar:
                     while chunk := response.read(CHUNK_BYTES):
                         handle.write(chunk)
                         digest.update(chunk)
                         received += len(chunk)
+                        bar.update(len(chunk))
             except (OSError, http.client.HTTPException) as exc:
                 if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
                     raise SuperGCNError(f"no space left for {part} after {human_bytes(_size(part))}",
@@ -256,12 +264,22 @@ def unpack(archive: Path, root: Path, folder: str) -> Path:
             try:
                 if zipfile.is_zipfile(archive):
                     with zipfile.ZipFile(archive) as bundle:
-                        bundle.extractall(staging)
+                        members = bundle.infolist()
+                        with progress(f"unpack {archive.name}", total=sum(member.file_size for member in members),
+                                      unit="B", scale=True) as bar:
+                            for member in members:
+                                bundle.extract(member, staging)
+                                bar.update(member.file_size)
                 else:
-                    with tarfile.open(archive) as bundle:
-                        # The archive's checksum matched the recorded one; the "data" filter, where
-                        # this Python has it, keeps every member below the staging folder all the same.
-                        bundle.extractall(staging, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+                    # The archive's checksum matched the recorded one; the "data" filter, where
+                    # this Python has it, keeps every member below the staging folder all the same.
+                    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                    # A compressed tar's size unpacked is known only at its end: the bar counts up.
+                    with tarfile.open(archive) as bundle, progress(f"unpack {archive.name}", unit="B",
+                                                                   scale=True) as bar:
+                        for member in bundle:
+                            bundle.extract(member, staging, **safe)
+                            bar.update(member.size)
             except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error) as exc:
                 raise SuperGCNError(f"{archive} could not be unpacked ({type(exc).__name__}: {exc}): it is damaged",
                                     "delete it to download it again") from exc

@@ -24,9 +24,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from supergcn.data.csr import ROW_BLOCK_ENTRIES, row_blocks, symmetric_csr
+from supergcn.data.digests import hash_arrays
 from supergcn.data.storage import (
     atomic_output_dir,
-    hash_arrays,
     load_array,
     peak_memory_mib,
     read_json,
@@ -35,6 +35,7 @@ from supergcn.data.storage import (
 )
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DROP_SELF_LOOPS, SELF_LOOPS
+from supergcn.progress import progress, tracked
 
 GRAPH_FORMAT = "supergcn-graph/1"
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
@@ -81,7 +82,7 @@ class Graph:
     def num_self_loops(self) -> int:
         """Entries v -> v, counted a block of rows at a time (no adjacency-long temporaries)."""
         loops = 0
-        for _, _, rows, indices in adjacency_blocks(self):
+        for _, _, rows, indices in adjacency_blocks(self, what="counting self loops"):
             loops += int(np.count_nonzero(indices == rows))
         return loops
 
@@ -101,7 +102,7 @@ class Graph:
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.num_nodes, self.num_nodes))
 
     def content_hash(self, inspect=None) -> str:
-        """The hash of the seven arrays (:func:`~supergcn.data.storage.hash_arrays`) that
+        """The hash of the seven arrays (:func:`~supergcn.data.digests.hash_arrays`) that
         names the graph downstream; ``inspect`` sees every block read (as there).
 
         Returns:
@@ -145,9 +146,10 @@ class Graph:
                                 "rerun `supergcn prepare` (or fix the loader of this dataset)")
 
 
-def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
+def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES, what: str | None = None):
     """Yield ``(start, stop, rows, indices)`` for the :func:`row_blocks` of ``graph`` (of
-    ``block_entries``): the row id and neighbour id (int64) of every entry of rows ``start .. stop - 1``.
+    ``block_entries``): the row id and neighbour id (int64) of every entry of rows ``start .. stop - 1``;
+    a pass named ``what`` shows how far it is (:mod:`supergcn.progress`).
 
     After each block the graph's memory-mapped pages are released (:func:`release_pages`),
     so a pass over a mapped graph keeps one block resident, not the whole adjacency.
@@ -159,13 +161,15 @@ def adjacency_blocks(graph: "Graph", block_entries: int = ROW_BLOCK_ENTRIES):
         SuperGCNError: a block lists a neighbour id outside the graph
             (:func:`check_neighbours_in_range`).
     """
-    for start, stop in row_blocks(graph.indptr, block_entries):
-        lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
-        rows = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(graph.indptr[start:stop + 1]))
-        indices = np.asarray(graph.indices[lo:hi], dtype=np.int64)
-        check_neighbours_in_range(graph, indices, f"rows {start}..{stop - 1}")
-        yield start, stop, rows, indices
-        release_pages(graph.indptr, graph.indices)
+    with progress(what, total=graph.num_edges, unit="entry", scale=True) as bar:
+        for start, stop in row_blocks(graph.indptr, block_entries):
+            lo, hi = int(graph.indptr[start]), int(graph.indptr[stop])
+            rows = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(graph.indptr[start:stop + 1]))
+            indices = np.asarray(graph.indices[lo:hi], dtype=np.int64)
+            check_neighbours_in_range(graph, indices, f"rows {start}..{stop - 1}")
+            yield start, stop, rows, indices
+            release_pages(graph.indptr, graph.indices)
+            bar.update(hi - lo)
 
 
 def check_neighbours_in_range(graph: "Graph", neighbours: np.ndarray, where: str) -> None:
@@ -185,7 +189,7 @@ def check_neighbour_ids(graph: "Graph") -> None:
     """Refuse ``graph`` if it lists a neighbour outside its nodes: one pass of
     :func:`adjacency_blocks`, before the adjacency goes to METIS, which would index with
     it unchecked."""
-    for _ in adjacency_blocks(graph):
+    for _ in adjacency_blocks(graph, what="checking the neighbour ids"):
         pass
 
 
@@ -290,7 +294,10 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None,
     graph.validate()
     started = time.perf_counter()
     nonfinite = _NonFiniteFeatures()
-    content_hash = graph.content_hash(nonfinite)
+    total = sum(getattr(graph, name).nbytes for name in _ARRAYS)
+    with progress(f"prepare {graph.name}: hashing and checking", total=total, unit="B", scale=True) as bar:
+        content_hash = graph.content_hash(lambda name, first, block: (nonfinite(name, first, block),
+                                                                      bar.update(block.nbytes)))
     if nonfinite.count and not allow_nonfinite_features:
         row, column = nonfinite.first
         raise SuperGCNError(f"graph {graph.name!r} has {nonfinite.count:,} feature values that are NaN or infinite "
@@ -315,7 +322,7 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None,
         "peak_memory_mib": peak_memory_mib(),
     }
     with atomic_output_dir(out_dir) as staging:
-        for name in _ARRAYS:
+        for name in tracked(_ARRAYS, f"prepare {graph.name}: writing arrays", unit="array"):
             np.save(staging / f"{name}.npy", getattr(graph, name))
         write_json(staging / "meta.json", meta)
     return meta

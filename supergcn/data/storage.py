@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import glob
-import hashlib
 import json
 import mmap
 import os
@@ -28,6 +27,7 @@ from typing import Iterator, Mapping
 import numpy as np
 
 from supergcn.errors import SuperGCNError, first_line
+from supergcn.progress import progress
 
 
 @contextlib.contextmanager
@@ -232,55 +232,6 @@ def load_array(directory: Path, name: str, what: str, mmap: bool = False, suffix
                             "delete the directory and rerun the step that wrote it") from exc
 
 
-#: Bytes of an array hashed (and shown to an inspector) at a time.
-_HASH_BLOCK_BYTES = 1 << 26
-
-
-def hash_arrays(arrays: Mapping[str, np.ndarray], inspect=None) -> str:
-    """A content hash over named ``arrays``: names, dtypes, shapes and bytes, in key order,
-    each array read a block of rows at a time (a memory-mapped one is never whole in memory).
-
-    Args:
-        arrays: the arrays by name.
-        inspect: called as ``inspect(name, first_row, block)`` with every block read, so a
-            caller can check the values in the same pass (None: no one looks).
-
-    Returns:
-        32 hexadecimal digits of blake2b.
-    """
-    digest = hashlib.blake2b(digest_size=16)
-    for name in sorted(arrays):
-        array = np.asarray(arrays[name])
-        if array.ndim == 0:
-            array = array.reshape(1)  # as np.ascontiguousarray makes it: the hashes of old hold
-        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
-        rows = max(1, _HASH_BLOCK_BYTES // max(1, array[0].nbytes)) if len(array) else 1
-        for first in range(0, len(array), rows):
-            block = np.ascontiguousarray(array[first:first + rows])
-            digest.update(block.reshape(-1).view(np.uint8).data)
-            if inspect is not None:
-                inspect(name, first, block)
-    return digest.hexdigest()
-
-
-#: Bytes read at a time when hashing a file (plan and partition files reach GBs at scale).
-_HASH_CHUNK_BYTES = 1 << 24
-
-
-def file_digest(path: str | os.PathLike, digest_size: int = 16) -> str:
-    """blake2b (of ``digest_size`` bytes) of the bytes of the file ``path``, read
-    :data:`_HASH_CHUNK_BYTES` at a time rather than whole.
-
-    Returns:
-        The digest in hexadecimal, twice ``digest_size`` digits.
-    """
-    digest = hashlib.blake2b(digest_size=digest_size)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def release_pages(*arrays: np.ndarray) -> None:
     """Drop the pages of memory-mapped ``arrays`` from this process's resident set.
 
@@ -373,7 +324,7 @@ def _file_stamps(directory: Path) -> dict[Path, tuple[int, int, int]]:
 
 
 def array_written_once(path: str | os.PathLike, shape: tuple[int, int], dtype, fill_rows,
-                       block_rows: int) -> np.ndarray:
+                       block_rows: int, what: str | None = None) -> np.ndarray:
     """A ``.npy`` array at ``path``, memory-mapped: the one there if its shape and dtype are
     these, else written through :func:`atomic_file` a block of rows at a time, each by
     ``fill_rows(start, rows)`` into the mapped ``rows`` from row ``start`` on, the written
@@ -385,6 +336,7 @@ def array_written_once(path: str | os.PathLike, shape: tuple[int, int], dtype, f
         dtype: its dtype.
         fill_rows: ``fill_rows(start, rows)`` writes the block of rows from ``start`` into ``rows`` in place.
         block_rows: rows per block.
+        what: the step it is, to show how far it is (:mod:`supergcn.progress`).
 
     Returns:
         The array, memory-mapped read-only.
@@ -399,10 +351,12 @@ def array_written_once(path: str | os.PathLike, shape: tuple[int, int], dtype, f
             return existing
     with atomic_file(path) as tmp:
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=tuple(shape))
-        for start in range(0, shape[0], block_rows):
-            fill_rows(start, out[start:start + block_rows])
-            out.flush()
-            release_pages(out)
+        with progress(what, total=shape[0], unit="row", scale=True) as bar:
+            for start in range(0, shape[0], block_rows):
+                fill_rows(start, out[start:start + block_rows])
+                out.flush()
+                release_pages(out)
+                bar.update(min(block_rows, shape[0] - start))
         del out
     return np.load(path, mmap_mode="r", allow_pickle=False)
 

@@ -33,6 +33,7 @@ from supergcn.data.csr import ROW_BLOCK_ENTRIES
 from supergcn.data.graph import Graph, adjacency_blocks
 from supergcn.errors import SuperGCNError
 from supergcn.partition.partition import Partition, capped_weight, check_num_parts, combined_weight, constraint_weights
+from supergcn.progress import running
 
 #: KaMinPar's own presets are tuned for k up to this; beyond it the large-k presets apply.
 LARGE_K = 1024
@@ -84,7 +85,7 @@ def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None
     wide_ids = n >= WIDE_IDS_FROM
     id_dtype = np.dtype("<u8" if wide_ids else "<u4")
     loops_before = np.zeros(n + 1, dtype=np.int64)
-    for start, stop, rows, indices in adjacency_blocks(graph, block_entries):
+    for start, stop, rows, indices in adjacency_blocks(graph, block_entries, "kaminpar: ParHIP file, degrees"):
         loops = rows[indices == rows]
         loops_before[start + 1:stop + 1] = np.bincount(loops - start, minlength=stop - start)
     np.cumsum(loops_before, out=loops_before)
@@ -99,7 +100,7 @@ def write_parhip(graph: Graph, path: str | Path, node_weights: np.ndarray | None
         out.write(header.tobytes())
         out.write(xadj.astype("<u8", copy=False).tobytes())
         del xadj
-        for _, _, rows, indices in adjacency_blocks(graph, block_entries):
+        for _, _, rows, indices in adjacency_blocks(graph, block_entries, "kaminpar: ParHIP file, neighbours"):
             out.write(indices[indices != rows].astype(id_dtype).tobytes())
         if node_weights is not None:
             out.write(np.asarray(node_weights, dtype="<i8").tobytes())
@@ -154,11 +155,14 @@ def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed:
         write_parhip(graph, path, node_weights)
         kaminpar.reseed(seed)
         solver = kaminpar.KaMinPar(threads, kaminpar.context_by_name(preset))
-        loaded = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP, compress=preset.startswith("terapart"))
+        with running("kaminpar: loading the ParHIP file"):
+            loaded = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP,
+                                         compress=preset.startswith("terapart"))
     finally:
         Path(path).unlink(missing_ok=True)
     # The binding returns a Python list (about 36 B per node); it is converted and dropped at once.
-    parts = np.array(solver.compute_partition(loaded, num_parts, IMBALANCE), dtype=np.int32)
+    with running(f"kaminpar: {preset} partitioning into {num_parts:,} parts on {threads} threads"):
+        parts = np.array(solver.compute_partition(loaded, num_parts, IMBALANCE), dtype=np.int32)
     return parts
 
 

@@ -37,6 +37,7 @@ from supergcn.partition.partition import (
     constraint_weights,
     nonempty,
 )
+from supergcn.progress import running
 
 
 def metis_adjacency(graph: Graph, idx_t) -> tuple[np.ndarray, np.ndarray]:
@@ -137,17 +138,20 @@ def partition_graph(graph: Graph, num_parts: int, constraints=PARTITION_CONSTRAI
         check_fits(idx_t, graph.num_edges, graph.num_nodes)  # before the adjacency is copied for it
     else:
         idx_t = pymetis.zero_copy_dtype()  # METIS's idx_t: arrays of it reach METIS without a copy
-    xadj, adjncy = (metis_adjacency(graph, idx_t) if edge_fraction == 1
-                    else sampled_adjacency(graph, idx_t, edge_fraction, seed))
+    with running("partition: METIS's copy of the adjacency"):
+        xadj, adjncy = (metis_adjacency(graph, idx_t) if edge_fraction == 1
+                        else sampled_adjacency(graph, idx_t, edge_fraction, seed))
     if separate_constraints and constraints:
         # A constraint that weighs nothing anywhere (no training nodes) has nothing to balance.
         active = [w for w in constraint_weights(graph, constraints).values() if w.sum() > 0]
         if not active:
             raise SuperGCNError(f"every constraint ({', '.join(constraints)}) weighs zero on every node of "
                                 f"{graph.name}", "add the nodes constraint, or leave partition.constraints empty")
-        parts = part_graph_kway(xadj, adjncy, np.stack(active, axis=1), num_parts, seed)
+        with running(f"partition: METIS k-way into {num_parts:,} parts, {len(active)} constraints"):
+            parts = part_graph_kway(xadj, adjncy, np.stack(active, axis=1), num_parts, seed)
         return nonempty(Partition(parts, num_parts), "METIS", graph)
     vweights = combined_weight(constraint_weights(graph, constraints)).astype(idx_t) if constraints else None
-    result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights,
-                                options=pymetis.Options(seed=seed), recursive=False)
+    with running(f"partition: METIS k-way into {num_parts:,} parts, one combined weight"):
+        result = pymetis.part_graph(num_parts, adjacency=pymetis.CSRAdjacency(xadj, adjncy), vweights=vweights,
+                                    options=pymetis.Options(seed=seed), recursive=False)
     return nonempty(Partition(np.asarray(result.vertex_part, dtype=np.int32), num_parts), "METIS", graph)

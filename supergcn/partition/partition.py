@@ -23,8 +23,8 @@ from functools import cached_property
 
 import numpy as np
 
+from supergcn.data.digests import hash_arrays
 from supergcn.data.graph import Graph, adjacency_blocks
-from supergcn.data.storage import hash_arrays
 from supergcn.errors import SuperGCNError
 from supergcn.naming import PARTITION_CONSTRAINTS
 
@@ -70,7 +70,7 @@ class Partition:
         """A hash of the parts and P, which names the partition to the steps downstream.
 
         Returns:
-            32 hexadecimal digits (:func:`~supergcn.data.storage.hash_arrays`).
+            32 hexadecimal digits (:func:`~supergcn.data.digests.hash_arrays`).
         """
         return hash_arrays({"parts": self.parts, "num_parts": np.asarray(self.num_parts)})
 
@@ -198,7 +198,7 @@ def edge_cut(graph: Graph, parts: np.ndarray) -> int:
         SuperGCNError: a neighbour id lies outside the graph's nodes.
     """
     cut = 0
-    for _, _, rows, indices in adjacency_blocks(graph):
+    for _, _, rows, indices in adjacency_blocks(graph, what="partition: edge cut"):
         cut += int(np.count_nonzero(parts[rows] != parts[indices]))
     return cut // 2
 

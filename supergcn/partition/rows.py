@@ -17,9 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from supergcn.data.digests import file_digest
 from supergcn.data.graph import Graph
-from supergcn.data.storage import file_digest, load_array, release_pages
+from supergcn.data.storage import load_array, release_pages
 from supergcn.errors import SuperGCNError
+from supergcn.progress import progress
 
 #: The node arrays a training rank reads, in the order their slices are hashed.
 NODE_ARRAYS = ("features", "labels", "train_mask", "val_mask", "test_mask")
@@ -38,18 +40,21 @@ def write_rank_rows(graph: Graph, offsets: np.ndarray, new_to_old: np.ndarray, d
     Memory: one block of rows at a time (the pages of a memory-mapped graph released after each)."""
     num_ranks = len(offsets) - 1
     digests = [hashlib.blake2b(digest_size=_HASH_BYTES) for _ in range(num_ranks)]
-    for name in NODE_ARRAYS:
-        source = getattr(graph, name)
-        with open(directory / _file(name), "wb") as out:
-            np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(source.dtype),
-                                                       "fortran_order": False, "shape": source.shape})
-            for rank in range(num_ranks):
-                for start in range(int(offsets[rank]), int(offsets[rank + 1]), _ROWS_PER_WRITE):
-                    stop = min(start + _ROWS_PER_WRITE, int(offsets[rank + 1]))
-                    block = np.ascontiguousarray(source[new_to_old[start:stop]]).tobytes()
-                    digests[rank].update(block)
-                    out.write(block)
-                    release_pages(source)
+    total = sum(getattr(graph, name).nbytes for name in NODE_ARRAYS)
+    with progress("partition: node arrays in rank order", total=total, unit="B", scale=True) as bar:
+        for name in NODE_ARRAYS:
+            source = getattr(graph, name)
+            with open(directory / _file(name), "wb") as out:
+                np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(source.dtype),
+                                                           "fortran_order": False, "shape": source.shape})
+                for rank in range(num_ranks):
+                    for start in range(int(offsets[rank]), int(offsets[rank + 1]), _ROWS_PER_WRITE):
+                        stop = min(start + _ROWS_PER_WRITE, int(offsets[rank + 1]))
+                        block = np.ascontiguousarray(source[new_to_old[start:stop]]).tobytes()
+                        digests[rank].update(block)
+                        out.write(block)
+                        release_pages(source)
+                        bar.update(len(block))
     hashes = np.array([digest.hexdigest() for digest in digests], dtype=f"S{2 * _HASH_BYTES}")
     np.save(directory / ROW_HASHES_FILE, hashes)
     return file_digest(directory / ROW_HASHES_FILE, _HASH_BYTES)

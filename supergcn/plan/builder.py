@@ -47,6 +47,7 @@ from supergcn.partition.partition import Partition
 from supergcn.plan.pieces import SenderPieces
 from supergcn.plan.rank_plan import RankPlan
 from supergcn.plan.statistics import PAIR_STATISTICS, plan_totals
+from supergcn.progress import tracked
 
 #: Most cut edges matched in one call of scipy's Hopcroft–Karp, which indexes with int32.
 MATCHING_MAX_ENTRIES = 2**31 - 1
@@ -346,11 +347,12 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
     ranks = _Ranks.of(graph, partition)
     scratch_dir = Path(scratch_dir)
     senders = SenderPieces(scratch_dir, graph.indices.dtype)
-    received_by = np.array([_receive(ranks, i, strategy, scratch_dir, senders) for i in range(ranks.num_ranks)],
+    received_by = np.array([_receive(ranks, i, strategy, scratch_dir, senders)
+                            for i in tracked(range(ranks.num_ranks), f"plan {strategy}: receiving sides", unit="rank")],
                            dtype=np.int64)
     senders.finish(ranks.num_ranks)
     sent_by = np.zeros(ranks.num_ranks, dtype=np.int64)
-    for j in range(ranks.num_ranks):
+    for j in tracked(range(ranks.num_ranks), f"plan {strategy}: sending sides, written", unit="rank"):
         plan = _assemble(ranks, j, scratch_dir, senders)
         sent_by[j] = plan.send_counts.sum()
         emit(plan)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from supergcn.data.digests import file_digest
 from supergcn.data.graph import Graph
-from supergcn.data.storage import atomic_output_dir, file_digest, load_array, peak_memory_mib, read_json, write_json
+from supergcn.data.storage import atomic_output_dir, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.partition.partition import Partition
 from supergcn.plan.builder import plan_ranks

@@ -374,7 +374,7 @@ def rewritten_partition(ws, bad, change) -> Path:
 def rewritten_plan(ws, bad, name, change) -> Path:
     """A copy of the plan with array ``name`` of rank 1's file changed and every hash
     above it (``rank_hashes.npy``, ``plan.json``) updated to match."""
-    from supergcn.data.storage import file_digest
+    from supergcn.data.digests import file_digest
     from supergcn.plan.store import _HASH_BYTES, RANK_HASHES_FILE, file_hash
 
     plan = copy_of(ws.plan, bad / "plan")

@@ -131,13 +131,13 @@ def test_labels_below_minus_one_are_outside_the_classes(awkward_graph):
 def test_the_hashing_pass_counts_non_finite_features(awkward_graph, tmp_path, monkeypatch):
     """Read a block at a time (a small block here), every NaN and infinity is counted and
     the first located; the hash is that of the same arrays hashed whole."""
-    from supergcn.data import storage
+    from supergcn.data import digests
 
     features = awkward_graph.features.copy()
     features[5, 2], features[250, 0], features[251, 1] = np.inf, np.nan, -np.inf
     graph = dataclasses.replace(awkward_graph, features=features)
     whole = graph.content_hash()
-    monkeypatch.setattr(storage, "_HASH_BLOCK_BYTES", 4 * features.shape[1] * 7)
+    monkeypatch.setattr(digests, "_HASH_BLOCK_BYTES", 4 * features.shape[1] * 7)
     with pytest.raises(SuperGCNError, match=r"3 feature values .* \(the first at node 5, feature 2\)"):
         save_graph(graph, tmp_path / "g")
     assert not (tmp_path / "g").exists()

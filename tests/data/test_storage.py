@@ -1,7 +1,6 @@
-"""Streaming file hashes and released memory-mapped pages (supergcn.data.storage)."""
+"""Atomic outputs and released memory-mapped pages (supergcn.data.storage)."""
 
 import errno
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -9,25 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from supergcn.data import storage
 from supergcn.data.storage import (
     atomic_file,
     atomic_output_dir,
-    file_digest,
     files_written_together,
     release_pages,
     write_text,
 )
 from supergcn.errors import SuperGCNError
-
-
-def test_file_digest_read_in_chunks_equals_the_hash_of_the_whole_file(tmp_path, monkeypatch):
-    path = tmp_path / "blob.bin"
-    data = np.random.default_rng(0).integers(0, 256, size=10_007, dtype=np.uint8).tobytes()
-    path.write_bytes(data)
-    monkeypatch.setattr(storage, "_HASH_CHUNK_BYTES", 1_000)  # ten full chunks and a short one
-    assert file_digest(path) == hashlib.blake2b(data, digest_size=16).hexdigest()
-    assert file_digest(path, 8) == hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 def _resident_file_kib() -> int:

@@ -4,7 +4,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from supergcn.data.storage import hash_arrays
+from supergcn.data.digests import hash_arrays
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph

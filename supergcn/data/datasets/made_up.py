@@ -19,7 +19,8 @@ def made_up_features(path: Path, num_nodes: int, num_features: int, seed: int) -
     matches): never whole in memory."""
     def draw(start, rows):
         np.random.default_rng([seed, start // BLOCK_ROWS]).standard_normal(rows.shape, dtype=np.float32, out=rows)
-    return array_written_once(path, (num_nodes, num_features), np.float32, draw, BLOCK_ROWS)
+    return array_written_once(path, (num_nodes, num_features), np.float32, draw, BLOCK_ROWS,
+                              what=f"prepare: drawing the features of {path.name}")
 
 
 def made_up_labels(num_nodes: int, num_classes: int, seed: int) -> np.ndarray:

@@ -65,7 +65,8 @@ def widened_features(source: Path) -> np.ndarray:
     def widen(start, rows):
         rows[:] = half[start:start + len(rows)]
         release_pages(half)
-    return array_written_once(source.with_name("node_feat.float32.npy"), half.shape, np.float32, widen, WIDEN_ROWS)
+    return array_written_once(source.with_name("node_feat.float32.npy"), half.shape, np.float32, widen, WIDEN_ROWS,
+                              what="prepare: widening the float16 features")
 
 
 def fetch_mag240m(root: Path) -> None:

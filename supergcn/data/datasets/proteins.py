@@ -30,6 +30,7 @@ from supergcn.data.datasets.made_up import made_up_features, made_up_labels
 from supergcn.data.graph import Graph, build_graph
 from supergcn.data.storage import reading_raw
 from supergcn.errors import SuperGCNError
+from supergcn.progress import progress
 
 FILE = "subgraph3_iso_vs_iso_30_70length_ALL.m100.propermm.mtx"
 FEATURES, CLASSES = 128, 256
@@ -72,15 +73,17 @@ def read_coordinate_edges(path: Path) -> tuple[int, np.ndarray, np.ndarray]:
         dtype = np.int32 if rows < 2**31 else np.int64
         sources, destinations = np.empty(entries, dtype=dtype), np.empty(entries, dtype=dtype)
         filled, surplus = 0, False
-        for block in pd.read_csv(handle, sep=r"\s+", header=None, usecols=[0, 1], dtype=np.int64,
-                                 chunksize=BLOCK_LINES, comment="%"):
-            values = block.to_numpy()
-            if filled + len(values) > entries:
-                surplus = True
-                break
-            sources[filled:filled + len(values)] = values[:, 0] - 1
-            destinations[filled:filled + len(values)] = values[:, 1] - 1
-            filled += len(values)
+        with progress(f"prepare: reading {path.name}", total=entries, unit="edge", scale=True) as bar:
+            for block in pd.read_csv(handle, sep=r"\s+", header=None, usecols=[0, 1], dtype=np.int64,
+                                     chunksize=BLOCK_LINES, comment="%"):
+                values = block.to_numpy()
+                if filled + len(values) > entries:
+                    surplus = True
+                    break
+                sources[filled:filled + len(values)] = values[:, 0] - 1
+                destinations[filled:filled + len(values)] = values[:, 1] - 1
+                filled += len(values)
+                bar.update(len(values))
     if surplus or filled != entries:
         raise SuperGCNError(f"{path} holds {'more' if surplus else f'{filled:,}'} entries, not the {entries:,} its "
                             "size line announces", "the file is truncated or damaged: download it again")

@@ -29,6 +29,7 @@ import numpy as np
 
 from supergcn.data.graph import Graph, build_graph, random_split
 from supergcn.data.keys import unique_sorted
+from supergcn.progress import progress, running
 
 GRAPH500_ABC = (0.57, 0.19, 0.19)
 _EDGE_CHUNK = 1 << 22
@@ -59,12 +60,14 @@ def _sample_exact_edges(rng: np.random.Generator, num_nodes: int, num_edges: int
     keep a random subset of exactly that many (rounds are bounded to stop on an
     impossible request)."""
     keys = np.empty(0, dtype=np.int64)
-    for _ in range(50):
-        missing = num_edges - len(keys)
-        if missing <= 0:
-            break
-        fresh = _unique_undirected(*sampler(int(missing * 1.2) + 16), num_nodes)
-        keys = unique_sorted(np.concatenate([keys, fresh]))
+    with progress("prepare: sampling distinct edges", total=num_edges, unit="edge", scale=True) as bar:
+        for _ in range(50):
+            missing = num_edges - len(keys)
+            if missing <= 0:
+                break
+            fresh = _unique_undirected(*sampler(int(missing * 1.2) + 16), num_nodes)
+            keys = unique_sorted(np.concatenate([keys, fresh]))
+            bar.update(min(len(keys), num_edges) - bar.n)
     if len(keys) < num_edges:
         raise ValueError(f"could not sample {num_edges} distinct edges on {num_nodes} nodes")
     if len(keys) > num_edges:
@@ -134,9 +137,10 @@ def planted_partition_graph(name: str, num_nodes: int, num_edges: int, feature_d
 
     src, dst = _sample_exact_edges(rng, num_nodes, num_edges, sampler)
     centroids = rng.standard_normal((num_classes, feature_dim), dtype=np.float32)
-    # In place: the same sums as signal + noise, without two more n x F temporaries.
-    features = rng.standard_normal((num_nodes, feature_dim), dtype=np.float32)
-    features += (feature_signal * centroids)[labels]
+    with running("prepare: drawing the features"):
+        # In place: the same sums as signal + noise, without two more n x F temporaries.
+        features = rng.standard_normal((num_nodes, feature_dim), dtype=np.float32)
+        features += (feature_signal * centroids)[labels]
     masks = random_split(num_nodes, split, seed + 1)
     return build_graph(name, src, dst, features, labels, *masks,
                        provenance={"generator": "planted_partition", "homophily": homophily,

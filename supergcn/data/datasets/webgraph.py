@@ -37,6 +37,7 @@ import numpy as np
 
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.jit import njit
+from supergcn.progress import running
 
 #: What the decoder reads; anything else in ``compressionflags`` is refused.
 DEFAULT_FLAGS = ""
@@ -208,7 +209,8 @@ def decode_bvgraph(basename: Path) -> tuple[np.ndarray, np.ndarray]:
     data = np.fromfile(graph_path, dtype=np.uint8)
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     successors = np.empty(num_arcs, dtype=np.int32 if num_nodes < 2**31 else np.int64)
-    bits = _decode(data, num_nodes, window, min_interval, zeta_k, indptr, successors)
+    with running(f"prepare: decoding {graph_path.name}"):
+        bits = _decode(data, num_nodes, window, min_interval, zeta_k, indptr, successors)
     if bits < 0:
         raise SuperGCNError(f"{graph_path} is damaged: node {-1 - bits}'s successor list does not decode within "
                             f"the {num_nodes:,} nodes and {num_arcs:,} arcs of {properties_path.name}",
