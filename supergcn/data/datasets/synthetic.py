@@ -36,12 +36,19 @@ _EDGE_CHUNK = 1 << 22
 
 
 def _weighted_draw(rng: np.random.Generator, cumulative: np.ndarray, count: int,
-                   low: np.ndarray | float = 0.0, high: np.ndarray | float | None = None) -> np.ndarray:
+                   low: np.ndarray | float = 0.0, high: np.ndarray | float | None = None, bar=None) -> np.ndarray:
     """Indices drawn from the distribution whose running total is ``cumulative``,
-    restricted to the slice of total mass (low, high]."""
+    restricted to the slice of total mass (low, high]; ``bar`` counts the draws."""
     high = cumulative[-1] if high is None else high
     targets = low + rng.random(count) * (high - low)
-    return np.minimum(np.searchsorted(cumulative, targets, side="right"), len(cumulative) - 1)
+    drawn = np.empty(count, dtype=np.int64)
+    # The search is the slow part (a random access per draw): a chunk at a time it shows progress.
+    for start in range(0, count, _EDGE_CHUNK):
+        stop = min(start + _EDGE_CHUNK, count)
+        drawn[start:stop] = np.searchsorted(cumulative, targets[start:stop], side="right")
+        if bar is not None:
+            bar.update(stop - start)
+    return np.minimum(drawn, len(cumulative) - 1)
 
 
 def _unique_undirected(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> np.ndarray:
@@ -56,18 +63,18 @@ def _unique_undirected(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> np.n
 
 def _sample_exact_edges(rng: np.random.Generator, num_nodes: int, num_edges: int,
                         sampler) -> tuple[np.ndarray, np.ndarray]:
-    """Call ``sampler(count)`` until ``num_edges`` distinct undirected edges exist, then
+    """Call ``sampler(count, bar)`` until ``num_edges`` distinct undirected edges exist, then
     keep a random subset of exactly that many (rounds are bounded to stop on an
-    impossible request)."""
+    impossible request). The sampler sets the bar's total of endpoint draws for its round
+    and counts them."""
     keys = np.empty(0, dtype=np.int64)
-    with progress("prepare: sampling distinct edges", total=num_edges, unit="edge", scale=True) as bar:
+    with progress("prepare: sampling edges (endpoint draws)", unit="draw", scale=True) as bar:
         for _ in range(50):
             missing = num_edges - len(keys)
             if missing <= 0:
                 break
-            fresh = _unique_undirected(*sampler(int(missing * 1.2) + 16), num_nodes)
+            fresh = _unique_undirected(*sampler(int(missing * 1.2) + 16, bar), num_nodes)
             keys = unique_sorted(np.concatenate([keys, fresh]))
-            bar.update(min(len(keys), num_edges) - bar.n)
     if len(keys) < num_edges:
         raise ValueError(f"could not sample {num_edges} distinct edges on {num_nodes} nodes")
     if len(keys) > num_edges:
@@ -126,12 +133,14 @@ def planted_partition_graph(name: str, num_nodes: int, num_edges: int, feature_d
     mass_high = cumulative[class_end - 1]
     mass_low = np.concatenate([[0.0], mass_high[:-1]])
 
-    def sampler(count: int):
-        src = by_class[_weighted_draw(rng, cumulative, count)]
+    def sampler(count: int, bar):
+        bar.total = bar.n + round((2 + homophily) * count)  # the same-class draws, as expected
+        src = by_class[_weighted_draw(rng, cumulative, count, bar=bar)]
         same_class = rng.random(count) < homophily
+        bar.total = bar.n + count + int(same_class.sum())
         cls = labels[src[same_class]]
-        dst = by_class[_weighted_draw(rng, cumulative, count)]
-        draw = _weighted_draw(rng, cumulative, int(same_class.sum()), mass_low[cls], mass_high[cls])
+        dst = by_class[_weighted_draw(rng, cumulative, count, bar=bar)]
+        draw = _weighted_draw(rng, cumulative, int(same_class.sum()), mass_low[cls], mass_high[cls], bar=bar)
         dst[same_class] = by_class[draw]
         return src, dst
 

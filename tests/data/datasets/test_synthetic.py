@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from supergcn.data.datasets import prepare_dataset
+from supergcn.data.datasets import prepare_dataset, synthetic
 from supergcn.data.datasets.synthetic import GRAPH500_ABC, planted_partition_graph, rmat_edges, rmat_graph
 
 
@@ -25,10 +25,13 @@ def test_planted_partition_has_exact_edges_homophily_and_heavy_tail():
     assert degree.max() > 10 * degree.mean(), "degrees are not heavy-tailed"
 
 
-def test_planted_partition_stream_is_pinned():
+@pytest.mark.parametrize("chunk", [None, 1000])
+def test_planted_partition_stream_is_pinned(chunk, monkeypatch):
     """The faster de-duplication kept the random stream: these hashes come from the
     np.union1d generator it replaced (synthetic-tiny needs one sampling round, the dense
-    graph several)."""
+    graph several); so does drawing a chunk at a time (to show progress)."""
+    if chunk is not None:
+        monkeypatch.setattr(synthetic, "_EDGE_CHUNK", chunk)
     assert prepare_dataset("synthetic-tiny", seed=0).content_hash() == "195c9edba2ed59ac77cc7e6f542292f7"
     dense = planted_partition_graph("dense", 400, 8000, 4, 3, (0.6, 0.2, 0.2), seed=3)
     assert dense.content_hash() == "e5b532da52874708c9c789757b814daf"
