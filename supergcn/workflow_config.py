@@ -73,8 +73,13 @@ def config_problems(config: dict, schema: dict) -> list[str]:
     validator = jsonschema.validators.validator_for(schema)(schema)
     violations = sorted(validator.iter_errors(config), key=lambda error: [str(p) for p in error.absolute_path])
     return [*renamed_key_errors(config),
-            *(f"{'.'.join(map(str, error.absolute_path)) or 'the top level'}: {error.message}"
+            *(f"{'.'.join(map(str, error.absolute_path)) or 'the top level'}: {_wording(error)}"
               for error in violations)]
+
+
+def _wording(error) -> str:
+    """The schema's own ``message`` for the rule ``error`` broke, else jsonschema's."""
+    return error.schema.get("message", error.message) if isinstance(error.schema, dict) else error.message
 
 
 def check_config(config: dict, schema_path: str | Path) -> dict:

@@ -290,7 +290,11 @@ CASES = [
     ("config: KaMinPar asked to keep constraints separate", "snakemake",
      lambda ws, bad: config_overlay(bad, partition={"constraints": ["nodes", "train"], "seed": 0, "engine": "kaminpar",
                                                     "separate_constraints": True}),
-     "partition.separate_constraints: should not be valid under {'const': True}"),
+     "partition.separate_constraints: KaMinPar balances one combined weight; set it to false or null"),
+    ("config: KaMinPar given part of the edges", "snakemake",
+     lambda ws, bad: config_overlay(bad, partition={"constraints": ["nodes"], "seed": 0, "engine": "kaminpar",
+                                                    "edge_fraction": 0.5}),
+     "partition.edge_fraction: KaMinPar partitions the whole graph; set it to 1"),
     ("config: renamed key", "snakemake",
      lambda ws, bad: config_overlay(bad, model={}), "config key `model:` is now `perf:`"),
 ]

@@ -1,7 +1,8 @@
 """Run by tests/train/test_inputs.py under ``mpiexec -n P``: the factored first-layer input
 of masked label propagation (:class:`supergcn.train.inputs.LabelledInput`) against the
 written-out formulation ``X' = N(X + S E[y])`` differentiated by autograd, on the same
-rank's operators: the same loss, logits and summed gradients within 1e-5, and the same
+rank's operators: the same loss, logits and summed gradients within 1e-5 (Int2: see
+:func:`agree`), and the same
 bytes sent (fewer for an exact exchange that aggregates first), for SAGE and GCN, with
 and without input_norm, FP32 and Int2, and a first layer that transforms first
 (hidden < F) and one that aggregates first (hidden > F)."""
@@ -54,6 +55,17 @@ def written_out_forward(model, ops):
     return F.log_softmax(model.convs[-1](h, ops), -1)
 
 
+def agree(mine, theirs, bits, what):
+    """Within 1e-5 of each other; for Int2, a difference within 1e-3 of the tensor's norm:
+    the two formulations round differently in the last float bit, and a value that lands
+    on the edge between two of Int2's four levels is sent as either (a level is a third of
+    its row's range), moving every entry it reaches downstream a little."""
+    if bits == 32:
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-5, err_msg=what)
+    else:
+        assert np.linalg.norm(mine - theirs) <= 1e-3 * np.linalg.norm(theirs), (what, mine, theirs)
+
+
 def step(model, ops, forward):
     """(loss, logits, summed gradients, bytes sent) of one training pass."""
     model.zero_grad()
@@ -78,9 +90,9 @@ for model_name, input_norm, bits, hidden in itertools.product(("sage", "gcn"), (
     factored = step(model, ops, lambda: model(x, ops, label_nodes, y[label_nodes]))
     naive = step(model, ops, lambda: written_out_forward(model, ops))
     assert abs(factored[0] - naive[0]) <= 1e-5, (case, factored[0], naive[0])
-    torch.testing.assert_close(factored[1], naive[1], rtol=1e-5, atol=1e-5, msg=case)
+    agree(factored[1].numpy(), naive[1].numpy(), bits, f"{case}: logits")
     for (name, _), mine, theirs in zip(model.named_parameters(), factored[2], naive[2]):
-        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-5, err_msg=f"{case}: gradient of {name}")
+        agree(mine, theirs, bits, f"{case}: gradient of {name}")
     if bits == 32 and hidden > x.shape[1] and not input_norm:
         # FP32, aggregating first: the label part travels as one-hot rows of width C forward
         # instead of the F-wide gradient of X' backward.
