@@ -202,16 +202,11 @@ def settings_of_variant(training, variant):
     return job_settings(training, variant.bits, variant.schedule, variant.label_propagation)
 
 
-def write_settings(path, settings, log):
-    """Write a job's settings file (JSON), and say so in its log."""
-    with open(path, "w") as out, open(log, "w") as note:
-        json.dump(settings, out, indent=2, sort_keys=True)
-        print(f"wrote {path}", file=note)
-
-
 def train_settings(wildcards):
-    """The settings file's content of one training job: its dataset's training settings for its variant."""
-    return settings_of_variant(training_for(wildcards.dataset), variant_of(wildcards))
+    """The settings file's text (JSON) of one training job: its dataset's training settings
+    for its variant."""
+    settings = settings_of_variant(training_for(wildcards.dataset), variant_of(wildcards))
+    return json.dumps(settings, indent=2, sort_keys=True)
 
 
 def nodes_for(wildcards):

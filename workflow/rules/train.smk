@@ -7,15 +7,16 @@ localrules:
 
 rule train_settings:
     # The options a training job reads (supergcn/train/config.py), written once per job: a
-    # change of one reruns exactly the jobs that read it.
+    # change of one reruns exactly the jobs that read it. A shell command, not `run:`: Snakemake
+    # runs a `run:` job in a new Snakemake process, which parses the workflow again (4 s a job).
     output:
         f"{RESULTS}/runs/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}.settings.json",
     params:
         settings=train_settings,
     log:
         "logs/train_settings/{dataset}/P{P}/{variant}/seed{seed}.log",
-    run:
-        write_settings(output[0], params.settings, log[0])
+    shell:
+        "(printf '%s\\n' {params.settings:q} > {output:q} && echo wrote {output:q}) > {log:q} 2>&1"
 
 
 rule train:
