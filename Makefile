@@ -31,8 +31,12 @@ run: $(STAMP)
 	@echo "Tables (CSV, Markdown, LaTeX): $(CURDIR)/results/tables"
 	@echo "Figures (PNG, PDF):            $(CURDIR)/results/figures"
 
+# The suite in TEST_WORKERS processes (pytest-xdist), a test file to each at a time: a
+# file's module fixtures (a finished study, a Slurm cluster) are built once. Much of the
+# suite waits on MPI jobs, Snakemake and schedulers, so two workers fill two cores.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The documentation site (docs/): HTML in docs/_build/html, built afresh (-E) with warnings
 # as errors, as tests/test_docs.py builds it.

@@ -285,7 +285,9 @@ def test_interrupted_training_resumes_on_the_next_invocation(tmp_path):
 
     workdir = copy_workflow(tmp_path / "wf")
     config = {**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY, "process_counts": [2]}
-    config["training"] = {**TINY["training"], "hidden": 128, "epochs": 1000, "checkpoint_every": 5}
+    # Enough epochs to be interrupted after the first checkpoint (epoch 5) and well before the end.
+    epochs = 300
+    config["training"] = {**TINY["training"], "hidden": 128, "epochs": epochs, "checkpoint_every": 5}
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     run = f"{TINY_RESULTS}/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
     checkpoints = workdir / "data/checkpoints/synthetic-tiny/P2/hybrid-fp32-nolp"
@@ -310,7 +312,7 @@ def test_interrupted_training_resumes_on_the_next_invocation(tmp_path):
     resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log).group(1))
     assert resumed_after >= 5
     lines = [yaml.safe_load(line) for line in (workdir / run).read_text().splitlines()]
-    assert [line["epoch"] for line in lines if line["type"] == "epoch"] == list(range(1, 1001))
+    assert [line["epoch"] for line in lines if line["type"] == "epoch"] == list(range(1, epochs + 1))
     assert not checkpoint_files(), "a finished run keeps no checkpoint"
 
 
@@ -343,7 +345,8 @@ def test_a_killed_rank_ends_the_job_and_the_rerun_resumes_to_the_same_weights(tm
 
     workdir = copy_workflow(tmp_path / "wf")
     config = {**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY, "process_counts": [2]}
-    config["training"] = {**TINY["training"], "hidden": 128, "epochs": 400, "checkpoint_every": 5}
+    epochs = 200  # enough to be killed after the first checkpoint (epoch 5), well before the end
+    config["training"] = {**TINY["training"], "hidden": 128, "epochs": epochs, "checkpoint_every": 5}
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     run = workdir / f"{TINY_RESULTS}/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
     log = workdir / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"
@@ -376,9 +379,9 @@ def test_a_killed_rank_ends_the_job_and_the_rerun_resumes_to_the_same_weights(tm
     second = snakemake(run.relative_to(workdir), *profile, cwd=workdir)
     assert second.returncode == 0, second.stderr[-3000:]
     resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log.read_text()).group(1))
-    epochs = [yaml.safe_load(line) for line in run.read_text().splitlines()][1:-1]
-    assert resumed_after >= 5 and [e["epoch"] for e in epochs] == list(range(1, 401))
-    assert [e["epoch"] for e in epochs if e["warm_up"]] == [1, resumed_after + 1]
+    records = [yaml.safe_load(line) for line in run.read_text().splitlines()][1:-1]
+    assert resumed_after >= 5 and [e["epoch"] for e in records] == list(range(1, epochs + 1))
+    assert [e["epoch"] for e in records if e["warm_up"]] == [1, resumed_after + 1]
     resumed = read_summary(run)
     assert resumed["parameter_hash_per_rank"] == uninterrupted["parameter_hash_per_rank"]
     assert resumed["test_acc_at_best_val"] == uninterrupted["test_acc_at_best_val"]

@@ -15,6 +15,8 @@ rule train_settings:
         settings=train_settings,
     log:
         "logs/train_settings/{dataset}/P{P}/{variant}/seed{seed}.log",
+    conda:
+        "../envs/supergcn.yaml"
     shell:
         "(printf '%s\\n' {params.settings:q} > {output:q} && echo wrote {output:q}) > {log:q} 2>&1"
 
