@@ -29,6 +29,8 @@ DEBUG_ENV = "SUPERGCN_DEBUG"
 RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
 #: Exit status of a user error (argparse's too).
 USER_ERROR = 2
+#: The status of a command ended by Ctrl-C, as a shell reports it (128 + SIGINT).
+INTERRUPTED = 130
 
 
 class SuperGCNError(Exception):

@@ -31,7 +31,7 @@ import pkgutil
 import sys
 
 from supergcn import __version__
-from supergcn.errors import USER_ERROR, SuperGCNError, launched_rank, report
+from supergcn.errors import INTERRUPTED, USER_ERROR, SuperGCNError, launched_rank, report
 from supergcn.train.allocator import relaunch_with_retaining_allocator
 
 #: Command groups (first words shared by several commands) and their help.
@@ -132,3 +132,7 @@ def main(argv=None, *, relaunch: bool = False) -> int:
         if launched_rank() == 0:  # every rank of a job meets the same error here
             report(" ".join(args.words), str(exc), exc, args.debug)
         return USER_ERROR
+    except KeyboardInterrupt as exc:  # a rank's reaches distributed.ranks, which ends the job
+        report(" ".join(args.words), "interrupted (Ctrl-C); its outputs are written whole or not at all: run it "
+               "again to redo what it left", exc, args.debug)
+        return INTERRUPTED

@@ -194,3 +194,28 @@ def test_the_old_model_command_names_its_new_name():
     assert result.returncode == 2
     assert result.stderr.strip() == ("supergcn: error: `supergcn model` is now `supergcn perf` — run "
                                      "`supergcn perf predict --graph g`")
+
+
+def test_ctrl_c_is_one_line_and_leaves_nothing(tmp_path):
+    """SIGINT while the products shape is sampled (minutes): one error line, status 130, no
+    graph and no staging folder left."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from supergcn.errors import INTERRUPTED
+
+    out = tmp_path / "graph"
+    started = subprocess.Popen([sys.executable, "-m", "supergcn.cli", "prepare", "synthetic-products", "--out", out],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # the imports, then well inside the sampling
+    assert started.poll() is None, "the step ended before it could be interrupted"
+    started.send_signal(signal.SIGINT)
+    _, stderr = started.communicate(timeout=60)
+    assert started.returncode == INTERRUPTED, stderr
+    # Before it, the progress line says where the step was.
+    assert "Traceback" not in stderr and [line for line in stderr.splitlines() if "error:" in line] == [
+        "supergcn prepare: error: interrupted (Ctrl-C); its outputs are written whole or not at all: run it again "
+        "to redo what it left"], stderr
+    assert list(tmp_path.iterdir()) == []
