@@ -129,9 +129,10 @@ class Graph:
         if self.labels.shape != (n,):
             problems.append("labels must have one entry per node")
         elif np.any(self.labels < -1):
-            row = int(np.argmax(self.labels < -1))
-            problems.append(f"{int(np.count_nonzero(self.labels < -1)):,} labels lie outside the classes (the first, "
-                            f"{self.labels[row]}, at node {row}; -1 marks a node without a label)")
+            row, count = int(np.argmax(self.labels < -1)), int(np.count_nonzero(self.labels < -1))
+            labels = "label lies" if count == 1 else "labels lie"
+            problems.append(f"{count:,} {labels} outside the classes (the first, {self.labels[row]}, at node {row}; "
+                            "-1 marks a node without a label)")
         for mask in ("train_mask", "val_mask", "test_mask"):
             array = getattr(self, mask)
             if array.shape != (n,) or array.dtype != np.bool_:
@@ -300,7 +301,8 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None,
                                                                       bar.update(block.nbytes)))
     if nonfinite.count and not allow_nonfinite_features:
         row, column = nonfinite.first
-        raise SuperGCNError(f"graph {graph.name!r} has {nonfinite.count:,} feature values that are NaN or infinite "
+        values = "value" if nonfinite.count == 1 else "values"
+        raise SuperGCNError(f"graph {graph.name!r} has {nonfinite.count:,} NaN or infinite feature {values} "
                             f"(the first at node {row:,}, feature {column:,})",
                             "repair the source files or the loader; or keep them with --allow-nonfinite-features "
                             "(training then stops at its first epoch, its loss NaN, unless no loss reaches them)")

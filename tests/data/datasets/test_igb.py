@@ -170,7 +170,7 @@ def test_a_nan_in_one_raw_feature_is_refused_before_anything_is_written(tmp_path
     features[1_234, 56] = np.nan
     np.save(tmp_path / "raw" / "igb" / "tiny" / "processed" / "paper" / "node_feat.npy", features)
     assert_prepare_refused("igb-tiny", tmp_path / "raw", tmp_path / "g",
-                           "1 feature values that are NaN or infinite (the first at node 1,234, feature 56)")
+                           "has 1 NaN or infinite feature value (the first at node 1,234, feature 56)")
     result = run_cli("prepare", "igb-tiny", "--raw-root", tmp_path / "raw", "--out", tmp_path / "g",
                      "--allow-nonfinite-features")
     assert result.returncode == 0, result.stderr
