@@ -9,6 +9,8 @@ from typing import Mapping
 
 import numpy as np
 
+from supergcn.progress import progress
+
 #: Bytes of an array hashed (and shown to an inspector) at a time.
 _HASH_BLOCK_BYTES = 1 << 26
 
@@ -44,15 +46,29 @@ def hash_arrays(arrays: Mapping[str, np.ndarray], inspect=None) -> str:
 _HASH_CHUNK_BYTES = 1 << 24
 
 
-def file_digest(path: str | os.PathLike, digest_size: int = 16) -> str:
-    """blake2b (of ``digest_size`` bytes) of the bytes of the file ``path``, read
+def feed_file(path: str | os.PathLike, digest, what: str | None = None):
+    """Feed the bytes of the file ``path`` to ``digest`` (a :mod:`hashlib` object),
     :data:`_HASH_CHUNK_BYTES` at a time rather than whole.
+
+    Args:
+        path: the file.
+        digest: what takes the bytes (``update``); a part fed before is continued.
+        what: the step shown while it reads (:mod:`supergcn.progress`; None: nothing).
+
+    Returns:
+        ``digest``.
+    """
+    with open(path, "rb") as handle, progress(what, total=os.path.getsize(path), unit="B", scale=True) as bar:
+        while chunk := handle.read(_HASH_CHUNK_BYTES):
+            digest.update(chunk)
+            bar.update(len(chunk))
+    return digest
+
+
+def file_digest(path: str | os.PathLike, digest_size: int = 16) -> str:
+    """blake2b (of ``digest_size`` bytes) of the bytes of the file ``path`` (:func:`feed_file`).
 
     Returns:
         The digest in hexadecimal, twice ``digest_size`` digits.
     """
-    digest = hashlib.blake2b(digest_size=digest_size)
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return feed_file(path, hashlib.blake2b(digest_size=digest_size)).hexdigest()

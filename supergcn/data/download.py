@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from supergcn.data.digests import feed_file
 from supergcn.data.storage import human_bytes, refusing_full_disk
 from supergcn.errors import SuperGCNError
 from supergcn.progress import progress
@@ -54,15 +55,9 @@ class RemoteFile:
 
 
 def file_md5(path: Path, digest=None):
-    """``path``'s bytes fed to ``digest`` (a new MD5 by default), a chunk at a time, showing
-    how far (:mod:`supergcn.progress`)."""
-    digest = hashlib.md5() if digest is None else digest
-    with open(path, "rb") as handle, progress(f"checksum of {path.name}", total=_size(path), unit="B",
-                                              scale=True) as bar:
-        while chunk := handle.read(CHUNK_BYTES):
-            digest.update(chunk)
-            bar.update(len(chunk))
-    return digest
+    """``path``'s bytes fed to ``digest`` (a new MD5 by default), showing how far
+    (:func:`~supergcn.data.digests.feed_file`)."""
+    return feed_file(path, hashlib.md5() if digest is None else digest, f"checksum of {path.name}")
 
 
 def _part(destination: Path) -> Path:

@@ -297,8 +297,11 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None,
     nonfinite = _NonFiniteFeatures()
     total = sum(getattr(graph, name).nbytes for name in _ARRAYS)
     with progress(f"prepare {graph.name}: hashing and checking", total=total, unit="B", scale=True) as bar:
-        content_hash = graph.content_hash(lambda name, first, block: (nonfinite(name, first, block),
-                                                                      bar.update(block.nbytes)))
+        def inspect(name: str, first_row: int, block: np.ndarray) -> None:
+            nonfinite(name, first_row, block)
+            bar.update(block.nbytes)
+
+        content_hash = graph.content_hash(inspect)
     if nonfinite.count and not allow_nonfinite_features:
         row, column = nonfinite.first
         values = "value" if nonfinite.count == 1 else "values"

@@ -48,7 +48,7 @@ def _weighted_draw(rng: np.random.Generator, cumulative: np.ndarray, count: int,
         drawn[start:stop] = np.searchsorted(cumulative, targets[start:stop], side="right")
         if bar is not None:
             bar.update(stop - start)
-    return np.minimum(drawn, len(cumulative) - 1)
+    return np.minimum(drawn, len(cumulative) - 1, out=drawn)
 
 
 def _unique_undirected(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> np.ndarray:
