@@ -10,10 +10,16 @@ aborts the whole job.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from collections.abc import Callable
 
 from supergcn.errors import USER_ERROR, SuperGCNError, launched_rank, report
+
+#: Seconds a failing rank waits between printing its message and aborting the job: the
+#: launcher forwards a rank's output from a pipe, and an abort that comes first can kill
+#: the job with the message still in the pipe (seen under load: an empty stderr).
+ABORT_GRACE_SECONDS = 1.0
 
 
 class CollectiveError(SuperGCNError):
@@ -62,5 +68,6 @@ def run_ranked(work: Callable[[object], None], comm, command: str, debug: bool =
             print(f"supergcn {command}: {where}: error: {detail}", file=sys.stderr, flush=True)
         code = USER_ERROR if known else 1
         if size > 1:
+            time.sleep(ABORT_GRACE_SECONDS)
             comm.Abort(code)
         return code
