@@ -41,7 +41,7 @@ PARAMETER_DTYPES = {"bfloat16": 2, "float32": 4}
 #: The parameters' wire type unless told otherwise: bfloat16, as upstream and AdaQP.
 DEFAULT_PARAMETER_DTYPE = "bfloat16"
 #: GNN architectures (:mod:`supergcn.train.gnn`).
-GNN_MODELS = ("sage", "gcn")
+GNN_MODELS = ("sage", "gcn", "gin", "gat")
 #: Types the linear layers' GEMMs may run in (bfloat16: CPUs with bf16 matrix units).
 DENSE_DTYPES = ("float32", "bfloat16")
 #: Sparse-product back ends: the numba gathers, or torch.sparse.mm as the reference.

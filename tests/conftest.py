@@ -110,10 +110,11 @@ def run_mpi(num_ranks: int, *args, timeout: float = 240) -> subprocess.Completed
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def run_rank_job(script: Path, num_ranks: int, timeout: float = 240) -> str:
-    """Run a test job script under ``mpiexec -n num_ranks``; it must end well on every rank,
-    each printing ``rank R ok``. Returns its output."""
-    result = subprocess.run([mpiexec(), "-n", str(num_ranks), sys.executable, str(script)], capture_output=True,
+def run_rank_job(script: Path, num_ranks: int, timeout: float = 240, args=()) -> str:
+    """Run a test job script (with ``args``) under ``mpiexec -n num_ranks``; it must end well
+    on every rank, each printing ``rank R ok``. Returns its output."""
+    result = subprocess.run([mpiexec(), "-n", str(num_ranks), sys.executable, str(script), *map(str, args)],
+                            capture_output=True,
                             text=True, timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stdout + result.stderr
     # Ranks share stdout, so their lines may interleave: count the reports, not the lines.

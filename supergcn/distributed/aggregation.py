@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from supergcn.distributed.attention import DistributedAttention
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.exchange import RankOperators
 
@@ -30,7 +31,9 @@ class GraphOps:
 
     * ``mean(x)[v] = (1/deg(v)) * sum_{u in N(v)} x[u]`` (0 for isolated v), deg global;
     * ``gcn(x)[v] = d(v)^{-1/2} * sum_{u in N(v) ∪ {v}} d(u)^{-1/2} x[u]``, ``d = |N(v) ∪ {v}|``
-      (PyG's ``gcn_norm`` with ``add_remaining_self_loops``).
+      (PyG's ``gcn_norm`` with ``add_remaining_self_loops``);
+    * ``attention(z, ...)[v] = sum_{u in N(v) ∪ {v}} alpha_vu z[u]``, GAT's softmax-weighted
+      sum (:mod:`supergcn.distributed.attention`).
 
     Under a DistGNN schedule (``delayed``, :mod:`supergcn.distributed.delayed`) the mean
     aggregation of training passes is the delayed one; evaluation stays exact.
@@ -52,6 +55,7 @@ class GraphOps:
         has_loop[rows[plan.local_indices == rows]] = True
         self.missing_loop = torch.from_numpy((~has_loop).astype(np.float32))[:, None]
         self.inv_sqrt_gcn_degree = (degree + self.missing_loop[:, 0]).rsqrt()
+        self._attention: DistributedAttention | None = None  # built (collectively) by the first attention
 
     def begin_pass(self, training: bool) -> None:
         """Start a forward pass over all layers: a training pass (quantized, delayed
@@ -181,6 +185,27 @@ class GraphOps:
         scale = self.inv_sqrt_gcn_degree[:, None]
         scaled = self.timed("aggregation", torch.mul, x, scale)
         return self.timed("aggregation", self._add_self_loops, self.sum(scaled, self.inv_sqrt_gcn_degree), scaled)
+
+    def attention(self, z: torch.Tensor, source_score: torch.Tensor, destination_score: torch.Tensor,
+                  negative_slope: float, dropout: float, training: bool) -> torch.Tensor:
+        """GAT's aggregation (class docstring) through the exchange; differentiable. The
+        first call is collective (:class:`~supergcn.distributed.attention.DistributedAttention`).
+
+        Args:
+            z: n x H x C projected rows of the rank's nodes.
+            source_score: n x H, ``a_src · z``.
+            destination_score: n x H, ``a_dst · z``.
+            negative_slope: LeakyReLU's slope.
+            dropout: dropout on the attention coefficients while ``training``.
+            training: whether the model trains.
+
+        Returns:
+            n x H x C aggregated rows.
+        """
+        if self._attention is None:
+            self._attention = DistributedAttention(self.operators)
+        return self._attention(z, source_score, destination_score, self._next_layer(), negative_slope, dropout,
+                               training)
 
     def _add_self_loops(self, aggregated: torch.Tensor, scaled: torch.Tensor) -> torch.Tensor:
         return aggregated + self.missing_loop * scaled * self.inv_sqrt_gcn_degree[:, None]

@@ -25,6 +25,10 @@ import numpy as np
 from supergcn.errors import SuperGCNError
 
 _MAX_COUNT = 2**31 - 1
+#: What the bytes exchanged are counted under, per peer: rows (``data``), their
+#: quantization parameters (``params``) and attention's float32 scores, maxima and sums
+#: (``attention``, :mod:`supergcn.distributed.attention`).
+MESSAGE_KINDS = ("data", "params", "attention")
 #: Shared-memory cell size asked of MPICH (its pack buffer must be at least as large).
 SHM_CELL_BYTES = 256 * 1024
 _CELL_SIZE = "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE"
@@ -82,9 +86,8 @@ class Communicator:
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
-        # Bytes per peer and kind: "data" (rows) and "params" (quantization parameters).
-        self.bytes_sent = {kind: np.zeros(self.size, dtype=np.int64) for kind in ("data", "params")}
-        self.bytes_received = {kind: np.zeros(self.size, dtype=np.int64) for kind in ("data", "params")}
+        self.bytes_sent = {kind: np.zeros(self.size, dtype=np.int64) for kind in MESSAGE_KINDS}
+        self.bytes_received = {kind: np.zeros(self.size, dtype=np.int64) for kind in MESSAGE_KINDS}
         self._row_types: dict[tuple[str, int], object] = {}
 
     def _row_type(self, dtype: np.dtype, width: int):

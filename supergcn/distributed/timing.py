@@ -57,15 +57,17 @@ class PhaseTimer:
             self.seconds[name] += time.perf_counter() - started
 
     def timed(self, name: str, function, *inputs):
-        """``function(*inputs)``, its forward and (when it builds a graph) its backward
-        booked to phase ``name``; the inputs' own backward nodes are not included."""
+        """``function(*inputs)``, its forward and (where it builds a graph) its backward
+        booked to phase ``name``; the inputs' own backward nodes are not included. The
+        function may return a tensor or a tuple of them."""
         with self.phase(name):
             output = function(*inputs)
-        if getattr(output, "grad_fn", None) is not None:
-            self._hook_backward(name, output.grad_fn, {getattr(x, "grad_fn", None) for x in inputs} - {None})
+        roots = [getattr(tensor, "grad_fn", None) for tensor in (output if isinstance(output, tuple) else (output,))]
+        if any(root is not None for root in roots):
+            self._hook_backward(name, roots, {getattr(x, "grad_fn", None) for x in inputs} - {None})
         return output
 
-    def _hook_backward(self, name: str, root, boundary: set) -> None:
+    def _hook_backward(self, name: str, roots: list, boundary: set) -> None:
         started: list[float] = []
 
         def before(_grad_outputs):
@@ -74,7 +76,7 @@ class PhaseTimer:
         def after(_grad_inputs, _grad_outputs):
             self.seconds[name] += time.perf_counter() - started.pop()
 
-        pending, seen = [root], set(boundary)
+        pending, seen = list(roots), set(boundary)
         while pending:
             node = pending.pop()
             if node is None or node in seen:

@@ -46,6 +46,10 @@ def _adaptive(values: dict) -> bool:
     return values["bits"] == ADAPTIVE
 
 
+def _attention(values: dict) -> bool:
+    return values["model"] == "gat"
+
+
 def parse_bits(text: str) -> int | str:
     """Bits of exchanged values: a number, or ``adaptive``.
 
@@ -92,6 +96,10 @@ class TrainConfig:
     plan: Path = option(None, "plan directory of that partition", group="io", required=True)
     out: Path = option(None, "metrics file (JSON lines) to write", group="io", required=True)
     model: str = option("sage", "GNN architecture", choices=GNN_MODELS, study=True, trajectory=True)
+    heads: int = option(4, "GAT: attention heads (concatenated in hidden layers, so they divide the hidden width; "
+                        "averaged in the last)", values=_AT_LEAST_1, study=True, trajectory=True, read_when=_attention)
+    attention_dropout: float = option(0.0, "GAT: dropout probability on the attention coefficients, in [0, 1)",
+                                      values=_SHARE, study=True, trajectory=True, read_when=_attention)
     num_layers: int = option(3, "graph convolutions", values=_AT_LEAST_1, study=True, trajectory=True)
     hidden: int = option(256, "hidden width", values=_AT_LEAST_1, study=True, trajectory=True, per_dataset=True)
     dropout: float = option(0.5, "dropout probability, in [0, 1)", values=_SHARE, study=True, trajectory=True)
@@ -181,6 +189,9 @@ class TrainConfig:
             The messages; empty when the run can go ahead.
         """
         found = problems(self)
+        if self.model == "gat" and self.num_layers > 1 and self.hidden % self.heads:
+            found.append(f"GAT's {self.heads} heads are concatenated into the hidden width {self.hidden}, which "
+                         "they do not divide — choose --hidden a multiple of --heads")
         if schedule_delay(self.schedule) != 0:
             if self.model != "sage":
                 found.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only — "

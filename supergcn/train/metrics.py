@@ -110,8 +110,7 @@ def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, ac
             "seconds": {"max": {k: max(r[k] for r in per_rank) for k in RECORDED_TIMES},
                         "slowest_rank": slowest, "per_rank": per_rank},
             "bytes": {"sent_total": sum(sum(t["sent"].values()) for t in traffic),
-                      "data_sent_total": sum(t["sent"]["data"] for t in traffic),
-                      "params_sent_total": sum(t["sent"]["params"] for t in traffic),
+                      **{f"{kind}_sent_total": sum(t["sent"][kind] for t in traffic) for kind in traffic[0]["sent"]},
                       "sent_per_rank": [sum(t["sent"].values()) for t in traffic],
                       "received_per_rank": [t["received"] for t in traffic],
                       "allreduce_per_rank": allreduce_bytes}}

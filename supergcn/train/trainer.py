@@ -100,7 +100,8 @@ class Trainer:
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
                          label_propagation=config.label_rate > 0, input_norm=config.input_norm,
-                         dense_dtype=config.dense_dtype, aggregate_first=config.aggregate_first)
+                         dense_dtype=config.dense_dtype, aggregate_first=config.aggregate_first,
+                         heads=config.heads, attention_dropout=config.attention_dropout)
         if config.init_weights is not None:
             agree(comm, lambda: self.load_weights(config.init_weights))
         broadcast_parameters(self.model, comm)  # identical start on every rank

@@ -17,18 +17,20 @@ def seconds(total, aggregation):
     return {**timer.breakdown(total), "cpu_user": 2 * total, "cpu_system": 0.1}
 
 
-def traffic(data, params):
-    return {"sent": {"data": np.array(data), "params": np.array(params)},
-            "received": {"data": np.array(data[::-1]), "params": np.array(params[::-1])}}
+def traffic(data, params, attention=(0, 0)):
+    return {"sent": {"data": np.array(data), "params": np.array(params), "attention": np.array(attention)},
+            "received": {"data": np.array(data[::-1]), "params": np.array(params[::-1]),
+                         "attention": np.array(attention[::-1])}}
 
 
 def test_epoch_record_of_one_rank():
-    record = epoch_record(MPI.COMM_SELF, 4, 0.5, seconds(2.0, 0.5), traffic([0, 30], [0, 4]), {"val_acc": 0.9}, 44,
-                          warm_up=False)
+    record = epoch_record(MPI.COMM_SELF, 4, 0.5, seconds(2.0, 0.5), traffic([0, 30], [0, 4], [0, 6]),
+                          {"val_acc": 0.9}, 44, warm_up=False)
     assert record["epoch"] == 4 and record["val_acc"] == 0.9 and record["warm_up"] is False
     assert record["seconds"]["max"]["total"] == 2.0 and record["seconds"]["slowest_rank"]["aggregation"] == 0.5
-    assert record["bytes"]["sent_total"] == 34 and record["bytes"]["data_sent_total"] == 30
-    assert record["bytes"]["received_per_rank"] == [34] and record["bytes"]["allreduce_per_rank"] == 44
+    assert record["bytes"]["sent_total"] == 40 and record["bytes"]["data_sent_total"] == 30
+    assert record["bytes"]["params_sent_total"] == 4 and record["bytes"]["attention_sent_total"] == 6
+    assert record["bytes"]["received_per_rank"] == [40] and record["bytes"]["allreduce_per_rank"] == 44
 
 
 def test_summary_excludes_the_first_epoch_from_the_mean():
