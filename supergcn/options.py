@@ -164,19 +164,23 @@ def _type_name(field: dataclasses.Field) -> str:
     return kind.split(" | ")[0].rpartition(".")[2]
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls, file_type: Callable | None = None) -> None:
+def add_arguments(parser: argparse.ArgumentParser, cls, file_type: Callable | None = None,
+                  only: tuple[str, ...] | None = None) -> None:
     """One argument per option of ``cls``: ``--name-with-dashes``, a boolean as
     ``--x/--no-x``, in its group. ``file_type`` checks the options that name files to write
     (``Path`` fields of the ``io`` and ``execution`` groups).
 
     Args:
         parser: the parser to add the arguments to (one argument group per key of
-            :data:`GROUPS`).
+            :data:`GROUPS`, where it has options).
         cls: the dataclass whose options become arguments.
         file_type: an argparse type for the files the run writes; None keeps ``Path``.
+        only: the options to add (another command reading some of them); None for all.
     """
-    groups = {key: parser.add_argument_group(title) for key, title in GROUPS.items()}
-    for field, spec in declared(cls):
+    options = [(field, spec) for field, spec in declared(cls) if only is None or field.name in only]
+    groups = {key: parser.add_argument_group(title) for key, title in GROUPS.items()
+              if any(spec["group"] == key for _, spec in options)}
+    for field, spec in options:
         flag = "--" + field.name.replace("_", "-")
         kind = _type_name(field)
         shown = spec["help"] if field.default is None else f"{spec['help']} (default: {field.default})"

@@ -6,8 +6,13 @@ from pathlib import Path
 
 from supergcn.cli._args import output_dir
 from supergcn.naming import STRATEGIES
+from supergcn.options import add_arguments, values_given
+from supergcn.plan.costs import SHAPE_OPTIONS, WIRE_OPTIONS
+from supergcn.train.config import TrainConfig
 
 HELP = "build per-rank communication plans"
+#: The training options that set what a hybrid plan's rows cost.
+COVER_OPTIONS = SHAPE_OPTIONS + WIRE_OPTIONS
 
 
 def configure(parser) -> None:
@@ -15,6 +20,31 @@ def configure(parser) -> None:
     parser.add_argument("--partition", required=True, type=Path, help="partition directory of that graph")
     parser.add_argument("--strategy", required=True, choices=STRATEGIES, help="how cut edges are served")
     parser.add_argument("--out", required=True, type=output_dir, help="output plan directory")
+    # The model the hybrid cover is for: GAT's PRE rows cost more than its POST rows
+    # (supergcn.plan.costs); the others' cost the same, and the cover takes the fewest rows.
+    add_arguments(parser, TrainConfig, only=COVER_OPTIONS)
+
+
+def cover_costs(args, num_classes: int) -> tuple[int, int] | None:
+    """The PRE and POST row costs of the hybrid cover for the model the options name
+    (:func:`supergcn.plan.costs.row_costs`); None for the fewest rows.
+
+    Raises:
+        SuperGCNError: costs asked of another strategy, or for adaptive bits.
+    """
+    from supergcn.errors import SuperGCNError
+    from supergcn.plan.costs import row_costs
+    from supergcn.train.config import default
+
+    given = {name: value for name, value in values_given(args, TrainConfig).items() if name in COVER_OPTIONS}
+    if given and args.strategy != "hybrid":
+        raise SuperGCNError(f"--{next(iter(given)).replace('_', '-')} sets what the hybrid cover weighs, but the "
+                            f"strategy is {args.strategy}", "leave the model options out, or plan --strategy hybrid")
+    shape = {name: given.get(name, default(name)) for name in COVER_OPTIONS}
+    if shape["bits"] == "adaptive" and shape["model"] == "gat":
+        raise SuperGCNError("adaptive bits give each row its width while training, so no cover can be weighted by "
+                            "them", "plan for the widest, --bits 8, or for --bits 32")
+    return None if args.strategy != "hybrid" else row_costs(**shape, num_classes=num_classes)
 
 
 def run(args) -> None:
@@ -28,7 +58,11 @@ def run(args) -> None:
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)
     partition, part_manifest = load_partition(args.partition, meta["hash"], meta["num_nodes"])
-    manifest = run_plan(graph, meta["hash"], partition, part_manifest["partition_hash"], args.strategy, args.out)
-    print(f"plan {args.strategy} for P={partition.num_parts} on {graph.name} ({manifest['seconds']:.2f} s) "
+    manifest = run_plan(graph, meta["hash"], partition, part_manifest["partition_hash"], args.strategy, args.out,
+                        cover_costs(args, meta["num_classes"]))
+    cover = manifest["cover"]
+    weighed = ("" if cover is None or cover["pre_row_cost"] == cover["post_row_cost"] else
+               f", its cover weighing a PRE row {cover['pre_row_cost']:,} to a POST row's {cover['post_row_cost']:,}")
+    print(f"plan {args.strategy} for P={partition.num_parts} on {graph.name}{weighed} ({manifest['seconds']:.2f} s) "
           f"-> {args.out}")
     print(strategy_summary(plan_strategy_rows(args.out)[1]))

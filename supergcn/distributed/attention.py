@@ -29,7 +29,7 @@ The owner merges its local sources, its self loop and the POST rows edge by edge
 PRE rows' states. Backward is autograd's, through the transposes of the three exchanges
 (the rows' gradients quantized as SAGE's are; the maxima's entries of the scalars' gradient
 are zero). A PRE row thus costs H·C + 3H numbers against a POST row's H·C + H, which is what
-the weighted cover of the plan prices (:func:`supergcn.plan.builder.row_costs`).
+the weighted cover of the plan prices (:func:`supergcn.plan.costs.row_costs`).
 
 The edge-level steps run as torch operations (E x H x C intermediates, like PyG's): exact
 and differentiable; a fused kernel is left for later.

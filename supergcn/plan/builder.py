@@ -3,7 +3,10 @@
 ``pre`` serves all cut edges PRE (rows sent j->i = distinct destinations), ``post`` all
 POST (= distinct sources), and ``hybrid`` (Alg. 1) takes a minimum vertex cover C of each
 pair's bipartite cut graph: an edge is POST when u ∈ C, otherwise PRE (then v ∈ C). Rows
-sent j->i = ``|C|`` = maximum matching size (König), the fewest possible. (PRE, POST and the
+sent j->i = ``|C|`` = maximum matching size (König), the fewest possible. Where a PRE row
+costs more than a POST row (GAT's, :mod:`supergcn.distributed.attention`), ``row_costs``
+makes the cover a cheapest one under those costs instead
+(:func:`~supergcn.partition.cover.minimum_weighted_vertex_cover`). (PRE, POST and the
 buffers: :mod:`supergcn.plan.rank_plan`.)
 
 Two passes, so that memory follows the largest rank's share, not the graph:
@@ -29,6 +32,7 @@ a sort of their own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +46,7 @@ from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.data.storage import release_pages, save_npz_columns
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
-from supergcn.partition.cover import minimum_vertex_cover
+from supergcn.partition.cover import MAX_CAPACITY, minimum_vertex_cover, minimum_weighted_vertex_cover
 from supergcn.partition.partition import Partition
 from supergcn.plan.pieces import SenderPieces
 from supergcn.plan.rank_plan import RankPlan
@@ -143,29 +147,36 @@ def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 
-def _left_in_cover(left_sender, left, right_sender, right, num_ranks):
+def _left_in_cover(left_sender, left, right_sender, right, num_ranks, row_costs=None):
     """Alg. 1 for the pairs into one destination rank: the union of the pairs' bipartite
     cut graphs is one bipartite graph whose minimum cover is the union of the pairs'
     minimum covers. Left vertices are the (sender, source) groups, right ones the (sender,
     destination) groups; returns whether each left vertex is in the cover (its edges are
-    then POST) and, per sender, the cover and matching sizes.
+    then POST) and, per sender, the cover and matching sizes. With ``row_costs`` (a PRE
+    row's, a POST row's) the cover is a cheapest one under them.
 
-    The pairs are matched in batches of whole pairs of at most :data:`MATCHING_MAX_ENTRIES`
-    cut edges, since scipy's Hopcroft–Karp indexes its matrix with 32-bit integers;
+    The pairs are covered in batches of whole pairs of at most :data:`MATCHING_MAX_ENTRIES`
+    cut edges, since scipy's Hopcroft–Karp indexes its matrix with 32-bit integers (and,
+    weighted, few enough that a cut's capacity fits its int32 maximum flow);
     ``left`` and ``right`` come ordered by sender, and so do the groups.
     """
     edge_sender = left_sender[left]
     left_is_post = np.zeros(len(left_sender), dtype=bool)
     right_in_cover = np.zeros(len(right_sender), dtype=bool)
     left_matched = np.zeros(len(left_sender), dtype=bool)
-    for first, stop in _pair_batches(np.bincount(edge_sender, minlength=num_ranks), MATCHING_MAX_ENTRIES):
+    max_entries = MATCHING_MAX_ENTRIES
+    if row_costs is not None:
+        pre_cost, post_cost = row_costs
+        max_entries = min(max_entries, (MAX_CAPACITY - 1) // (post_cost // math.gcd(pre_cost, post_cost)))
+    for first, stop in _pair_batches(np.bincount(edge_sender, minlength=num_ranks), max_entries):
         e_lo, e_hi = np.searchsorted(edge_sender, [first, stop])
         l_lo, l_hi = np.searchsorted(left_sender, [first, stop])
         r_lo, r_hi = np.searchsorted(right_sender, [first, stop])
         biadjacency = sp.csr_matrix((np.ones(e_hi - e_lo, dtype=np.int8), (left[e_lo:e_hi] - l_lo,
                                                                            right[e_lo:e_hi] - r_lo)),
                                     shape=(l_hi - l_lo, r_hi - r_lo))
-        cover = minimum_vertex_cover(biadjacency)
+        cover = (minimum_vertex_cover(biadjacency) if row_costs is None
+                 else minimum_weighted_vertex_cover(biadjacency, post_cost, pre_cost))
         left_is_post[l_lo:l_hi] = cover.left
         right_in_cover[r_lo:r_hi] = cover.right
         left_matched[l_lo:l_hi] = cover.match_of_left >= 0
@@ -222,14 +233,14 @@ def _incoming(ranks: _Ranks, i: int) -> tuple[dict[str, np.ndarray], _CutEdges]:
     return local, _CutEdges(sender, cut_src, cut_dst, left_keys, left, right_keys, right)
 
 
-def _post_groups(strategy: str, cut: _CutEdges, n: int, num_ranks: int) -> tuple[np.ndarray, dict]:
+def _post_groups(strategy: str, cut: _CutEdges, n: int, num_ranks: int, row_costs=None) -> tuple[np.ndarray, dict]:
     """Whether each (sender, source) group is served POST under ``strategy``, and for
     hybrid each sender's cover and matching sizes."""
     if strategy == "pre":
         return np.zeros(len(cut.left_keys), dtype=bool), {}
     if strategy == "post":
         return np.ones(len(cut.left_keys), dtype=bool), {}
-    return _left_in_cover(cut.left_keys // n, cut.left, cut.right_keys // n, cut.right, num_ranks)
+    return _left_in_cover(cut.left_keys // n, cut.left, cut.right_keys // n, cut.right, num_ranks, row_costs)
 
 
 def _rows_sent(cut: _CutEdges, left_is_post: np.ndarray, n: int, num_ranks: int) -> dict[str, np.ndarray]:
@@ -287,11 +298,11 @@ def _sending_side(cut: _CutEdges, rows: dict[str, np.ndarray], cover_stats: dict
     return active, counts, pieces, stats
 
 
-def _receive(ranks: _Ranks, i: int, strategy: str, scratch_dir: Path, senders: SenderPieces) -> int:
+def _receive(ranks: _Ranks, i: int, strategy: str, scratch_dir: Path, senders: SenderPieces, row_costs=None) -> int:
     """Pass 1 for destination rank ``i`` (module docstring); the rows it receives."""
     n = ranks.graph.num_nodes
     local, cut = _incoming(ranks, i)
-    left_is_post, cover_stats = _post_groups(strategy, cut, n, ranks.num_ranks)
+    left_is_post, cover_stats = _post_groups(strategy, cut, n, ranks.num_ranks, row_costs)
     rows = _rows_sent(cut, left_is_post, n, ranks.num_ranks)
     receiving = _receiving_side(cut, rows, n, len(local["in_degree"]))
     np.savez(scratch_dir / f"receiver-{i}.npz", **local, **receiving)
@@ -319,7 +330,7 @@ def _assemble(ranks: _Ranks, j: int, scratch_dir: Path, senders: SenderPieces) -
 
 
 def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: str | Path,
-               emit: Callable[[RankPlan], None], pairs_path: Path) -> dict:
+               emit: Callable[[RankPlan], None], pairs_path: Path, row_costs: tuple[int, int] | None = None) -> dict:
     """Build every rank's communication plan for ``strategy`` in two passes (module
     docstring), hand each to ``emit`` in rank order and write the per-pair statistics
     (:data:`supergcn.plan.statistics.PAIR_STATISTICS`, and for hybrid the cover and matching
@@ -334,6 +345,8 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
             the end).
         emit: called with each :class:`~supergcn.plan.rank_plan.RankPlan`, rank 0 first.
         pairs_path: the ``.npz`` file of per-pair statistics to write.
+        row_costs: hybrid only: what a PRE row and a POST row cost (positive integers),
+            for a cheapest cover under them; None (or equal costs) for the fewest rows.
 
     Returns:
         The totals recorded in ``plan.json`` (:func:`supergcn.plan.statistics.plan_totals`).
@@ -344,10 +357,15 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
     """
     if strategy not in STRATEGIES:
         raise SuperGCNError(f"unknown strategy {strategy!r}", f"choose one of {', '.join(STRATEGIES)}")
+    if row_costs is not None and (strategy != "hybrid" or min(row_costs) < 1):
+        raise SuperGCNError(f"row costs {row_costs} for strategy {strategy}",
+                            "give row costs, positive integers, to the hybrid strategy only")
+    if row_costs is not None and row_costs[0] == row_costs[1]:
+        row_costs = None  # König's cover is the cheapest
     ranks = _Ranks.of(graph, partition)
     scratch_dir = Path(scratch_dir)
     senders = SenderPieces(scratch_dir, graph.indices.dtype)
-    received_by = np.array([_receive(ranks, i, strategy, scratch_dir, senders)
+    received_by = np.array([_receive(ranks, i, strategy, scratch_dir, senders, row_costs)
                             for i in tracked(range(ranks.num_ranks), f"plan {strategy}: receiving sides", unit="rank")],
                            dtype=np.int64)
     senders.finish(ranks.num_ranks)
@@ -358,6 +376,6 @@ def plan_ranks(graph: Graph, partition: Partition, strategy: str, scratch_dir: s
         emit(plan)
     names = [*PAIR_STATISTICS, *(("cover", "matching") if strategy == "hybrid" else ())]
     save_npz_columns(pairs_path, names, senders.column)
-    totals = plan_totals(strategy, ranks.num_ranks, senders.column, sent_by, received_by)
+    totals = plan_totals(strategy, ranks.num_ranks, senders.column, sent_by, received_by, row_costs)
     senders.remove()
     return totals

@@ -19,7 +19,7 @@ PAIR_STATISTICS = ("src", "dst", "cut_edges", "rows", "pre_rows", "post_rows", "
 
 
 def plan_totals(strategy: str, num_ranks: int, column: Callable[[str], np.ndarray], sent_by: np.ndarray,
-                 received_by: np.ndarray) -> dict:
+                received_by: np.ndarray, row_costs: tuple[int, int] | None = None) -> dict:
     """``plan.json``'s statistics, summed over the per-pair records.
 
     Args:
@@ -29,13 +29,19 @@ def plan_totals(strategy: str, num_ranks: int, column: Callable[[str], np.ndarra
             ``distinct_sources``, ``distinct_destinations``).
         sent_by: rows each rank sends per exchange.
         received_by: rows each rank receives per exchange.
+        row_costs: the costs of a PRE and a POST row the hybrid cover was weighted by
+            (None: the fewest rows).
 
     Returns:
-        ``strategy``, ``num_ranks``, ``total_rows_sent``, the busiest sender's and
-        receiver's rows, the directed cut edges, and the rows pre and post would send.
+        ``strategy``, ``num_ranks``, the ``cover`` (hybrid: the PRE and POST row costs it
+        is cheapest under, 1 and 1 for the fewest rows; else None), ``total_rows_sent``,
+        the busiest sender's and receiver's rows, the directed cut edges, and the rows pre
+        and post would send.
     """
+    pre_cost, post_cost = (1, 1) if row_costs is None else row_costs
     return {
         "strategy": strategy,
+        "cover": {"pre_row_cost": pre_cost, "post_row_cost": post_cost} if strategy == "hybrid" else None,
         "num_ranks": num_ranks,
         "total_rows_sent": int(sent_by.sum()),
         "max_rows_sent_by_rank": int(sent_by.max()),

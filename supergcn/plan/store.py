@@ -208,7 +208,7 @@ def plan_strategy_rows(directory: str | Path) -> tuple[dict, dict[str, np.ndarra
 
 
 def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash: str, strategy: str,
-             out_dir) -> dict:
+             out_dir, row_costs: tuple[int, int] | None = None) -> dict:
     """Build every rank's plan (:func:`supergcn.plan.builder.plan_ranks`), writing each as it
     is built, into ``out_dir``.
 
@@ -219,6 +219,8 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
         partition_hash: that partition's hash, recorded in the manifest.
         strategy: ``pre``, ``post`` or ``hybrid``.
         out_dir: the plan directory to write (replaced atomically).
+        row_costs: hybrid only: the costs of a PRE and a POST row to find the cheapest
+            cover under (:func:`~supergcn.plan.builder.plan_ranks`); None for the fewest rows.
 
     Returns:
         The manifest written as ``plan.json``.
@@ -234,6 +236,6 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
         scratch = staging / ".scratch"
         scratch.mkdir()
         totals = plan_ranks(graph, partition, strategy, scratch, lambda plan: _write_rank_file(staging, plan, hashes),
-                            staging / PAIRS_FILE)
+                            staging / PAIRS_FILE, row_costs)
         scratch.rmdir()
         return _write_plan_index(staging, totals, hashes, graph_hash, partition_hash, time.perf_counter() - started)

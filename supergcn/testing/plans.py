@@ -18,12 +18,13 @@ from supergcn.plan.rank_plan import RankPlan
 from supergcn.plan.store import PAIRS_FILE
 
 
-def build_plans(graph: Graph, partition: Partition, strategy: str) -> tuple[list[RankPlan], dict]:
-    """Every rank's plan in memory, and the statistics (:func:`plan_ranks`)."""
+def build_plans(graph: Graph, partition: Partition, strategy: str,
+                row_costs: tuple[int, int] | None = None) -> tuple[list[RankPlan], dict]:
+    """Every rank's plan in memory, and the statistics (:func:`plan_ranks`, with its ``row_costs``)."""
     plans: list[RankPlan] = []
     with tempfile.TemporaryDirectory(prefix="supergcn-plan-") as scratch:
         pairs_path = Path(scratch) / PAIRS_FILE
-        stats = plan_ranks(graph, partition, strategy, scratch, plans.append, pairs_path)
+        stats = plan_ranks(graph, partition, strategy, scratch, plans.append, pairs_path, row_costs)
         with np.load(pairs_path) as pairs:
             stats["pairs"] = {name: pairs[name] for name in pairs.files}
     return plans, stats

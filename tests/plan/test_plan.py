@@ -88,6 +88,36 @@ def test_hybrid_is_optimal_per_pair(cora, num_parts):
     assert hybrid["total_rows_sent"] < min(pre["total_rows_sent"], post["total_rows_sent"])
 
 
+@pytest.mark.parametrize("num_parts", [2, 5])
+@pytest.mark.parametrize("row_costs", [(67, 65), (1, 4)])
+def test_weighted_hybrid_is_cheapest_per_pair_and_exact(awkward_graph, num_parts, row_costs):
+    """Under costs per PRE and POST row (GAT's PRE rows cost more), hybrid's cover costs no
+    more than pre's or post's on any pair, and its plan still aggregates exactly."""
+    pre_cost, post_cost = row_costs
+    partition = partition_graph(awkward_graph, num_parts)
+    plans, weighted = build_plans(awkward_graph, partition, "hybrid", row_costs)
+    _, fewest = build_plans(awkward_graph, partition, "hybrid")
+    assert weighted["cover"] == {"pre_row_cost": pre_cost, "post_row_cost": post_cost}
+    assert fewest["cover"] == {"pre_row_cost": 1, "post_row_cost": 1}
+    for pair in pair_records(weighted["pairs"]):
+        cost = pre_cost * pair["pre_rows"] + post_cost * pair["post_rows"]
+        assert cost <= min(pre_cost * pair["distinct_destinations"], post_cost * pair["distinct_sources"])
+        assert pair["rows"] >= pair["matching"]  # the fewest rows are no longer the aim
+    total = sum(pre_cost * p["pre_rows"] + post_cost * p["post_rows"] for p in pair_records(weighted["pairs"]))
+    assert total <= sum(pre_cost * p["pre_rows"] + post_cost * p["post_rows"] for p in pair_records(fewest["pairs"]))
+    x = np.random.default_rng(1).standard_normal((awkward_graph.num_nodes, 3))
+    src, dst = awkward_edge_list(awkward_graph.num_nodes)
+    expected = reference_mean_aggregation(src, dst, awkward_graph.num_nodes, x)
+    np.testing.assert_allclose(aggregate_in_process(plans, x[partition.new_to_old]), expected[partition.new_to_old],
+                               rtol=0, atol=1e-10)
+
+
+def test_row_costs_are_for_hybrid_only(awkward_graph):
+    partition = partition_graph(awkward_graph, 2)
+    with pytest.raises(SuperGCNError, match="hybrid strategy only"):
+        build_plans(awkward_graph, partition, "pre", (2, 1))
+
+
 def test_send_and_receive_counts_agree(cora):
     partition = partition_graph(cora, 4)
     plans, stats = build_plans(cora, partition, "hybrid")
@@ -172,9 +202,10 @@ def pair_records(pairs):
 
 
 def format2_stats(stats):
-    """Plan format 2's plan.json statistics, rebuilt from format 3's arrays."""
+    """Plan format 2's plan.json statistics, rebuilt from format 3's arrays (without the
+    ``cover`` record, added since)."""
     num_ranks, strategy = stats["num_ranks"], stats["strategy"]
-    totals = {key: value for key, value in stats.items() if key not in ("strategy", "num_ranks", "pairs")}
+    totals = {key: value for key, value in stats.items() if key not in ("strategy", "num_ranks", "pairs", "cover")}
     comm = strategy_rows(stats["pairs"], num_ranks, strategy)[strategy]
     return {"strategy": strategy, "num_ranks": num_ranks, "comm_rows": comm.tolist(), **totals,
             "pairs": pair_records(stats["pairs"])}

@@ -9,7 +9,8 @@ from supergcn.data.graph import load_graph, save_graph
 from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
-from supergcn.plan.store import run_plan
+from supergcn.plan.costs import row_costs
+from supergcn.plan.store import read_plan_pairs, run_plan
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import read_metrics
 from supergcn.train.reference import PyGModel, copy_weights, train_baseline
@@ -75,3 +76,17 @@ def test_int2_gat_sends_a_sixteenth_of_the_rows_and_the_same_attention_scalars(w
         assert 16 * quantized["bytes"]["data_sent_total"] >= exact["bytes"]["data_sent_total"]
         assert quantized["bytes"]["attention_sent_total"] == exact["bytes"]["attention_sent_total"]
         assert np.isfinite(quantized["loss"]) and quantized["loss"] == pytest.approx(exact["loss"], rel=0.05)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_gat_epoch_bytes_are_what_its_row_costs_say(workspace, trained, strategy):
+    """A training epoch of GAT sends, in FP32, exactly its PRE rows times a PRE row's cost
+    and its POST rows times a POST row's (supergcn.plan.costs): rows, scalars, scores."""
+    root, _ = workspace
+    pairs = read_plan_pairs(root / f"p{trained}{strategy}")
+    graph = load_graph(root / "g")
+    pre_cost, post_cost = row_costs("gat", LAYERS, HIDDEN, HEADS, graph.num_classes)
+    expected_bits = pre_cost * int(pairs["pre_rows"].sum()) + post_cost * int(pairs["post_rows"].sum())
+    _, epochs, _ = read_metrics(root / f"{run_name('gat', trained, strategy, 32)}.jsonl")
+    for epoch in epochs:
+        assert epoch["bytes"]["sent_total"] * 8 == expected_bits

@@ -1,5 +1,5 @@
 # Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
-# light modules supergcn.naming, supergcn.sources, supergcn.train.config,
+# light modules supergcn.naming, supergcn.plan.costs, supergcn.sources, supergcn.train.config,
 # supergcn.workflow_config and (in the onstart hook) supergcn.cluster.slurm, so parsing
 # the workflow pays for no scientific library.
 import errno
@@ -9,6 +9,7 @@ import os
 import shlex
 
 from supergcn.naming import PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
+from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, job_settings
 from supergcn.workflow_config import ConfigError
@@ -82,6 +83,16 @@ def plan_mem_mb(wildcards, input):
 def training_for(dataset):
     """The training settings of `dataset`: `training`, with its entry of `training_by_dataset`."""
     return {**TRAINING, **config.get("training_by_dataset", {}).get(dataset, {})}
+
+
+def cover_options(wildcards):
+    """The model options `supergcn plan` weighs a hybrid cover by: GAT's PRE rows cost
+    more than its POST rows (supergcn/plan/costs.py), the other models' the same. The
+    cover is weighed for float32 rows; quantized variants train on the same plan."""
+    training = training_for(wildcards.dataset)
+    if wildcards.strategy != "hybrid" or training["model"] != "gat":
+        return ""
+    return " ".join(f"--{name.replace('_', '-')} {training[name]}" for name in SHAPE_OPTIONS)
 
 
 def partition_threads(wildcards):

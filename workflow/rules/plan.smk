@@ -9,6 +9,7 @@ rule plan:
         directory(f"{DATA}/plans/{{dataset}}/P{{P}}/{{strategy}}"),
     params:
         code=code("plan"),
+        cover=cover_options,
     # In the rule, not the profile's default-resources, which --default-resources replaces whole.
     resources:
         runtime=EXECUTION["runtime_minutes"],
@@ -21,4 +22,4 @@ rule plan:
         "logs/benchmarks/plan/{dataset}/P{P}/{strategy}.tsv"
     shell:
         "python -m supergcn.cli plan --graph {input.graph:q} --partition {input.partition:q} "
-        "--strategy {wildcards.strategy} --out {output:q} > {log:q} 2>&1"
+        "--strategy {wildcards.strategy} {params.cover} --out {output:q} > {log:q} 2>&1"

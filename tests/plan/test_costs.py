@@ -1,0 +1,20 @@
+"""What a PRE and a POST row cost, against hand-worked figures (the bytes a training epoch
+really sends are checked in tests/train/test_models.py)."""
+
+from supergcn.plan.costs import gat_exchange_widths, row_costs
+
+
+def test_gat_row_costs_by_hand():
+    # 3 layers, hidden 256 in 4 heads, 40 classes: rows of 256, 256 and 4 x 40 = 160 values.
+    assert gat_exchange_widths(3, 256, 4, 40) == [256, 256, 160]
+    data = 2 * 32 * (256 + 256 + 160)   # float32, forward and backward
+    scalars = 2 * 4 * 32 * 3            # H float32 per row, layer and direction
+    assert row_costs("gat", 3, 256, 4, 40) == (data + 3 * scalars, data + scalars)
+    # Int2 with bfloat16 parameters: 2 bits a value and two 16-bit parameters a row.
+    data = 2 * ((256 + 256 + 160) * 2 + 3 * 2 * 16)
+    assert row_costs("gat", 3, 256, 4, 40, bits=2) == (data + 3 * scalars, data + scalars)
+
+
+def test_the_other_models_rows_cost_the_same():
+    for model in ("sage", "gcn", "gin"):
+        assert row_costs(model, 3, 256, 4, 40) is None
