@@ -46,6 +46,12 @@ import torch.nn.functional as F
 from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.distributed.comm import MESSAGE_KINDS
 from supergcn.distributed.exchange import RankOperators
+from supergcn.kernels.attention import (
+    AttentionCsr,
+    attention_backward_rows,
+    attention_backward_sources,
+    attention_forward,
+)
 from supergcn.plan.rank_plan import RankPlan
 
 #: The kind of message the attention scalars are counted under (:data:`~supergcn.distributed.comm.MESSAGE_KINDS`).
@@ -191,6 +197,54 @@ def segment_max(values: torch.Tensor, segment: torch.Tensor, num_segments: int) 
     return out.scatter_reduce_(0, segment[:, None].expand_as(values), values.detach(), "amax")
 
 
+class _FusedAttention(torch.autograd.Function):
+    """The numba kernels (:mod:`supergcn.kernels.attention`) as one differentiable gather:
+    ``(out, maxima, sums)`` of the rows of ``csr`` from the table ``z`` and the pieces."""
+
+    @staticmethod
+    def forward(ctx, z, source_score, destination_score, piece_rows, piece_sums, piece_maxima, csr: AttentionCsr,
+                slope: float, normalise: bool):
+        z, source_score, destination_score, piece_rows, piece_sums, piece_maxima = (
+            x.detach().contiguous() for x in (z, source_score, destination_score, piece_rows, piece_sums,
+                                              piece_maxima))
+        heads, width = z.shape[1:]
+        out = z.new_empty((csr.num_rows, heads, width))
+        maxima, sums = z.new_empty((csr.num_rows, heads)), z.new_empty((csr.num_rows, heads))
+        attention_forward(csr.indptr, csr.indices, z.numpy(), source_score.numpy(), destination_score.numpy(),
+                          csr.piece_indptr, csr.piece_order, piece_rows.numpy(), piece_sums.numpy(),
+                          piece_maxima.numpy(), slope, normalise, out.numpy(), maxima.numpy(), sums.numpy())
+        ctx.save_for_backward(z, source_score, destination_score, piece_maxima, out, maxima, sums)
+        ctx.csr, ctx.slope, ctx.normalise = csr, slope, normalise
+        ctx.mark_non_differentiable(maxima)
+        return out, maxima, sums
+
+    @staticmethod
+    def backward(ctx, grad_out, _grad_maxima, grad_sums):
+        z, source_score, destination_score, piece_maxima, out, maxima, sums = ctx.saved_tensors
+        csr = ctx.csr
+        grad_out = grad_out.contiguous()
+        if ctx.normalise:
+            projected = (grad_out * out).sum(-1)
+        else:  # an unnormalised row's sum is an output of its own: S stands at 1, g at -dL/dS
+            projected, sums = -grad_sums, torch.ones_like(sums)
+        heads = z.shape[1]
+        entry_weight = z.new_empty((csr.num_entries, heads))
+        entry_grad = z.new_empty((csr.num_entries, heads))
+        grad_destination = torch.empty_like(destination_score)
+        grad_piece_rows = z.new_empty((len(piece_maxima), *z.shape[1:]))
+        grad_piece_sums = torch.empty_like(piece_maxima)
+        attention_backward_rows(csr.indptr, csr.indices, z.numpy(), source_score.numpy(), destination_score.numpy(),
+                                maxima.numpy(), sums.contiguous().numpy(), grad_out.numpy(),
+                                projected.contiguous().numpy(), csr.piece_indptr, csr.piece_order,
+                                piece_maxima.numpy(), ctx.slope, entry_weight.numpy(), entry_grad.numpy(),
+                                grad_destination.numpy(), grad_piece_rows.numpy(), grad_piece_sums.numpy())
+        grad_z, grad_source_score = torch.empty_like(z), torch.empty_like(source_score)
+        attention_backward_sources(csr.transpose_indptr, csr.transpose_entries, csr.transpose_rows,
+                                   entry_weight.numpy(), entry_grad.numpy(), grad_out.numpy(), grad_z.numpy(),
+                                   grad_source_score.numpy())
+        return grad_z, grad_source_score, grad_destination, grad_piece_rows, grad_piece_sums, None, None, None, None
+
+
 class DistributedAttention:
     """GAT's aggregation on one rank (module docstring), exchanging through ``operators``.
 
@@ -204,8 +258,16 @@ class DistributedAttention:
         self.operators = operators
         counts = np.array(operators.communicator.comm.alltoall([int(c) for c in operators.plan.send_pre_counts]),
                           dtype=np.int64)
-        self.routes = AttentionRoutes.of(operators.plan, counts)
+        self.routes = routes = AttentionRoutes.of(operators.plan, counts)
         self._layouts: dict[int, dict] = {}
+        # The numba kernels, or torch's operations (the reference; also for attention dropout).
+        self.fused = operators.local.kernel == "numba"
+        if self.fused:
+            n = operators.plan.num_owned
+            self.sender_csr = AttentionCsr(routes.pre_edge_row.numpy(), routes.pre_edge_source.numpy(),
+                                           routes.num_pre_rows, n)
+            self.owner_csr = AttentionCsr(routes.direct_destination.numpy(), routes.direct_source.numpy(), n,
+                                          n + len(routes.post_buffer_rows), routes.pre_destination.numpy())
 
     def _float32(self, rows: torch.Tensor, send_counts: np.ndarray, recv_counts: np.ndarray) -> torch.Tensor:
         operators = self.operators
@@ -243,13 +305,42 @@ class DistributedAttention:
         layout = self._layouts.get(heads) or self._layouts.setdefault(heads, routes.scalar_layout(heads))
         to_senders = timed("aggregation", torch.index_select, destination_score, 0, routes.pre_destination)
         pre_destination_score = self._float32(to_senders, routes.recv_pre_counts, routes.send_pre_counts)
-        pre_state, sent = timed("aggregation", self._partial_states, z, source_score, pre_destination_score,
-                                negative_slope, dropout, training)
+        fused = self.fused and not (training and dropout > 0)
+        if fused:
+            pre_state, sent = timed("aggregation", self._fused_partial_states, z, source_score,
+                                    pre_destination_score, negative_slope)
+        else:
+            pre_state, sent = timed("aggregation", self._partial_states, z, source_score, pre_destination_score,
+                                    negative_slope, dropout, training)
         received = self._rows(sent.reshape(len(sent), heads * width), layer).reshape(-1, heads, width)
         scalars = timed("aggregation", self._scalars_to_send, pre_state, source_score, layout["send_order"])
         got = self._float32(scalars[:, None], layout["send_counts"], layout["recv_counts"])[:, 0]
+        if fused:
+            return timed("aggregation", self._fused_merge, z, source_score, destination_score, received, got,
+                         layout["recv_pre"], layout["recv_post"], negative_slope)
         return timed("aggregation", self._merge, z, source_score, destination_score, received, got,
                      layout["recv_pre"], layout["recv_post"], negative_slope, dropout, training)
+
+    def _fused_partial_states(self, z, source_score, pre_destination_score, negative_slope):
+        """:meth:`_partial_states` on the numba kernels (no attention dropout)."""
+        heads, width = z.shape[1:]
+        partial, maxima, sums = _FusedAttention.apply(
+            z, source_score, pre_destination_score, z.new_empty((0, heads, width)), z.new_empty((0, heads)),
+            z.new_empty((0, heads)), self.sender_csr, negative_slope, False)
+        sent = torch.cat([partial, z[self.routes.post_sources]])[self.routes.send_order]
+        return torch.cat([sums, maxima], 1), sent
+
+    def _fused_merge(self, z, source_score, destination_score, received, scalars, pre_positions, post_positions,
+                     negative_slope):
+        """:meth:`_merge` on the numba kernels (no attention dropout)."""
+        routes, heads = self.routes, z.shape[1]
+        pre_state = scalars[pre_positions]
+        values = torch.cat([z, received[routes.post_buffer_rows]])
+        source_scores = torch.cat([source_score, scalars[post_positions]])
+        out, _, _ = _FusedAttention.apply(values, source_scores, destination_score, received[routes.pre_buffer_rows],
+                                          pre_state[:, :heads], pre_state[:, heads:].detach(), self.owner_csr,
+                                          negative_slope, True)
+        return out
 
     def _partial_states(self, z, source_score, pre_destination_score, negative_slope, dropout, training):
         """The PRE rows' (s, m) and the rows to send: each PRE row's r, then each POST source's z."""

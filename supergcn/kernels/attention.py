@@ -1,0 +1,171 @@
+"""Numba kernels of graph attention: a softmax-weighted gather, fused (no E x H x C tensor).
+
+Rows r of a CSR gather their entries k (sources ``indices[k]`` of a table z, H heads of C)
+and, optionally, *pieces*: partial softmax states (m_p, s_p, r_p) of sources summed
+elsewhere (:mod:`supergcn.distributed.attention`). Per row and head, with
+x_k = d_r + a_k (d the row's destination score, a the source's score),
+e_k = LeakyReLU(x_k) and the row's maximum M over its entries' e_k and its pieces' m_p:
+
+    w_k = exp(e_k - M),   c_p = exp(m_p - M),
+    S = sum_k w_k + sum_p c_p s_p,   out_r = (sum_k w_k z_k + sum_p c_p r_p) / S   (normalised),
+
+or, unnormalised (a sender's PRE row, without pieces), out_r = sum_k w_k z_k with its state
+(M, S). Each row and head is summed in the order of its entries, so results do not depend
+on the threads.
+
+Backward, with G the gradient of out and g = <G_r, out_r> per row and head (for an
+unnormalised row: S = 1 and g = -dL/dS, the gradient of its sum), alpha_k = w_k / S:
+
+    dL/de_k = alpha_k (<G_r, z_k> - g),   dL/dz_k += alpha_k G_r,
+    dL/dr_p = (c_p / S) G_r,   dL/ds_p = -(c_p / S) g,
+
+and dL/dx_k = dL/de_k times LeakyReLU's slope at x_k, summed into d_r (by row) and into a_k
+(by source). :func:`attention_backward_rows` writes alpha and dL/dx per entry;
+:func:`attention_backward_sources` gathers them by source over the transposed CSR, so
+neither direction needs atomics. The maxima carry no gradient: the result does not depend
+on them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from supergcn.kernels.jit import njit, prange
+
+
+@njit(fastmath=False, nogil=True, cache=True, inline="always")
+def _leaky(x, slope):
+    return x if x > 0 else slope * x
+
+
+@njit(parallel=True, fastmath=False, nogil=True, cache=True)
+def attention_forward(indptr, indices, z, source_score, destination_score, piece_indptr, piece_order,
+                      piece_rows, piece_sums, piece_maxima, slope, normalise, out, maxima, sums):
+    """``out`` (rows x H x C), ``maxima`` and ``sums`` (rows x H) of the module docstring.
+    Pieces of row r: ``piece_order[piece_indptr[r]:piece_indptr[r + 1]]`` index
+    ``piece_rows`` (x H x C), ``piece_sums`` and ``piece_maxima`` (x H)."""
+    num_rows = len(indptr) - 1
+    heads, width = z.shape[1], z.shape[2]
+    for r in prange(num_rows):
+        start, stop = indptr[r], indptr[r + 1]
+        first_piece, last_piece = piece_indptr[r], piece_indptr[r + 1]
+        for h in range(heads):
+            top = -np.inf
+            for k in range(start, stop):
+                top = max(top, _leaky(destination_score[r, h] + source_score[indices[k], h], slope))
+            for q in range(first_piece, last_piece):
+                top = max(top, piece_maxima[piece_order[q], h])
+            total = 0.0
+            for c in range(width):
+                out[r, h, c] = 0.0
+            for k in range(start, stop):
+                u = indices[k]
+                w = math.exp(_leaky(destination_score[r, h] + source_score[u, h], slope) - top)
+                total += w
+                for c in range(width):
+                    out[r, h, c] += w * z[u, h, c]
+            for q in range(first_piece, last_piece):
+                p = piece_order[q]
+                w = math.exp(piece_maxima[p, h] - top)
+                total += w * piece_sums[p, h]
+                for c in range(width):
+                    out[r, h, c] += w * piece_rows[p, h, c]
+            maxima[r, h] = top
+            sums[r, h] = total
+            if normalise and total > 0:
+                inverse = 1.0 / total
+                for c in range(width):
+                    out[r, h, c] *= inverse
+
+
+@njit(parallel=True, fastmath=False, nogil=True, cache=True)
+def attention_backward_rows(indptr, indices, z, source_score, destination_score, maxima, sums, grad_out, projected,
+                            piece_indptr, piece_order, piece_maxima, slope, entry_weight, entry_grad,
+                            grad_destination, grad_piece_rows, grad_piece_sums):
+    """Per row: each entry's alpha (``entry_weight``) and dL/dx (``entry_grad``), their sum
+    into ``grad_destination``, and the pieces' gradients (module docstring). ``projected``
+    is g per row and head; ``sums`` is S (1 for unnormalised rows)."""
+    num_rows = len(indptr) - 1
+    heads, width = z.shape[1], z.shape[2]
+    for r in prange(num_rows):
+        for h in range(heads):
+            scale = 1.0 / sums[r, h] if sums[r, h] > 0 else 0.0
+            top, g = maxima[r, h], projected[r, h]
+            total = 0.0
+            for k in range(indptr[r], indptr[r + 1]):
+                u = indices[k]
+                x = destination_score[r, h] + source_score[u, h]
+                alpha = math.exp(_leaky(x, slope) - top) * scale
+                dot = 0.0
+                for c in range(width):
+                    dot += grad_out[r, h, c] * z[u, h, c]
+                grad_x = alpha * (dot - g) * (1.0 if x > 0 else slope)
+                entry_weight[k, h] = alpha
+                entry_grad[k, h] = grad_x
+                total += grad_x
+            grad_destination[r, h] = total
+            for q in range(piece_indptr[r], piece_indptr[r + 1]):
+                p = piece_order[q]
+                share = math.exp(piece_maxima[p, h] - top) * scale
+                for c in range(width):
+                    grad_piece_rows[p, h, c] = share * grad_out[r, h, c]
+                grad_piece_sums[p, h] = -share * g
+
+
+@njit(parallel=True, fastmath=False, nogil=True, cache=True)
+def attention_backward_sources(transpose_indptr, transpose_entries, transpose_rows, entry_weight, entry_grad,
+                               grad_out, grad_z, grad_source_score):
+    """Per source u: dL/dz_u = sum alpha_k G_{row(k)} and dL/da_u = sum dL/dx_k over its
+    entries, in the transposed CSR's order."""
+    num_sources = len(transpose_indptr) - 1
+    heads, width = grad_out.shape[1], grad_out.shape[2]
+    for u in prange(num_sources):
+        for h in range(heads):
+            for c in range(width):
+                grad_z[u, h, c] = 0.0
+            total = 0.0
+            for t in range(transpose_indptr[u], transpose_indptr[u + 1]):
+                k, r = transpose_entries[t], transpose_rows[t]
+                alpha = entry_weight[k, h]
+                total += entry_grad[k, h]
+                for c in range(width):
+                    grad_z[u, h, c] += alpha * grad_out[r, h, c]
+            grad_source_score[u, h] = total
+
+
+class AttentionCsr:
+    """The index arrays of one attention gather: entries (row, source) in CSR by row, the
+    same entries by source (the transpose, for backward), and pieces by row.
+
+    Args:
+        rows: each entry's row.
+        sources: each entry's source (a row of the table gathered from).
+        num_rows: the rows.
+        num_sources: the table's rows.
+        piece_rows: each piece's row (None: no pieces).
+    """
+
+    def __init__(self, rows: np.ndarray, sources: np.ndarray, num_rows: int, num_sources: int,
+                 piece_rows: np.ndarray | None = None) -> None:
+        order = np.lexsort((sources, rows))
+        self.num_rows, self.num_sources = num_rows, num_sources
+        self.indptr = _pointers(rows, num_rows)
+        self.indices = np.ascontiguousarray(sources[order], dtype=np.int64)
+        by_source = np.argsort(self.indices, kind="stable")
+        self.transpose_indptr = _pointers(self.indices, num_sources)
+        self.transpose_entries = by_source.astype(np.int64)
+        self.transpose_rows = np.repeat(np.arange(num_rows, dtype=np.int64), np.diff(self.indptr))[by_source]
+        piece_rows = np.empty(0, dtype=np.int64) if piece_rows is None else piece_rows
+        self.piece_indptr = _pointers(piece_rows, num_rows)
+        self.piece_order = np.argsort(piece_rows, kind="stable").astype(np.int64)
+
+    @property
+    def num_entries(self) -> int:
+        """The entries (edges) gathered."""
+        return len(self.indices)
+
+
+def _pointers(rows: np.ndarray, num_rows: int) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)
