@@ -11,22 +11,40 @@ row costs, in FP32 and Int2; the reduction of the weighted hybrid over post (wha
 peers send: every boundary source's projection), and the pairs on which it sends more than
 pre or post (none, since the weighted cover is a cheapest one). ``--workdir`` keeps the
 prepared graphs and partitions for a rerun.
+
+    .venv/bin/python benchmarks/models.py speed [--dataset synthetic-arxiv] [--threads 2]
+        [--epochs 6] [--models gin gat] [--heads 4]
+
+Epoch time at P = 1 of ``supergcn train`` and of single-process PyG (``GINConv``,
+``GATConv``) on the same graph, model shape and threads, each in its own process (the
+first epoch dropped), the ratio PyG / ours, and the floors: the model's GEMMs forward and
+backward on all rows (dense) and the gathers its aggregation cannot do without, timed with
+``supergcn bench kernels`` at the widths it aggregates (GIN: a sum forward and its
+transpose backward, as SAGE's; GAT: the weighted gather forward, and backward the same
+gather by row for the scores' gradients and by source for the rows').
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import torch
+from training import allocator_environment, prepare, run_supergcn
 
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
+from supergcn.distributed.threads import set_threads
 from supergcn.partition.store import load_partition, run_partition
+from supergcn.perf.harness import timed
 from supergcn.plan.builder import plan_ranks
 from supergcn.plan.costs import row_costs
+from supergcn.train.reference import PyGModel, train_baseline
 
 
 def prepared(dataset: str, workdir: Path):
@@ -89,6 +107,94 @@ def volume(args) -> list[dict]:
     return records
 
 
+def layer_dims(graph, hidden: int, layers: int = 3) -> list[tuple[int, int]]:
+    dims = [graph.features.shape[1]] + [hidden] * (layers - 1) + [graph.num_classes]
+    return list(zip(dims[:-1], dims[1:]))
+
+
+def dense_floor(graph, model: str, hidden: int, heads: int, repeats: int = 3) -> float:
+    """Seconds of the model's linear layers alone on all rows, forward and backward (every
+    weight gradient; input gradients from layer 2 on)."""
+    torch.manual_seed(0)
+    dims = layer_dims(graph, hidden)
+    if model == "gat":  # one projection per layer: H heads of hidden / H, or H x classes in the last
+        layers = [[torch.nn.Linear(a, b if k < len(dims) - 1 else heads * b, bias=False)]
+                  for k, (a, b) in enumerate(dims)]
+    else:  # GIN's two-layer MLP
+        layers = [[torch.nn.Linear(a, b), torch.nn.Linear(b, b)] for a, b in dims]
+    x = torch.randn(graph.num_nodes, graph.features.shape[1])
+
+    def step():
+        h = x
+        for k, linears in enumerate(layers):
+            for linear in linears:
+                h = linear(h)
+            if model == "gat" and k == len(layers) - 1:
+                h = h.view(len(h), heads, -1).mean(1)
+        h.sum().backward()
+    return timed(step, repeats)[1]
+
+
+def gather_seconds(root: Path, width: int, threads: int) -> dict:
+    command = [sys.executable, "-m", "supergcn.cli", "bench", "kernels", "--graph", str(root / "g"), "--features",
+               str(width), "--threads", str(threads), "--no-pyg"]
+    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
+                                     env=allocator_environment("auto")).stdout)["seconds"]
+
+
+def aggregation_floor(root: Path, graph, model: str, hidden: int, heads: int, threads: int) -> float:
+    """The gathers of the module docstring at the widths the model aggregates."""
+    total = 0.0
+    for k, (a, b) in enumerate(layer_dims(graph, hidden)):
+        if model == "gat":
+            seconds = gather_seconds(root, b if k < 2 else heads * b, threads)
+            total += seconds["ours_forward"] + 2 * seconds["ours_backward"]
+        else:  # GIN aggregates its input width, or the first layer's output when narrower
+            seconds = gather_seconds(root, b if b < a else a, threads)
+            total += seconds["ours_forward"] + (seconds["ours_backward"] if k > 0 or b < a else 0.0)
+    return total
+
+
+def pyg_epoch(args) -> None:
+    """One child's PyG epoch time (the first epoch dropped), printed as JSON."""
+    graph = load_graph(args.graph)
+    set_threads(args.threads)
+    torch.manual_seed(0)
+    model = PyGModel(args.model, graph.features.shape[1], args.hidden, graph.num_classes, heads=args.heads)
+    seconds = train_baseline(graph, model, args.epochs, 0.01)["seconds"][1:]
+    print(json.dumps({"epoch_seconds": float(np.mean(seconds))}))
+
+
+def speed(args) -> None:
+    report = {"dataset": args.dataset, "threads": args.threads, "hidden": args.hidden, "heads": args.heads,
+              "epochs": args.epochs, "models": {}}
+    with tempfile.TemporaryDirectory(prefix="supergcn-speed-") as temporary:
+        root = Path(temporary)
+        graph = prepare(root, args.dataset, [1], "hybrid")
+        for model in args.models:
+            records = run_supergcn(root, 1, args.threads, root / f"{model}.jsonl", "--model", model, "--epochs",
+                                   args.epochs, "--hidden", args.hidden, "--heads", args.heads)
+            epochs = [r for r in records if r["type"] == "epoch"][1:]
+            ours = float(np.mean([e["seconds"]["max"]["total"] for e in epochs]))
+            phases = {k: float(np.mean([e["seconds"]["slowest_rank"][k] for e in epochs]))
+                      for k in ("aggregation", "dense", "elementwise", "optimizer", "remainder")}
+            command = [sys.executable, __file__, "pyg-epoch", "--graph", str(root / "g"), "--model", model,
+                       "--epochs", str(args.epochs), "--threads", str(args.threads), "--hidden", str(args.hidden),
+                       "--heads", str(args.heads)]
+            pyg = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
+                                            env=allocator_environment("auto")).stdout)["epoch_seconds"]
+            set_threads(args.threads)
+            dense = dense_floor(graph, model, args.hidden, args.heads)
+            aggregation = aggregation_floor(root, graph, model, args.hidden, args.heads, args.threads)
+            report["models"][model] = {
+                "ours_epoch_seconds": ours, "ours_phases": phases, "pyg_epoch_seconds": pyg,
+                "pyg_over_ours (>= 3)": pyg / ours,
+                "floor_seconds": {"dense": dense, "aggregation_gathers": aggregation},
+                "ours_over_floor": ours / (dense + aggregation)}
+            print(json.dumps({model: report["models"][model]}), flush=True)
+    print(json.dumps(report, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -99,7 +205,23 @@ def main() -> None:
     sub.add_argument("--heads", type=int, default=4)
     sub.add_argument("--num-layers", type=int, default=3)
     sub.add_argument("--workdir", type=Path, help="keep the prepared graphs and partitions here")
+    sub = commands.add_parser("speed", help="epoch time at P = 1 against PyG, with the floors")
+    sub.add_argument("--dataset", default="synthetic-arxiv")
+    sub.add_argument("--models", nargs="+", default=["gin", "gat"])
+    sub.add_argument("--threads", type=int, default=2)
+    sub.add_argument("--epochs", type=int, default=6)
+    sub.add_argument("--hidden", type=int, default=256)
+    sub.add_argument("--heads", type=int, default=4)
+    sub = commands.add_parser("pyg-epoch", help=argparse.SUPPRESS)
+    sub.add_argument("--graph", type=Path, required=True)
+    sub.add_argument("--model", required=True)
+    for name, default in (("epochs", 6), ("threads", 2), ("hidden", 256), ("heads", 4)):
+        sub.add_argument(f"--{name}", type=int, default=default)
     args = parser.parse_args()
+    if args.command == "speed":
+        return speed(args)
+    if args.command == "pyg-epoch":
+        return pyg_epoch(args)
     records = volume(args)
     columns = ["dataset", "P", "bits", "pre_MiB", "post_MiB", "hybrid_fewest_rows_MiB", "hybrid_weighted_MiB",
                "weighted_over_post", "pairs_worse_than_pre_or_post"]

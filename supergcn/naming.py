@@ -52,9 +52,11 @@ PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 PARTITION_ENGINES = ("metis", "kaminpar")
 #: Masked label propagation on / off, as it appears in variant names.
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
-#: A variant's label: strategy-precision-lp[-schedule] (:class:`Variant`).
+#: A variant's label: strategy-precision-lp[-schedule][-model] (:class:`Variant`; the model
+#: only where it is not GraphSAGE, the default).
 VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
-                   f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}))?")
+                   f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}))?"
+                   f"(?:-({'|'.join(GNN_MODELS[1:])}))?")
 #: What preparation does with self loops: keep them (once, the default) or drop them
 #: (upstream SuperGCN's preprocessing).
 KEEP_SELF_LOOPS, DROP_SELF_LOOPS = "keep", "drop"
@@ -85,32 +87,40 @@ def schedule_delay(schedule: str) -> int | None:
 @dataclass(frozen=True)
 class Variant:
     """A training variant of the study: how cut edges are served (``strategy``), the bits of
-    exchanged rows (or ``adaptive``), label propagation, and the exchange ``schedule``."""
+    exchanged rows (or ``adaptive``), label propagation, the exchange ``schedule`` and the
+    GNN ``model``."""
 
     strategy: str
     bits: int | str
     label_propagation: bool
     schedule: str = SYNCHRONOUS
+    model: str = GNN_MODELS[0]
 
     @property
     def name(self) -> str:
-        """The label in paths, tables and figures, e.g. ``hybrid-int2-lp`` or ``pre-fp32-nolp-cd-5``."""
+        """The label in paths, tables and figures, e.g. ``hybrid-int2-lp``, ``pre-fp32-nolp-cd-5``
+        or ``hybrid-fp32-nolp-gat``."""
         suffix = "" if self.schedule == SYNCHRONOUS else f"-{self.schedule}"
+        suffix += "" if self.model == GNN_MODELS[0] else f"-{self.model}"
         return f"{self.strategy}-{precision_name(self.bits)}-{LABEL_PROPAGATION[bool(self.label_propagation)]}{suffix}"
 
     @classmethod
-    def from_config(cls, entry: dict) -> "Variant":
-        """The variant of one entry of the config's ``variants`` list."""
-        return cls(entry["strategy"], entry["bits"], entry["label_propagation"], entry.get("schedule", SYNCHRONOUS))
+    def from_config(cls, entry: dict, model: str = GNN_MODELS[0]) -> "Variant":
+        """The variant of one entry of the config's ``variants`` list; ``model`` is the
+        study's (``training.model``), which the entry's own ``model`` overrides."""
+        return cls(entry["strategy"], entry["bits"], entry["label_propagation"], entry.get("schedule", SYNCHRONOUS),
+                   entry.get("model", model))
 
     @classmethod
     def parse(cls, name: str) -> "Variant":
         """The inverse of :attr:`name`."""
         match = re.fullmatch(VARIANT_PATTERN, name)
         if match is None:
-            raise ValueError(f"{name!r} is not a variant name such as hybrid-int2-lp or pre-fp32-nolp-cd-5")
-        strategy, precision, lp, schedule = match.groups()
-        return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS)
+            raise ValueError(f"{name!r} is not a variant name such as hybrid-int2-lp, pre-fp32-nolp-cd-5 or "
+                             "hybrid-fp32-nolp-gat")
+        strategy, precision, lp, schedule, model = match.groups()
+        return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS,
+                   model or GNN_MODELS[0])
 
 
 #: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without

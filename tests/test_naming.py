@@ -28,6 +28,7 @@ def schema_at(*path):
     (("partition", "engine"), naming.PARTITION_ENGINES),
     (("variants", "[]", "strategy"), naming.STRATEGIES),
     (("variants", "[]", "bits"), naming.BIT_CHOICES),
+    (("variants", "[]", "model"), naming.GNN_MODELS),
     (("training", "model"), naming.GNN_MODELS),
     (("self_loops",), naming.SELF_LOOPS),
     (("training", "rounding"), naming.ROUNDINGS),
@@ -83,9 +84,17 @@ def test_the_schedule_pattern_of_the_schema_is_the_python_one():
 
 @pytest.mark.parametrize("variant", [
     naming.Variant("pre", 32, False, "cd-5"), naming.Variant("hybrid", "adaptive", True),
-    naming.Variant("post", 4, False, "0c"), naming.Variant("pre", 2, True, "cd-0")])
+    naming.Variant("post", 4, False, "0c"), naming.Variant("pre", 2, True, "cd-0"),
+    naming.Variant("hybrid", 2, False, model="gat"), naming.Variant("post", 32, True, "cd-1", "gcn")])
 def test_variants_round_trip_their_names(variant):
     assert naming.Variant.parse(variant.name) == variant
+
+
+def test_a_variant_names_its_model_unless_graphsage():
+    assert naming.Variant("hybrid", 2, False, model="gin").name == "hybrid-int2-nolp-gin"
+    assert naming.Variant("hybrid", 2, False, model="sage").name == "hybrid-int2-nolp"
+    # An entry without a model takes the study's.
+    assert naming.Variant.from_config({"strategy": "pre", "bits": 32, "label_propagation": False}, "gat").model == "gat"
 
 
 def test_distgnn_and_the_paper_configurations_have_the_paper_names():

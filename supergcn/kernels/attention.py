@@ -32,107 +32,152 @@ import math
 
 import numpy as np
 
+from supergcn.kernels.gather import PREFETCH_DISTANCE
 from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.simd import prefer_wide_vectors, prefetch
+
+#: float32 elements of a 64-byte cache line, the stride of the prefetches.
+_LINE_ELEMENTS = 16
 
 
-@njit(fastmath=False, nogil=True, cache=True, inline="always")
+#: LLVM's fast-math flags but those assuming no infinities or NaNs: a row's maximum starts
+#: at -inf. Reassociation lets the dot products over a head's C values vectorise; each row
+#: and head is still summed by one thread in its entries' order.
+_FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
 def _leaky(x, slope):
     return x if x > 0 else slope * x
 
 
-@njit(parallel=True, fastmath=False, nogil=True, cache=True)
+@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
+def _add_scaled(target, row, weight):
+    """target += weight * row, over two 1-D contiguous rows (so that the loop vectorises)."""
+    for c in range(len(target)):
+        target[c] += weight * row[c]
+
+
+@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
+def _prefetch_row(rows, indices, k):
+    """Prefetch the row of ``rows`` (2-D) that entry ``k + PREFETCH_DISTANCE`` reads (the
+    last entry's, near the end): the rows come in random order, as in the plain gather."""
+    ahead = indices[min(k + PREFETCH_DISTANCE, len(indices) - 1)]
+    for offset in range(0, rows.shape[1], _LINE_ELEMENTS):
+        prefetch(rows, ahead, offset)
+
+
+@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
+def _dot(left, right):
+    total = 0.0
+    for c in range(len(left)):
+        total += left[c] * right[c]
+    return total
+
+
+@njit(parallel=True, fastmath=_FAST, nogil=True, cache=True)
 def attention_forward(indptr, indices, z, source_score, destination_score, piece_indptr, piece_order,
                       piece_rows, piece_sums, piece_maxima, slope, normalise, out, maxima, sums):
     """``out`` (rows x H x C), ``maxima`` and ``sums`` (rows x H) of the module docstring.
     Pieces of row r: ``piece_order[piece_indptr[r]:piece_indptr[r + 1]]`` index
-    ``piece_rows`` (x H x C), ``piece_sums`` and ``piece_maxima`` (x H)."""
+    ``piece_rows`` (x H x C), ``piece_sums`` and ``piece_maxima`` (x H). Each pass visits
+    a row's entries once, all heads of an entry together (one source row read whole)."""
+    prefer_wide_vectors()
     num_rows = len(indptr) - 1
     heads, width = z.shape[1], z.shape[2]
+    flat = z.reshape(z.shape[0], heads * width)
     for r in prange(num_rows):
         start, stop = indptr[r], indptr[r + 1]
         first_piece, last_piece = piece_indptr[r], piece_indptr[r + 1]
         for h in range(heads):
-            top = -np.inf
-            for k in range(start, stop):
-                top = max(top, _leaky(destination_score[r, h] + source_score[indices[k], h], slope))
-            for q in range(first_piece, last_piece):
-                top = max(top, piece_maxima[piece_order[q], h])
-            total = 0.0
+            maxima[r, h] = -np.inf
+            sums[r, h] = 0.0
+        for k in range(start, stop):
+            u = indices[k]
+            for h in range(heads):
+                maxima[r, h] = max(maxima[r, h], _leaky(destination_score[r, h] + source_score[u, h], slope))
+        for q in range(first_piece, last_piece):
+            p = piece_order[q]
+            for h in range(heads):
+                maxima[r, h] = max(maxima[r, h], piece_maxima[p, h])
+        accumulator = np.zeros((heads, width), dtype=out.dtype)  # apart from z, so the sums vectorise
+        for k in range(start, stop):
+            u = indices[k]
+            _prefetch_row(flat, indices, k)
+            for h in range(heads):
+                w = math.exp(_leaky(destination_score[r, h] + source_score[u, h], slope) - maxima[r, h])
+                sums[r, h] += w
+                _add_scaled(accumulator[h], z[u, h], w)
+        for q in range(first_piece, last_piece):
+            p = piece_order[q]
+            for h in range(heads):
+                w = math.exp(piece_maxima[p, h] - maxima[r, h])
+                sums[r, h] += w * piece_sums[p, h]
+                for c in range(width):
+                    accumulator[h, c] += w * piece_rows[p, h, c]
+        for h in range(heads):
+            inverse = (1.0 / sums[r, h] if sums[r, h] > 0 else 0.0) if normalise else 1.0
             for c in range(width):
-                out[r, h, c] = 0.0
-            for k in range(start, stop):
-                u = indices[k]
-                w = math.exp(_leaky(destination_score[r, h] + source_score[u, h], slope) - top)
-                total += w
-                for c in range(width):
-                    out[r, h, c] += w * z[u, h, c]
-            for q in range(first_piece, last_piece):
-                p = piece_order[q]
-                w = math.exp(piece_maxima[p, h] - top)
-                total += w * piece_sums[p, h]
-                for c in range(width):
-                    out[r, h, c] += w * piece_rows[p, h, c]
-            maxima[r, h] = top
-            sums[r, h] = total
-            if normalise and total > 0:
-                inverse = 1.0 / total
-                for c in range(width):
-                    out[r, h, c] *= inverse
+                out[r, h, c] = accumulator[h, c] * inverse
 
 
-@njit(parallel=True, fastmath=False, nogil=True, cache=True)
+@njit(parallel=True, fastmath=_FAST, nogil=True, cache=True)
 def attention_backward_rows(indptr, indices, z, source_score, destination_score, maxima, sums, grad_out, projected,
                             piece_indptr, piece_order, piece_maxima, slope, entry_weight, entry_grad,
                             grad_destination, grad_piece_rows, grad_piece_sums):
     """Per row: each entry's alpha (``entry_weight``) and dL/dx (``entry_grad``), their sum
     into ``grad_destination``, and the pieces' gradients (module docstring). ``projected``
     is g per row and head; ``sums`` is S (1 for unnormalised rows)."""
+    prefer_wide_vectors()
     num_rows = len(indptr) - 1
     heads, width = z.shape[1], z.shape[2]
+    flat = z.reshape(z.shape[0], heads * width)
     for r in prange(num_rows):
         for h in range(heads):
-            scale = 1.0 / sums[r, h] if sums[r, h] > 0 else 0.0
-            top, g = maxima[r, h], projected[r, h]
-            total = 0.0
-            for k in range(indptr[r], indptr[r + 1]):
-                u = indices[k]
+            grad_destination[r, h] = 0.0
+        for k in range(indptr[r], indptr[r + 1]):
+            u = indices[k]
+            _prefetch_row(flat, indices, k)
+            for h in range(heads):
                 x = destination_score[r, h] + source_score[u, h]
-                alpha = math.exp(_leaky(x, slope) - top) * scale
-                dot = 0.0
-                for c in range(width):
-                    dot += grad_out[r, h, c] * z[u, h, c]
-                grad_x = alpha * (dot - g) * (1.0 if x > 0 else slope)
+                alpha = math.exp(_leaky(x, slope) - maxima[r, h]) / sums[r, h]
+                dot = _dot(grad_out[r, h], z[u, h])
+                grad_x = alpha * (dot - projected[r, h]) * (1.0 if x > 0 else slope)
                 entry_weight[k, h] = alpha
                 entry_grad[k, h] = grad_x
-                total += grad_x
-            grad_destination[r, h] = total
-            for q in range(piece_indptr[r], piece_indptr[r + 1]):
-                p = piece_order[q]
-                share = math.exp(piece_maxima[p, h] - top) * scale
+                grad_destination[r, h] += grad_x
+        for q in range(piece_indptr[r], piece_indptr[r + 1]):
+            p = piece_order[q]
+            for h in range(heads):
+                share = math.exp(piece_maxima[p, h] - maxima[r, h]) / sums[r, h]
                 for c in range(width):
                     grad_piece_rows[p, h, c] = share * grad_out[r, h, c]
-                grad_piece_sums[p, h] = -share * g
+                grad_piece_sums[p, h] = -share * projected[r, h]
 
 
-@njit(parallel=True, fastmath=False, nogil=True, cache=True)
+@njit(parallel=True, fastmath=_FAST, nogil=True, cache=True)
 def attention_backward_sources(transpose_indptr, transpose_entries, transpose_rows, entry_weight, entry_grad,
                                grad_out, grad_z, grad_source_score):
     """Per source u: dL/dz_u = sum alpha_k G_{row(k)} and dL/da_u = sum dL/dx_k over its
     entries, in the transposed CSR's order."""
+    prefer_wide_vectors()
     num_sources = len(transpose_indptr) - 1
     heads, width = grad_out.shape[1], grad_out.shape[2]
+    flat = grad_out.reshape(grad_out.shape[0], heads * width)
     for u in prange(num_sources):
+        accumulator = np.zeros((heads, width), dtype=grad_z.dtype)
+        for h in range(heads):
+            grad_source_score[u, h] = 0.0
+        for t in range(transpose_indptr[u], transpose_indptr[u + 1]):
+            k, r = transpose_entries[t], transpose_rows[t]
+            _prefetch_row(flat, transpose_rows, t)
+            for h in range(heads):
+                alpha = entry_weight[k, h]
+                grad_source_score[u, h] += entry_grad[k, h]
+                _add_scaled(accumulator[h], grad_out[r, h], alpha)
         for h in range(heads):
             for c in range(width):
-                grad_z[u, h, c] = 0.0
-            total = 0.0
-            for t in range(transpose_indptr[u], transpose_indptr[u + 1]):
-                k, r = transpose_entries[t], transpose_rows[t]
-                alpha = entry_weight[k, h]
-                total += entry_grad[k, h]
-                for c in range(width):
-                    grad_z[u, h, c] += alpha * grad_out[r, h, c]
-            grad_source_score[u, h] = total
+                grad_z[u, h, c] = accumulator[h, c]
 
 
 class AttentionCsr:

@@ -24,6 +24,9 @@ from supergcn.naming import PARAMETER_DTYPES
 #: together, what :func:`row_costs` reads (``supergcn plan`` takes them as its own options).
 SHAPE_OPTIONS = ("model", "num_layers", "hidden", "heads")
 WIRE_OPTIONS = ("bits", "parameter_dtype")
+#: The models whose PRE and POST rows cost differently, so that their hybrid plans hold a
+#: cover of their own (:func:`row_costs` is None for the others).
+WEIGHTED_COVER_MODELS = ("gat",)
 #: Bits of a float32 scalar.
 _FLOAT32_BITS = 32
 
@@ -77,7 +80,7 @@ def row_costs(model: str, num_layers: int, hidden: int, heads: int, num_classes:
     Returns:
         ``(pre, post)`` bits, or None for the models whose rows cost the same.
     """
-    if model != "gat":
+    if model not in WEIGHTED_COVER_MODELS:
         return None
     layers = gat_exchange_widths(num_layers, hidden, heads, num_classes)
     data = sum(2 * row_bits(width, bits, parameter_dtype) for width in layers)

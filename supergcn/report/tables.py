@@ -37,7 +37,7 @@ from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
-from supergcn.naming import SYNCHRONOUS, Variant, display_name
+from supergcn.naming import GNN_MODELS, SYNCHRONOUS, Variant, display_name
 from supergcn.partition.store import read_partition_manifest
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
@@ -87,7 +87,7 @@ def run_record(path: str | Path) -> dict:
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
     }
     record["variant"] = Variant(record["strategy"], record["bits"], record["label_propagation"],
-                                config.get("schedule", SYNCHRONOUS)).name
+                                config.get("schedule", SYNCHRONOUS), config.get("model", GNN_MODELS[0])).name
     return record
 
 

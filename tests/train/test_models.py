@@ -1,12 +1,17 @@
-"""GIN and GAT trained across ranks, held to PyG's single-process ``GINConv`` and
-``GATConv``: every strategy, at P = 3, 5 and 7, from the same initial weights."""
+"""Distributed training of every model, held to single-process PyG (``SAGEConv``,
+``GCNConv``, ``GINConv``, ``GATConv``) from the same initial weights: every strategy at
+P = 1, 2, 3, 5 and 7 (one MPI job per P runs them all), and at P = 3 the torch kernels,
+aggregating first and clipped gradients."""
+
+import json
 
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from supergcn.data.graph import load_graph, save_graph
-from supergcn.naming import STRATEGIES
+from supergcn.naming import GNN_MODELS, STRATEGIES
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
 from supergcn.plan.costs import row_costs
@@ -16,13 +21,13 @@ from supergcn.train.metrics import read_metrics
 from supergcn.train.reference import PyGModel, copy_weights, train_baseline
 
 from conftest import run_rank_job
-from models_common import EPOCHS, HEADS, HIDDEN, LAYERS, LR, MODELS, run_name
-
-PARTS = (3, 5, 7)
+from models_common import AGGREGATING_FIRST, CLIP, EPOCHS, HEADS, HIDDEN, LAYERS, LR, OPTIONS_AT, PARTS, runs
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
+    """The graph, its partitions and plans, each model's initial weights, and PyG's
+    training from them (SAGE's also with clipped gradients)."""
     from supergcn.data.datasets import prepare_dataset
 
     root = tmp_path_factory.mktemp("models")
@@ -34,42 +39,73 @@ def workspace(tmp_path_factory):
         for strategy in STRATEGIES:
             run_plan(graph, meta["hash"], partition, manifest["partition_hash"], strategy, root / f"p{parts}{strategy}")
     baselines = {}
-    for model in MODELS:
+    for model in GNN_MODELS:
         torch.manual_seed(3)
         ours = GNN(model, graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0, heads=HEADS)
         torch.save(ours.state_dict(), root / f"init_{model}.pt")
-        pyg = PyGModel(model, graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0, heads=HEADS)
-        copy_weights(ours, pyg)
-        baselines[model] = train_baseline(graph, pyg, EPOCHS, LR)
-    return root, baselines
+        for clip in (0.0, CLIP) if model == "sage" else (0.0,):
+            pyg = PyGModel(model, graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0,
+                           heads=HEADS)
+            copy_weights(ours, pyg)
+            baselines[model, clip] = train_baseline(graph, pyg, EPOCHS, LR, grad_clip=clip)
+    return root, graph, baselines
 
 
-@pytest.fixture(scope="module", params=PARTS)
+@pytest.fixture(scope="module")
 def trained(request, workspace):
-    root, _ = workspace
-    run_rank_job(request.path.with_name("models_job.py"), request.param, timeout=300, args=[root])
-    return request.param
+    """``trained(P)`` runs the MPI job of P ranks once (the module's tests share it) and
+    returns P."""
+    done = set()
+
+    def run(parts: int) -> int:
+        if parts not in done:
+            run_rank_job(request.path.with_name("models_job.py"), parts, timeout=300, args=[workspace[0]])
+            done.add(parts)
+        return parts
+    return run
 
 
-@pytest.mark.parametrize("model, strategy, kernel", [*((m, s, "numba") for m in MODELS for s in STRATEGIES),
-                                                    ("gat", "hybrid", "torch")])
-def test_distributed_model_matches_pyg(workspace, trained, model, strategy, kernel):
-    root, baselines = workspace
-    expected, name = baselines[model], run_name(model, trained, strategy, 32, kernel)
-    header, epochs, summary = read_metrics(root / f"{name}.jsonl")
-    assert header["config"]["model"] == model and header["num_ranks"] == trained
+#: (P, strategy) of the runs under every strategy: one at P = 1, where they are the same run.
+EXCHANGING = [(parts, strategy) for parts in PARTS for strategy in STRATEGIES if parts > 1 or strategy == "hybrid"]
+
+
+def run_of(workspace, parts, name):
+    return read_metrics(workspace[0] / f"P{parts}-{name}.jsonl"), np.load(workspace[0] / f"P{parts}-{name}.npy")
+
+
+def assert_matches_pyg(workspace, parts, name):
+    """The run's losses (relative 1e-5), final log-probabilities and validation loss are
+    PyG's, and every rank ends with the same parameters."""
+    root, graph, baselines = workspace
+    options = runs(parts)[name]
+    expected = baselines[options["model"], options.get("grad_clip", 0.0)]
+    (header, epochs, summary), logits = run_of(workspace, parts, name)
+    assert header["config"]["model"] == options["model"] and header["num_ranks"] == parts
+    assert header["strategy"] == options["strategy"]
     np.testing.assert_allclose([e["loss"] for e in epochs], expected["losses"], rtol=1e-5)
-    np.testing.assert_allclose(np.load(root / f"{name}.npy"), expected["logits"], rtol=1e-4, atol=1e-4)
-    assert summary["identical_parameters"]
-    assert all(e["bytes"]["data_sent_total"] > 0 for e in epochs)
-    # GAT's scores, maxima and sums travel beside the rows; GIN's sums need none.
-    assert all((e["bytes"]["attention_sent_total"] > 0) == (model == "gat") for e in epochs)
+    np.testing.assert_allclose(logits, expected["logits"], rtol=1e-4, atol=1e-4)
+    assert summary["identical_parameters"] and len(set(summary["parameter_hash_per_rank"])) == 1
+    # The validation loss is summed over ranks: PyG's final log-probabilities give the same.
+    val = torch.from_numpy(np.asarray(graph.val_mask))
+    pyg_val_loss = F.nll_loss(torch.from_numpy(expected["logits"])[val],
+                              torch.from_numpy(np.asarray(graph.labels))[val]).item()
+    assert summary["final"]["val_loss"] == pytest.approx(pyg_val_loss, rel=1e-4)
+    return header, epochs
 
 
-def test_int2_gat_sends_a_sixteenth_of_the_rows_and_the_same_attention_scalars(workspace, trained):
-    root, _ = workspace
-    _, fp32, _ = read_metrics(root / f"{run_name('gat', trained, 'hybrid', 32)}.jsonl")
-    _, int2, _ = read_metrics(root / f"{run_name('gat', trained, 'hybrid', 2)}.jsonl")
+@pytest.mark.parametrize("parts, strategy", EXCHANGING)
+@pytest.mark.parametrize("model", GNN_MODELS)
+def test_distributed_model_matches_pyg(workspace, trained, parts, strategy, model):
+    _, epochs = assert_matches_pyg(workspace, trained(parts), f"{model}-{strategy}")
+    assert all(e["bytes"]["data_sent_total"] > 0 for e in epochs) or parts == 1
+    # GAT's scores, maxima and sums travel beside the rows; the other models need none.
+    assert all((e["bytes"]["attention_sent_total"] > 0) == (model == "gat" and parts > 1) for e in epochs)
+
+
+@pytest.mark.parametrize("parts", [parts for parts in PARTS if parts > 1])
+def test_int2_gat_sends_a_sixteenth_of_the_rows_and_the_same_attention_scalars(workspace, trained, parts):
+    (_, fp32, _), _ = run_of(workspace, trained(parts), "gat-hybrid")
+    (_, int2, _), _ = run_of(workspace, parts, "gat-hybrid-int2")
     for exact, quantized in zip(fp32, int2):
         # Two bits for 32, each peer's rows packed four to a byte (a partial byte rounds up).
         assert 15 * quantized["bytes"]["data_sent_total"] <= exact["bytes"]["data_sent_total"]
@@ -78,15 +114,39 @@ def test_int2_gat_sends_a_sixteenth_of_the_rows_and_the_same_attention_scalars(w
         assert np.isfinite(quantized["loss"]) and quantized["loss"] == pytest.approx(exact["loss"], rel=0.05)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_gat_epoch_bytes_are_what_its_row_costs_say(workspace, trained, strategy):
+@pytest.mark.parametrize("parts, strategy", EXCHANGING)
+def test_gat_epoch_bytes_are_what_its_row_costs_say(workspace, trained, parts, strategy):
     """A training epoch of GAT sends, in FP32, exactly its PRE rows times a PRE row's cost
     and its POST rows times a POST row's (supergcn.plan.costs): rows, scalars, scores."""
-    root, _ = workspace
-    pairs = read_plan_pairs(root / f"p{trained}{strategy}")
-    graph = load_graph(root / "g")
+    root, graph, _ = workspace
+    pairs = read_plan_pairs(root / f"p{parts}{strategy}")
     pre_cost, post_cost = row_costs("gat", LAYERS, HIDDEN, HEADS, graph.num_classes)
     expected_bits = pre_cost * int(pairs["pre_rows"].sum()) + post_cost * int(pairs["post_rows"].sum())
-    _, epochs, _ = read_metrics(root / f"{run_name('gat', trained, strategy, 32)}.jsonl")
-    for epoch in epochs:
-        assert epoch["bytes"]["sent_total"] * 8 == expected_bits
+    (_, epochs, _), _ = run_of(workspace, trained(parts), f"gat-{strategy}")
+    assert all(epoch["bytes"]["sent_total"] * 8 == expected_bits for epoch in epochs)
+
+
+@pytest.mark.parametrize("model", GNN_MODELS)
+def test_torch_kernels_match_pyg_too(workspace, trained, model):
+    header, _ = assert_matches_pyg(workspace, trained(OPTIONS_AT), f"{model}-hybrid-torch")
+    assert header["config"]["kernel"] == "torch"
+
+
+@pytest.mark.parametrize("model", AGGREGATING_FIRST)
+def test_aggregating_first_matches_pyg_and_exchanges_input_width_rows(workspace, trained, model):
+    """Upstream's order: the last layer aggregates its HIDDEN inputs, not its outputs (the
+    first layer's input, which needs no gradient, travels forward only)."""
+    header, epochs = assert_matches_pyg(workspace, trained(OPTIONS_AT), f"{model}-hybrid-aggregate-first")
+    rows = json.loads((workspace[0] / f"p{OPTIONS_AT}hybrid" / "plan.json").read_text())["total_rows_sent"]
+    width = workspace[1].features.shape[1]
+    assert header["config"]["aggregate_first"]
+    assert all(e["bytes"]["sent_total"] == rows * 4 * ((width + HIDDEN + HIDDEN) + (HIDDEN + HIDDEN)) for e in epochs)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_clipped_gradients_match_pyg_clipping_its_own(workspace, trained, strategy):
+    """--grad-clip clips the summed gradients, as single-process training clips its own."""
+    baselines = workspace[2]
+    assert not np.allclose(baselines["sage", CLIP]["losses"], baselines["sage", 0.0]["losses"], rtol=1e-3), \
+        "the clip must change training"
+    assert_matches_pyg(workspace, trained(OPTIONS_AT), f"sage-{strategy}-clipped")

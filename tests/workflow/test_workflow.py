@@ -424,6 +424,15 @@ def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
     assert settings["hybrid-fp32-nolp"]["epochs"] == 40 and settings["hybrid-fp32-nolp"]["model"] == "sage"
 
 
+def test_a_variants_model_reaches_the_trainer_with_its_options(tmp_path):
+    overlay = write_overlay(tmp_path, variants=[{"strategy": "post", "bits": 2, "label_propagation": False,
+                                                 "model": "gat"},
+                                                {"strategy": "post", "bits": 2, "label_propagation": False}])
+    settings = study_settings(tmp_path, "config/config.yaml", overlay)
+    assert settings["post-int2-nolp-gat"]["model"] == "gat" and settings["post-int2-nolp-gat"]["heads"] == 4
+    assert settings["post-int2-nolp"]["model"] == "sage" and "heads" not in settings["post-int2-nolp"]
+
+
 def test_int2_accuracy_study_plans_every_run():
     result = plan_from_scratch("--configfiles", "config/config.yaml", "config/studies/int2-accuracy.yaml")
     assert result.returncode == 0, result.stderr
@@ -440,6 +449,21 @@ def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn()
     assert distgnn and all("/hybrid " not in c and "/pre " in c for c in distgnn)
     tables = [line for line in result.stdout.splitlines() if "supergcn.cli tables" in line]
     assert tables and "--baseline pre-fp32-nolp-cd-5" in tables[0]
+
+
+def test_models_study_trains_each_model_on_its_own_plan():
+    """config/studies/models.yaml: four models, FP32 and Int2, every strategy; hybrid GAT on
+    a plan whose cover is weighed by GAT's row costs, the others on the fewest rows'."""
+    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/models.yaml")
+    assert result.returncode == 0, result.stderr
+    assert planned_jobs(result.stdout)["train"] == 4 * 3 * 2 * 2
+    assert planned_jobs(result.stdout)["plan_weighted"] == 2  # one per graph at P = 4
+    commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
+    gat_hybrid = [c for c in commands if "/hybrid-fp32-nolp-gat/" in c or "/hybrid-int2-nolp-gat/" in c]
+    assert len(gat_hybrid) == 4 and all("/P4/hybrid-gat " in c for c in gat_hybrid)
+    assert all("/P4/hybrid " in c for c in commands if "/hybrid-fp32-nolp-gin/" in c)
+    weighted = [line for line in result.stdout.splitlines() if "--strategy hybrid --model gat" in line]
+    assert weighted and all("--num-layers 3 --hidden 256 --heads 4" in line for line in weighted)
 
 
 def test_the_paper_comparison_hands_its_jobs_the_schedules_and_adaptive_bits(tmp_path):

@@ -9,7 +9,7 @@ import os
 import shlex
 
 from supergcn.naming import PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
-from supergcn.plan.costs import SHAPE_OPTIONS
+from supergcn.plan.costs import SHAPE_OPTIONS, WEIGHTED_COVER_MODELS
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, job_settings
 from supergcn.workflow_config import ConfigError
@@ -28,6 +28,7 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
     P=r"\d+",
     strategy="|".join(STRATEGIES),
+    model="|".join(WEIGHTED_COVER_MODELS),
     precision="|".join(PRECISIONS.values()),
     variant=VARIANT_PATTERN,
     seed=r"\d+",
@@ -86,12 +87,10 @@ def training_for(dataset):
 
 
 def cover_options(wildcards):
-    """The model options `supergcn plan` weighs a hybrid cover by: GAT's PRE rows cost
-    more than its POST rows (supergcn/plan/costs.py), the other models' the same. The
-    cover is weighed for float32 rows; quantized variants train on the same plan."""
-    training = training_for(wildcards.dataset)
-    if wildcards.strategy != "hybrid" or training["model"] != "gat":
-        return ""
+    """The model options `supergcn plan` weighs the hybrid cover of `wildcards.model` by:
+    GAT's PRE rows cost more than its POST rows (supergcn/plan/costs.py). The cover is
+    weighed for float32 rows; quantized variants train on the same plan."""
+    training = {**training_for(wildcards.dataset), "model": wildcards.model}
     return " ".join(f"--{name.replace('_', '-')} {training[name]}" for name in SHAPE_OPTIONS)
 
 
@@ -102,7 +101,7 @@ def partition_threads(wildcards):
 
 def variants():
     """The study's variants; one that cannot run with the training options is an error now."""
-    chosen = [Variant.from_config(entry) for entry in config["variants"]]
+    chosen = [Variant.from_config(entry, TRAINING["model"]) for entry in config["variants"]]
     problems = [
         f"variant {variant.name}: {problem}"
         for variant in chosen
@@ -205,11 +204,18 @@ def variant_of(wildcards):
 
 
 def plan_of_variant(wildcards):
-    return f"{DATA}/plans/{wildcards.dataset}/P{wildcards.P}/{variant_of(wildcards).strategy}"
+    """The plan a variant trains on: its strategy's, or for a hybrid variant of a model whose
+    rows cost differently (GAT), the hybrid plan weighed for that model."""
+    variant = variant_of(wildcards)
+    plan = variant.strategy
+    if variant.strategy == "hybrid" and variant.model in WEIGHTED_COVER_MODELS:
+        plan = f"hybrid-{variant.model}"
+    return f"{DATA}/plans/{wildcards.dataset}/P{wildcards.P}/{plan}"
 
 
 def settings_of_variant(training, variant):
     """The options a job of `variant` reads of the `training` settings (supergcn.train.config.job_settings)."""
+    training = {**training, "model": variant.model}
     return job_settings(training, variant.bits, variant.schedule, variant.label_propagation)
 
 
