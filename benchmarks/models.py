@@ -22,6 +22,13 @@ backward on all rows (dense) and the gathers its aggregation cannot do without, 
 ``supergcn bench kernels`` at the widths it aggregates (GIN: a sum forward and its
 transpose backward, as SAGE's; GAT: the weighted gather forward, and backward the same
 gather by row for the scores' gradients and by source for the rows').
+
+    .venv/bin/python benchmarks/models.py int2-error [--dataset cora] [--parts 4]
+
+The relative error (Frobenius, over all ranks) that Int2 leaves in one aggregation of a
+GAT layer and in the mean of the same projected rows, against FP32 on the same plan
+(hybrid): GAT's scores, maxima and sums travel in float32, so its softmax is exact and
+only the rows it weighs are quantized.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from training import allocator_environment, prepare, run_supergcn
+from training import SHARED, allocator_environment, prepare, run_supergcn
 
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
@@ -44,6 +51,7 @@ from supergcn.partition.store import load_partition, run_partition
 from supergcn.perf.harness import timed
 from supergcn.plan.builder import plan_ranks
 from supergcn.plan.costs import row_costs
+from supergcn.train.allocator import allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.reference import PyGModel, train_baseline
 
 
@@ -156,13 +164,15 @@ def aggregation_floor(root: Path, graph, model: str, hidden: int, heads: int, th
 
 
 def pyg_epoch(args) -> None:
-    """One child's PyG epoch time (the first epoch dropped), printed as JSON."""
+    """One child's PyG epoch time (the first epoch dropped), printed as JSON; under the
+    allocator training runs with, as ``benchmarks/training.py`` measures PyG."""
+    relaunch_with_retaining_allocator()
     graph = load_graph(args.graph)
     set_threads(args.threads)
     torch.manual_seed(0)
     model = PyGModel(args.model, graph.features.shape[1], args.hidden, graph.num_classes, heads=args.heads)
     seconds = train_baseline(graph, model, args.epochs, 0.01)["seconds"][1:]
-    print(json.dumps({"epoch_seconds": float(np.mean(seconds))}))
+    print(json.dumps({"epoch_seconds": float(np.mean(seconds)), "allocator": allocator_in_use()["name"]}))
 
 
 def speed(args) -> None:
@@ -173,7 +183,8 @@ def speed(args) -> None:
         graph = prepare(root, args.dataset, [1], "hybrid")
         for model in args.models:
             records = run_supergcn(root, 1, args.threads, root / f"{model}.jsonl", "--model", model, "--epochs",
-                                   args.epochs, "--hidden", args.hidden, "--heads", args.heads)
+                                   args.epochs, "--hidden", args.hidden, "--heads", args.heads,
+                                   allocator=args.allocator)
             epochs = [r for r in records if r["type"] == "epoch"][1:]
             ours = float(np.mean([e["seconds"]["max"]["total"] for e in epochs]))
             phases = {k: float(np.mean([e["seconds"]["slowest_rank"][k] for e in epochs]))
@@ -181,18 +192,70 @@ def speed(args) -> None:
             command = [sys.executable, __file__, "pyg-epoch", "--graph", str(root / "g"), "--model", model,
                        "--epochs", str(args.epochs), "--threads", str(args.threads), "--hidden", str(args.hidden),
                        "--heads", str(args.heads)]
-            pyg = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
-                                            env=allocator_environment("auto")).stdout)["epoch_seconds"]
+            pyg_run = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
+                                                env=allocator_environment(args.allocator)).stdout)
+            pyg = pyg_run["epoch_seconds"]
             set_threads(args.threads)
             dense = dense_floor(graph, model, args.hidden, args.heads)
             aggregation = aggregation_floor(root, graph, model, args.hidden, args.heads, args.threads)
             report["models"][model] = {
                 "ours_epoch_seconds": ours, "ours_phases": phases, "pyg_epoch_seconds": pyg,
+                "allocators": {"ours": next(r for r in records if r["type"] == "header")["allocator"]["name"],
+                               "pyg": pyg_run["allocator"]},
                 "pyg_over_ours (>= 3)": pyg / ours,
                 "floor_seconds": {"dense": dense, "aggregation_gathers": aggregation},
                 "ours_over_floor": ours / (dense + aggregation)}
             print(json.dumps({model: report["models"][model]}), flush=True)
     print(json.dumps(report, indent=2))
+
+
+def int2_error_rank(args) -> None:
+    """One rank of ``int2-error``: a GAT layer's aggregation and the mean of the same rows,
+    exchanged in FP32 and in Int2 (nearest rounding), on this rank's rows; rank 0 prints
+    the relative errors over all ranks."""
+    from mpi4py import MPI
+
+    from supergcn.distributed.aggregation import GraphOps
+    from supergcn.distributed.comm import Communicator
+    from supergcn.distributed.exchange import ExchangeSettings, RankOperators
+    from supergcn.distributed.timing import PhaseTimer
+    from supergcn.partition.metis import partition_graph
+    from supergcn.testing.plans import build_plans
+    from supergcn.train.gnn import GATLayer
+
+    comm = MPI.COMM_WORLD
+    graph = prepare_dataset(args.dataset, SHARED)
+    plan = build_plans(graph, partition_graph(graph, comm.Get_size()), "hybrid")[0][comm.Get_rank()]
+    x = torch.from_numpy(np.asarray(graph.features)[plan.owned_old_ids]).float()
+    torch.manual_seed(0)
+    layer = GATLayer(x.shape[1], args.hidden, args.heads, concat=True)
+    squared = {}
+    with torch.no_grad():
+        z = layer._project(x)
+        source, destination = layer._score(z, layer.att_src), layer._score(z, layer.att_dst)
+        results = {}
+        for bits in (32, 2):
+            ops = GraphOps(RankOperators(plan, Communicator(comm), PhaseTimer(), settings=ExchangeSettings(bits=bits)))
+            ops.begin_pass(training=True)
+            results[bits] = (ops.attention(z, source, destination, 0.2, 0.0, False),
+                             ops.mean(z.reshape(len(z), -1)))
+        for k, name in enumerate(("gat_attention", "sage_mean")):
+            exact, quantized = results[32][k], results[2][k]
+            squared[name] = (float(((quantized - exact) ** 2).sum()), float((exact ** 2).sum()))
+    gathered = comm.gather(squared, root=0)
+    if comm.Get_rank() == 0:
+        print(json.dumps({name: (sum(r[name][0] for r in gathered) / sum(r[name][1] for r in gathered)) ** 0.5
+                          for name in squared}))
+
+
+def int2_error(args) -> None:
+    """The relative error Int2 leaves in one aggregation of GAT and of the mean, at P ranks."""
+    command = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(args.parts), sys.executable, __file__,
+               "int2-error-rank", "--dataset", args.dataset, "--hidden", str(args.hidden), "--heads", str(args.heads)]
+    result = subprocess.run(command, check=True, capture_output=True, text=True)
+    errors = json.loads(result.stdout.strip().splitlines()[-1])
+    print(json.dumps({"dataset": args.dataset, "P": args.parts, "hidden": args.hidden, "heads": args.heads,
+                      "relative_error_int2_vs_fp32": errors}, indent=2))
 
 
 def main() -> None:
@@ -212,12 +275,26 @@ def main() -> None:
     sub.add_argument("--epochs", type=int, default=6)
     sub.add_argument("--hidden", type=int, default=256)
     sub.add_argument("--heads", type=int, default=4)
+    # PyG's GAT holds E x H x C tensors: under mimalloc, which keeps freed pages, its peak
+    # outgrew 24 GiB on the arxiv shape; glibc for both is the same-allocator comparison there.
+    sub.add_argument("--allocator", default="auto", help="SUPERGCN_ALLOCATOR of both sides (auto, glibc, ...)")
     sub = commands.add_parser("pyg-epoch", help=argparse.SUPPRESS)
     sub.add_argument("--graph", type=Path, required=True)
     sub.add_argument("--model", required=True)
     for name, default in (("epochs", 6), ("threads", 2), ("hidden", 256), ("heads", 4)):
         sub.add_argument(f"--{name}", type=int, default=default)
+    for name in ("int2-error", "int2-error-rank"):
+        sub = commands.add_parser(name, help="the relative error Int2 leaves in one aggregation" if name == "int2-error"
+                                  else argparse.SUPPRESS)
+        sub.add_argument("--dataset", default="cora")
+        sub.add_argument("--parts", type=int, default=4)
+        sub.add_argument("--hidden", type=int, default=256)
+        sub.add_argument("--heads", type=int, default=4)
     args = parser.parse_args()
+    if args.command == "int2-error":
+        return int2_error(args)
+    if args.command == "int2-error-rank":
+        return int2_error_rank(args)
     if args.command == "speed":
         return speed(args)
     if args.command == "pyg-epoch":

@@ -100,25 +100,27 @@ def attention_forward(indptr, indices, z, source_score, destination_score, piece
             p = piece_order[q]
             for h in range(heads):
                 maxima[r, h] = max(maxima[r, h], piece_maxima[p, h])
-        accumulator = np.zeros((heads, width), dtype=out.dtype)  # apart from z, so the sums vectorise
+        for h in range(heads):
+            for c in range(width):
+                out[r, h, c] = 0.0
         for k in range(start, stop):
             u = indices[k]
             _prefetch_row(flat, indices, k)
             for h in range(heads):
                 w = math.exp(_leaky(destination_score[r, h] + source_score[u, h], slope) - maxima[r, h])
                 sums[r, h] += w
-                _add_scaled(accumulator[h], z[u, h], w)
+                _add_scaled(out[r, h], z[u, h], w)
         for q in range(first_piece, last_piece):
             p = piece_order[q]
             for h in range(heads):
                 w = math.exp(piece_maxima[p, h] - maxima[r, h])
                 sums[r, h] += w * piece_sums[p, h]
+                _add_scaled(out[r, h], piece_rows[p, h], w)
+        if normalise:
+            for h in range(heads):
+                inverse = 1.0 / sums[r, h] if sums[r, h] > 0 else 0.0
                 for c in range(width):
-                    accumulator[h, c] += w * piece_rows[p, h, c]
-        for h in range(heads):
-            inverse = (1.0 / sums[r, h] if sums[r, h] > 0 else 0.0) if normalise else 1.0
-            for c in range(width):
-                out[r, h, c] = accumulator[h, c] * inverse
+                    out[r, h, c] *= inverse
 
 
 @njit(parallel=True, fastmath=_FAST, nogil=True, cache=True)
@@ -165,19 +167,16 @@ def attention_backward_sources(transpose_indptr, transpose_entries, transpose_ro
     heads, width = grad_out.shape[1], grad_out.shape[2]
     flat = grad_out.reshape(grad_out.shape[0], heads * width)
     for u in prange(num_sources):
-        accumulator = np.zeros((heads, width), dtype=grad_z.dtype)
         for h in range(heads):
             grad_source_score[u, h] = 0.0
+            for c in range(width):
+                grad_z[u, h, c] = 0.0
         for t in range(transpose_indptr[u], transpose_indptr[u + 1]):
             k, r = transpose_entries[t], transpose_rows[t]
             _prefetch_row(flat, transpose_rows, t)
             for h in range(heads):
-                alpha = entry_weight[k, h]
                 grad_source_score[u, h] += entry_grad[k, h]
-                _add_scaled(accumulator[h], grad_out[r, h], alpha)
-        for h in range(heads):
-            for c in range(width):
-                grad_z[u, h, c] = accumulator[h, c]
+                _add_scaled(grad_z[u, h], grad_out[r, h], entry_weight[k, h])
 
 
 class AttentionCsr:
