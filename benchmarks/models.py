@@ -29,6 +29,11 @@ The relative error (Frobenius, over all ranks) that Int2 leaves in one aggregati
 GAT layer and in the mean of the same projected rows, against FP32 on the same plan
 (hybrid): GAT's scores, maxima and sums travel in float32, so its softmax is exact and
 only the rows it weighs are quantized.
+
+    .venv/bin/python benchmarks/models.py kernels [--dataset synthetic-arxiv] [--threads 2]
+
+The attention kernels alone (forward, backward by row, backward by source) against the
+mean's gather of the same rows, median seconds of a few calls each.
 """
 
 from __future__ import annotations
@@ -258,6 +263,52 @@ def int2_error(args) -> None:
                       "relative_error_int2_vs_fp32": errors}, indent=2))
 
 
+def kernels(args) -> None:
+    """The attention kernels alone on a graph's own CSR (self loops as GAT has them), H x C
+    random rows, against the mean's gather at H x C: median of ``repeats`` calls each."""
+    from supergcn.kernels.attention import (
+        AttentionCsr,
+        attention_backward_rows,
+        attention_backward_sources,
+        attention_forward,
+    )
+    from supergcn.kernels.gather import GatherCsr
+
+    set_threads(args.threads)
+    graph = prepare_dataset(args.dataset, SHARED)
+    indptr, indices, n = np.asarray(graph.indptr), np.asarray(graph.indices), graph.num_nodes
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    not_loop = rows != indices
+    csr = AttentionCsr(np.concatenate([rows[not_loop], np.arange(n)]),
+                       np.concatenate([indices[not_loop], np.arange(n)]), n, n)
+    heads, width = args.heads, args.hidden // args.heads
+    rng = np.random.default_rng(0)
+    z, grad = (rng.standard_normal((n, heads, width)).astype(np.float32) for _ in range(2))
+    source, destination = (rng.standard_normal((n, heads)).astype(np.float32) for _ in range(2))
+    out, maxima, sums = np.empty_like(z), np.empty((n, heads), np.float32), np.empty((n, heads), np.float32)
+    no_rows, no_scalars = np.empty((0, heads, width), np.float32), np.empty((0, heads), np.float32)
+    weight, entry_grad = (np.empty((csr.num_entries, heads), np.float32) for _ in range(2))
+    grad_z, grad_source, grad_destination = np.empty_like(z), np.empty_like(source), np.empty_like(destination)
+    projected = np.empty_like(source)
+    gather, flat_out = GatherCsr(csr.indptr, csr.indices, n), np.empty((n, heads * width), np.float32)
+    calls = {
+        "forward": lambda: attention_forward(csr.indptr, csr.indices, z, source, destination, csr.piece_indptr,
+                                             csr.piece_order, no_rows, no_scalars, no_scalars, 0.2, True, out,
+                                             maxima, sums),
+        "backward_by_row": lambda: attention_backward_rows(
+            csr.indptr, csr.indices, z, source, destination, maxima, sums, grad, projected, csr.piece_indptr,
+            csr.piece_order, no_scalars, 0.2, weight, entry_grad, grad_destination, no_rows, no_scalars),
+        "backward_by_source": lambda: attention_backward_sources(
+            csr.transpose_indptr, csr.transpose_entries, csr.transpose_rows, weight, entry_grad, grad, grad_z,
+            grad_source),
+        "mean_gather": lambda: gather.matmul(z.reshape(n, -1), out=flat_out),
+    }
+    seconds = {name: timed(call, args.repeats)[1] for name, call in calls.items()}
+    print(json.dumps({"dataset": args.dataset, "threads": args.threads, "heads": heads, "width": width,
+                      "entries": csr.num_entries, "seconds": seconds,
+                      "over_mean_gather": {k: v / seconds["mean_gather"] for k, v in seconds.items()}}, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -290,7 +341,15 @@ def main() -> None:
         sub.add_argument("--parts", type=int, default=4)
         sub.add_argument("--hidden", type=int, default=256)
         sub.add_argument("--heads", type=int, default=4)
+    sub = commands.add_parser("kernels", help="the attention kernels alone, against the mean's gather")
+    sub.add_argument("--dataset", default="synthetic-arxiv")
+    sub.add_argument("--threads", type=int, default=2)
+    sub.add_argument("--hidden", type=int, default=256)
+    sub.add_argument("--heads", type=int, default=4)
+    sub.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    if args.command == "kernels":
+        return kernels(args)
     if args.command == "int2-error":
         return int2_error(args)
     if args.command == "int2-error-rank":

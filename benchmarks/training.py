@@ -126,20 +126,21 @@ def accuracy(args) -> None:
         graph = prepare(root, args.dataset, args.parts, args.strategy)
         for seed in range(args.seeds):
             torch.manual_seed(seed)
-            ours = GNN("sage", graph.features.shape[1], 256, graph.num_classes)
+            ours = GNN(args.model, graph.features.shape[1], 256, graph.num_classes, heads=args.heads)
             torch.save(ours.state_dict(), root / "init.pt")
-            pyg = PyGModel("sage", graph.features.shape[1], 256, graph.num_classes)
+            pyg = PyGModel(args.model, graph.features.shape[1], 256, graph.num_classes, heads=args.heads)
             copy_weights(ours, pyg)
             torch.manual_seed(seed)
             rows["pyg"].append(train_baseline(graph, pyg, args.epochs, 0.01)["test_acc_at_best_val"])
             for p in args.parts:
                 records = run_supergcn(root, p, 1, root / "m.jsonl", "--epochs", args.epochs, "--seed", seed,
-                                       "--init-weights", root / "init.pt")
+                                       "--init-weights", root / "init.pt", "--model", args.model,
+                                       "--heads", args.heads)
                 rows[f"P={p}"].append(records[-1]["test_acc_at_best_val"])
     report = {name: {"mean": 100 * float(np.mean(v)), "std": 100 * float(np.std(v)), "runs": v}
               for name, v in rows.items()}
-    print(json.dumps({"dataset": args.dataset, "strategy": args.strategy, "epochs": args.epochs,
-                      "test_acc_at_best_val_percent": report}, indent=2))
+    print(json.dumps({"dataset": args.dataset, "model": args.model, "strategy": args.strategy,
+                      "epochs": args.epochs, "test_acc_at_best_val_percent": report}, indent=2))
 
 
 def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
@@ -413,6 +414,8 @@ def main():
     acc.add_argument("--parts", type=int, nargs="+", default=[1, 2, 4])
     acc.add_argument("--epochs", type=int, default=200)
     acc.add_argument("--strategy", default="hybrid")
+    acc.add_argument("--model", default="sage", help="sage, gcn, gin or gat")
+    acc.add_argument("--heads", type=int, default=4, help="GAT's attention heads")
     acc.set_defaults(func=accuracy)
     timing = commands.add_parser("epoch-time")
     timing.add_argument("--dataset", default="synthetic-arxiv")
