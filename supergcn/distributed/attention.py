@@ -31,8 +31,10 @@ PRE rows' states. Backward is autograd's, through the transposes of the three ex
 are zero). A PRE row thus costs H·C + 3H numbers against a POST row's H·C + H, which is what
 the weighted cover of the plan prices (:func:`supergcn.plan.costs.row_costs`).
 
-The edge-level steps run as torch operations (E x H x C intermediates, like PyG's): exact
-and differentiable; a fused kernel is left for later.
+The edge-level steps run on the numba kernels of :mod:`supergcn.kernels.attention` (no
+E x H x C tensor), or, with ``kernel="torch"`` and wherever attention dropout draws, as
+torch operations (E x H x C intermediates, like PyG's), the reference path. The exchanges
+are synchronous: unlike SAGE's, they are not overlapped with the local work.
 """
 
 from __future__ import annotations
