@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/training.py accuracy [--dataset cora] [--seeds 5] [--parts 1 2 4]
     .venv/bin/python benchmarks/training.py epoch-time [--dataset synthetic-arxiv] [--epochs 10]
-    .venv/bin/python benchmarks/training.py scaling [--parts 1 2 4 8 16] [--bits 32 2] [--epochs 5]
+    .venv/bin/python benchmarks/training.py scaling [--parts 1 2 4 8 16] [--bits 32 2] [--models sage gat] [--epochs 5]
     .venv/bin/python benchmarks/training.py label-propagation [--datasets synthetic-arxiv facebook] [--repeats 3]
     .venv/bin/python benchmarks/training.py mask-label-reference --graph data/graphs/citeseer [--seeds 0 1 2]
 
@@ -21,9 +21,10 @@ the exchange overlapped and not, for the share of communication the overlap hide
 prints its targets as ratios against PyG with the same allocator.
 
 ``scaling`` prints the strong scaling of ``supergcn train`` on one node: the epoch time
-(the first excluded, slowest rank) at each P with one thread per rank, for each exchange
-precision, with the speed-up and efficiency over the smallest P, the phases and the peak
-memory per rank (numba's cache is filled by a one-epoch run first).
+(the first excluded, slowest rank) at each P with one thread per rank, for each model and
+exchange precision, with the speed-up and efficiency over the smallest P, the phases, the
+bytes sent and the peak memory per rank (numba's cache is filled by a one-epoch run
+first). GAT's hybrid plans hold its weighted cover (float32 rows).
 
 ``label-propagation`` prints, per graph, the epoch time with masked label propagation
 over the same variant's without (``supergcn train`` at each P, one thread per rank, FP32
@@ -60,6 +61,7 @@ from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.partition.store import load_partition, run_partition
 from supergcn.perf.harness import timed
+from supergcn.plan.costs import WEIGHTED_COVER_MODELS, row_costs
 from supergcn.plan.store import run_plan
 from supergcn.train.allocator import ALLOCATOR_ENV, allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.gnn import GNN
@@ -69,14 +71,25 @@ from supergcn.train.reference import PyGModel, copy_weights, train_baseline
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
-def prepare(root: Path, dataset: str, parts: list[int], strategy: str):
+def plan_name(parts: int, model: str = "sage") -> str:
+    """The plan directory of P = ``parts`` that ``model`` trains on: a weighted cover's own
+    (:data:`~supergcn.plan.costs.WEIGHTED_COVER_MODELS`, float32 rows, 3 layers) or the fewest rows'."""
+    return f"plan{parts}-{model}" if model in WEIGHTED_COVER_MODELS else f"plan{parts}"
+
+
+def prepare(root: Path, dataset: str, parts: list[int], strategy: str, models=("sage",), hidden: int = 256,
+            heads: int = 4):
+    """The graph, its partition at each P and the plans ``models`` train on (:func:`plan_name`)."""
     graph = prepare_dataset(dataset, SHARED)
     meta = save_graph(graph, root / "g")
     graph = load_graph(root / "g")
     for p in parts:
         manifest = run_partition(graph, meta["hash"], p, root / f"p{p}")
         partition, _ = load_partition(root / f"p{p}", meta["hash"])
-        run_plan(graph, meta["hash"], partition, manifest["partition_hash"], strategy, root / f"plan{p}")
+        for name in sorted({plan_name(p, model) for model in models}):
+            model = name.partition("-")[2] or "sage"
+            costs = row_costs(model, 3, hidden, heads, graph.num_classes) if strategy == "hybrid" else None
+            run_plan(graph, meta["hash"], partition, manifest["partition_hash"], strategy, root / name, costs)
     return graph
 
 
@@ -88,10 +101,11 @@ def allocator_environment(allocator: str) -> dict:
             ALLOCATOR_ENV: allocator}
 
 
-def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, allocator: str = "auto") -> list[dict]:
+def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, allocator: str = "auto",
+                 plan: str | None = None) -> list[dict]:
     mpiexec = Path(sys.executable).parent / "mpiexec"
     command = [str(mpiexec), "-n", str(parts), sys.executable, "-m", "supergcn.cli", "train", "--graph",
-               str(root / "g"), "--partition", str(root / f"p{parts}"), "--plan", str(root / f"plan{parts}"),
+               str(root / "g"), "--partition", str(root / f"p{parts}"), "--plan", str(root / (plan or plan_name(parts))),
                "--out", str(out), "--threads", str(threads), *map(str, extra)]
     subprocess.run(command, check=True, env={**allocator_environment(allocator), "OMP_NUM_THREADS": str(threads)})
     return [json.loads(line) for line in out.read_text().splitlines()]
@@ -181,11 +195,11 @@ def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int,
     return total
 
 
-def measured_run(root, parts, threads, out, *extra, allocator="auto") -> tuple[list[dict], dict]:
+def measured_run(root, parts, threads, out, *extra, allocator="auto", plan=None) -> tuple[list[dict], dict]:
     """A training run's epochs (the first dropped), its wall, user and system seconds, the
     largest rank's peak resident memory and the allocator its ranks ran with."""
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    records = run_supergcn(root, parts, threads, out, *extra, allocator=allocator)
+    records = run_supergcn(root, parts, threads, out, *extra, allocator=allocator, plan=plan)
     after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
     summary = next(r for r in records if r["type"] == "summary")
     header = next(r for r in records if r["type"] == "header")
@@ -372,37 +386,54 @@ def mask_label_reference(args) -> None:
               + "  ".join(f"{target}: {to['summary']}" for target, to in model.items() if target.startswith("val ")))
 
 
+SCALING_COLUMNS = ("model", "bits", "P", "epoch s", "speed-up", "efficiency", "aggregation s", "communication s",
+                   "quantization s", "dense s", "MiB sent/epoch", "peak GiB/rank")
+
+
+def scaling_row(row: dict) -> str:
+    """One run of :func:`scaling` as a row of its table (:data:`SCALING_COLUMNS`)."""
+    phases = row["phases"]
+    cells = [row["model"], row["bits"], row["P"], f"{phases['total']:.3f}", f"{row['speedup']:.2f}",
+             f"{row['efficiency']:.2f}", *(f"{phases[k]:.3f}" for k in ("aggregation", "communication", "quantization",
+                                                                          "dense")),
+             f"{row['mib_sent_per_epoch']:.1f}", f"{row['peak_rss_gib']:.2f}"]
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
 def scaling(args) -> None:
-    """Strong scaling on one node: ``supergcn train`` at each P with one thread per rank."""
+    """Strong scaling on one node: ``supergcn train`` at each P with one thread per rank,
+    each run's row printed as it ends (a run cut short keeps the rows before it)."""
+    print(f"{args.dataset}, {args.strategy}, hidden {args.hidden}, heads {args.heads}, one thread per rank, "
+          f"epochs 2-{args.epochs}:")
+    print("| " + " | ".join(SCALING_COLUMNS) + " |")
+    print("|" + "---|" * len(SCALING_COLUMNS), flush=True)
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        prepare(root, args.dataset, args.parts, args.strategy)
+        prepare(root, args.dataset, args.parts, args.strategy, args.models, args.hidden, args.heads)
         # Numba's cache filled once, by one process: no rank compiles inside a measured run.
-        for bits in args.bits:
-            run_supergcn(root, args.parts[0], 1, root / "warm.jsonl", "--epochs", 1, "--hidden", 16, "--bits", bits)
-        rows = []
-        for bits in args.bits:
-            for parts in args.parts:
-                epochs, usage = measured_run(root, parts, 1, root / "m.jsonl", "--epochs", args.epochs, "--hidden",
-                                             args.hidden, "--bits", bits)
-                header = json.loads((root / "m.jsonl").read_text().splitlines()[0])
-                rows.append({"bits": bits, "P": parts, "phases": mean_phases(epochs),
-                             "peak_rss_gib": usage["peak_rss_gib"], "kernels": header["kernels"]})
-                print(f"bits {bits} P={parts}: epoch {rows[-1]['phases']['total']:.3f} s", flush=True)
-    for row in rows:
-        single = next(r for r in rows if r["bits"] == row["bits"] and r["P"] == args.parts[0])
-        row["speedup"] = single["phases"]["total"] / row["phases"]["total"] * args.parts[0]
-        row["efficiency"] = row["speedup"] / row["P"]
-    print(json.dumps({"dataset": args.dataset, "strategy": args.strategy, "hidden": args.hidden,
+        for model in args.models:
+            for bits in args.bits:
+                run_supergcn(root, args.parts[0], 1, root / "warm.jsonl", "--epochs", 1, "--hidden", 16,
+                             "--bits", bits, "--model", model, "--heads", args.heads,
+                             plan=plan_name(args.parts[0], model))
+        for model in args.models:
+            for bits in args.bits:
+                for parts in args.parts:
+                    epochs, usage = measured_run(root, parts, 1, root / "m.jsonl", "--epochs", args.epochs,
+                                                 "--hidden", args.hidden, "--bits", bits, "--model", model,
+                                                 "--heads", args.heads, plan=plan_name(parts, model))
+                    header = json.loads((root / "m.jsonl").read_text().splitlines()[0])
+                    row = {"model": model, "bits": bits, "P": parts, "phases": mean_phases(epochs),
+                           "mib_sent_per_epoch": float(np.mean([e["bytes"]["sent_total"] for e in epochs]) / 2**20),
+                           "peak_rss_gib": usage["peak_rss_gib"], "kernels": header["kernels"]}
+                    smallest = row if parts == args.parts[0] else rows[-args.parts.index(parts)]
+                    row["speedup"] = smallest["phases"]["total"] / row["phases"]["total"] * args.parts[0]
+                    row["efficiency"] = row["speedup"] / parts
+                    rows.append(row)
+                    print(scaling_row(row), flush=True)
+    print(json.dumps({"dataset": args.dataset, "strategy": args.strategy, "hidden": args.hidden, "heads": args.heads,
                       "epochs": args.epochs, "rows": rows}, indent=2))
-    print(f"\n{args.dataset}, {args.strategy}, hidden {args.hidden}, one thread per rank, epochs 2-{args.epochs}:")
-    print("| bits | P | epoch s | speed-up | efficiency | aggregation s | communication s | dense s | peak GiB/rank |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        phases = row["phases"]
-        print(f"| {row['bits']} | {row['P']} | {phases['total']:.3f} | {row['speedup']:.2f} | {row['efficiency']:.2f} "
-              f"| {phases['aggregation']:.3f} | {phases['communication']:.3f} | {phases['dense']:.3f} "
-              f"| {row['peak_rss_gib']:.2f} |")
 
 
 def main():
@@ -436,6 +467,8 @@ def main():
     strong.add_argument("--strategy", default="hybrid")
     strong.add_argument("--hidden", type=int, default=256)
     strong.add_argument("--bits", nargs="+", default=["32", "2"], help="exchange precisions (32, 8, 4, 2)")
+    strong.add_argument("--models", nargs="+", default=["sage"], help="sage, gcn, gin, gat")
+    strong.add_argument("--heads", type=int, default=4, help="GAT's attention heads")
     strong.set_defaults(func=scaling)
     labels = commands.add_parser("label-propagation")
     labels.add_argument("--datasets", nargs="+", default=["synthetic-arxiv", "facebook"])
