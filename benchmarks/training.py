@@ -104,8 +104,9 @@ def allocator_environment(allocator: str) -> dict:
 def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, allocator: str = "auto",
                  plan: str | None = None) -> list[dict]:
     mpiexec = Path(sys.executable).parent / "mpiexec"
+    plan_dir = root / (plan or plan_name(parts))
     command = [str(mpiexec), "-n", str(parts), sys.executable, "-m", "supergcn.cli", "train", "--graph",
-               str(root / "g"), "--partition", str(root / f"p{parts}"), "--plan", str(root / (plan or plan_name(parts))),
+               str(root / "g"), "--partition", str(root / f"p{parts}"), "--plan", str(plan_dir),
                "--out", str(out), "--threads", str(threads), *map(str, extra)]
     subprocess.run(command, check=True, env={**allocator_environment(allocator), "OMP_NUM_THREADS": str(threads)})
     return [json.loads(line) for line in out.read_text().splitlines()]
