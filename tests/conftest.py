@@ -124,13 +124,14 @@ def run_rank_job(script: Path, num_ranks: int, timeout: float = 240, args=()) ->
 
 @pytest.fixture(scope="module")
 def tiny_plans(tmp_path_factory):
-    """synthetic-tiny partitioned in two, with its pre and hybrid plans (through the CLI)."""
+    """synthetic-tiny partitioned in two, with its pre and hybrid plans and the hybrid plan
+    weighed for GAT (through the CLI)."""
     root = tmp_path_factory.mktemp("plans")
     assert run_cli("prepare", "synthetic-tiny", "--out", root / "graph").returncode == 0
     assert run_cli("partition", "--graph", root / "graph", "--parts", 2, "--out", root / "P2").returncode == 0
-    for strategy in ("pre", "hybrid"):
-        result = run_cli("plan", "--graph", root / "graph", "--partition", root / "P2", "--strategy", strategy,
-                         "--out", root / f"P2-{strategy}")
+    for name, options in (("pre", ["pre"]), ("hybrid", ["hybrid"]), ("hybrid-gat", ["hybrid", "--model", "gat"])):
+        result = run_cli("plan", "--graph", root / "graph", "--partition", root / "P2", "--strategy", *options,
+                         "--out", root / f"P2-{name}")
         assert result.returncode == 0, result.stderr
     return root
 

@@ -35,6 +35,7 @@ def schema_at(*path):
     (("training", "label_draw"), naming.LABEL_DRAWS),
     (("training", "parameter_dtype"), tuple(naming.PARAMETER_DTYPES)),
     (("perf", "bits", "[]"), naming.QUANTIZED_BITS),
+    (("perf", "models", "[]"), naming.GNN_MODELS),
     (("perf", "local", "bits", "[]"), tuple(naming.PRECISIONS)),
 ])
 def test_schema_enums_equal_the_python_definitions(path, python):

@@ -1,22 +1,25 @@
-"""``supergcn perf predict``: the model's exchange and epoch times of one (graph, P)."""
+"""``supergcn perf predict``: the model's exchange and epoch times of one (graph, P, GNN model)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from supergcn.cli._args import output_file, positive_int
-from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, QUANTIZED_BITS
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, GNN_MODELS, PARAMETER_DTYPES, QUANTIZED_BITS
 from supergcn.train.config import default
 
-HELP = "predicted exchange and epoch times of one (graph, P)"
+HELP = "predicted exchange and epoch times of one (graph, P, model)"
 
 
 def configure(parser) -> None:
     parser.add_argument("--graph", required=True, type=Path)
     parser.add_argument("--partition", required=True, type=Path)
-    parser.add_argument("--plan", required=True, type=Path, help="hybrid plan directory")
+    parser.add_argument("--plan", required=True, type=Path,
+                        help="the hybrid plan the model trains on (GAT's: `supergcn plan --model gat`)")
     parser.add_argument("--machine", nargs="+", required=True, type=Path, help="machine profile files")
+    parser.add_argument("--model", choices=GNN_MODELS, default=default("model"))
     parser.add_argument("--hidden", type=positive_int, default=default("hidden"))
+    parser.add_argument("--heads", type=positive_int, default=default("heads"), help="GAT's attention heads")
     parser.add_argument("--num-layers", type=positive_int, default=default("num_layers"))
     parser.add_argument("--bits", type=int, nargs="*", choices=QUANTIZED_BITS, default=[2])
     parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=DEFAULT_PARAMETER_DTYPE,
@@ -31,4 +34,4 @@ def run(args) -> None:
 
     profiles = [machines.load_profile(path) for path in args.machine]
     write_json(args.out, study.predict(args.graph, args.partition, args.plan, profiles, args.hidden, args.num_layers,
-                                       args.bits, args.parameter_dtype))
+                                       args.bits, args.parameter_dtype, args.model, args.heads))

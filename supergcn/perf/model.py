@@ -49,6 +49,23 @@ F * 4 bytes over the measured aggregation throughput (bytes of neighbour rows ga
 per second), so an epoch's aggregation + exchange time of the 3-layer GraphSAGE is
 predicted as well, at the widths it really exchanges; dense layers are left out (their
 cost per rank shrinks as 1 / P and needs no model).
+
+**An epoch's exchanges, per model** (:func:`epoch_traffic`). SAGE, GCN and GIN send one
+row per PRE or POST row, forward and (transposed) backward, at the widths
+:func:`epoch_exchange_widths` gives. GAT (:mod:`supergcn.distributed.attention`) makes three
+exchanges per layer and direction, with PRE[i][j] and POST[i][j] the plan's rows of each
+kind from i to j and W the layer's exchanged width (:func:`~supergcn.plan.costs.gat_exchange_widths`):
+
+    forward:  destination scores PRE^T (H float32 per row, owner to sender),
+              rows PRE + POST (W values, at the exchange's bits),
+              scalars 2 PRE + POST (H float32 each: a PRE row's sum and maximum, a POST row's score);
+    backward: the same three transposed, in reverse order.
+
+Each is an Alltoallv of its own, so each pays the call and per-peer costs, also where it
+carries nothing (the scores under ``post``). GAT's aggregation reads every in-edge's
+source row (and one self loop per node) once forward and twice backward (by destination for
+the scores' gradients, by source for the rows'), at the gather's throughput: a lower bound,
+since its kernels run 2.7-3.2x the gather's time per pass (``benchmarks/models.py kernels``).
 """
 
 from __future__ import annotations
@@ -60,6 +77,7 @@ import numpy as np
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import FP32_BYTES, wire_bytes
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
+from supergcn.plan.costs import WEIGHTED_COVER_MODELS, gat_exchange_widths
 
 #: A machine profile's entries in the config (microseconds and 1e9 bytes per second) and
 #: the attribute each one sets: the first four are required, the others optional.
@@ -339,33 +357,100 @@ def epoch_exchange_widths(in_features: int, hidden: int, out_features: int, num_
     return forward, backward
 
 
-def epoch_seconds(rows: np.ndarray, edges_per_rank: np.ndarray, in_features: int, hidden: int, out_features: int,
-                  num_layers: int, bits: int, machine: MachineProfile,
-                  parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict[str, float]:
-    """Predicted aggregation and exchange seconds of one training epoch (no overlap,
-    no label propagation). Backward exchanges run the forward ones in reverse: rank i
-    sends what it received, Comm[j][i].
+#: What an epoch's exchanges carry: rows of the model (``data``, with their quantization
+#: parameters) or attention's float32 scores, maxima and sums (``attention``), as the
+#: communicator counts them (:data:`~supergcn.distributed.comm.MESSAGE_KINDS`).
+TRAFFIC_KINDS = ("data", "attention")
+
+
+@dataclass(frozen=True)
+class EpochExchange:
+    """One exchange of a training epoch: ``rows[i][j]`` rows of ``width`` values from rank i
+    to rank j, at ``bits``, carrying ``kind`` (:data:`TRAFFIC_KINDS`)."""
+
+    rows: np.ndarray
+    width: int
+    bits: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class EpochTraffic:
+    """What one training epoch exchanges (module docstring) and gathers.
 
     Args:
-        rows: P x P rows of the forward exchanges, [i][j] the rows rank i sends rank j.
-        edges_per_rank: in-edges of each rank.
+        exchanges: every exchange of the epoch, forward then backward.
+        gather_widths: one entry per pass of the aggregation over a rank's in-edges: the
+            width of the rows it reads.
+        self_loops: whether each pass also reads one row per owned node (GAT's self loops).
+    """
+
+    exchanges: list[EpochExchange]
+    gather_widths: list[int]
+    self_loops: bool = False
+
+
+def epoch_traffic(model: str, pre_rows: np.ndarray, post_rows: np.ndarray, in_features: int, hidden: int,
+                  out_features: int, num_layers: int, bits: int, heads: int = 1) -> EpochTraffic:
+    """One training epoch's exchanges and aggregation passes of ``model`` (module docstring).
+
+    Args:
+        model: one of :data:`supergcn.naming.GNN_MODELS`.
+        pre_rows: P x P, [i][j] the PRE rows (partial aggregates) rank i sends rank j per exchange.
+        post_rows: P x P, [i][j] the POST rows (raw source rows) rank i sends rank j.
         in_features: input features.
-        hidden: hidden width.
+        hidden: hidden width (all heads together).
         out_features: classes.
         num_layers: graph convolutions.
-        bits: the exchanges' bits.
+        bits: the rows' bits while training (32, or 8, 4, 2).
+        heads: GAT's heads, H.
+
+    Returns:
+        The epoch's traffic.
+    """
+    pre_rows, post_rows = np.asarray(pre_rows, dtype=np.int64), np.asarray(post_rows, dtype=np.int64)
+    rows = pre_rows + post_rows
+    if model not in WEIGHTED_COVER_MODELS:
+        forward, backward = epoch_exchange_widths(in_features, hidden, out_features, num_layers)
+        exchanges = ([EpochExchange(rows, width, bits, "data") for width in forward]
+                     + [EpochExchange(rows.T, width, bits, "data") for width in reversed(backward)])
+        return EpochTraffic(exchanges, forward + backward)
+    scalars = 2 * pre_rows + post_rows
+    widths = gat_exchange_widths(num_layers, hidden, heads, out_features)
+    forward, backward = [], []
+    for width in widths:
+        forward += [EpochExchange(pre_rows.T, heads, 32, "attention"), EpochExchange(rows, width, bits, "data"),
+                    EpochExchange(scalars, heads, 32, "attention")]
+        backward = [EpochExchange(scalars.T, heads, 32, "attention"), EpochExchange(rows.T, width, bits, "data"),
+                    EpochExchange(pre_rows, heads, 32, "attention")] + backward
+    return EpochTraffic(forward + backward, widths * 3, self_loops=True)  # a pass forward, two backward
+
+
+def epoch_seconds(traffic: EpochTraffic, edges_per_rank: np.ndarray, nodes_per_rank: np.ndarray,
+                  machine: MachineProfile, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict[str, float]:
+    """Predicted aggregation and exchange seconds of one training epoch (no overlap, no
+    label propagation), and the bytes it sends.
+
+    Args:
+        traffic: the epoch's exchanges and aggregation passes (:func:`epoch_traffic`).
+        edges_per_rank: in-edges of each rank.
+        nodes_per_rank: owned nodes of each rank (the self loops, where the model has them).
         machine: the machine's profile.
         parameter_dtype: the wire type of the per-row parameters.
 
     Returns:
-        ``aggregation``, ``exchange`` and ``total`` seconds.
+        ``aggregation``, ``exchange`` and ``total`` seconds; ``bytes`` sent by all ranks
+        in the epoch, and that of each kind (``data_bytes``, ``attention_bytes``).
 
     Raises:
-        ValueError: ``rows`` is not square.
+        ValueError: a rows matrix is not square.
     """
-    forward, backward = epoch_exchange_widths(in_features, hidden, out_features, num_layers)
-    rows = np.asarray(rows, dtype=np.int64)
-    exchange = sum(exchange_time(rows, width, bits, machine, parameter_dtype).seconds for width in forward)
-    exchange += sum(exchange_time(rows.T, width, bits, machine, parameter_dtype).seconds for width in backward)
-    aggregation = sum(aggregation_seconds(edges_per_rank, width, machine) for width in forward + backward)
-    return {"aggregation": aggregation, "exchange": exchange, "total": aggregation + exchange}
+    exchange, sent = 0.0, dict.fromkeys(TRAFFIC_KINDS, 0)
+    for step in traffic.exchanges:
+        exchange += exchange_time(step.rows, step.width, step.bits, machine, parameter_dtype).seconds
+        data, params = wire_bytes(step.rows, step.width, step.bits, parameter_dtype)
+        sent[step.kind] += int(data.sum() + params.sum())
+    read = np.asarray(edges_per_rank, dtype=np.int64) + (np.asarray(nodes_per_rank) if traffic.self_loops else 0)
+    aggregation = sum(aggregation_seconds(read, width, machine) for width in traffic.gather_widths)
+    return {"aggregation": aggregation, "exchange": exchange, "total": aggregation + exchange,
+            "bytes": sum(sent.values()), **{f"{kind}_bytes": value for kind, value in sent.items()}}

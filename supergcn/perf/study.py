@@ -20,29 +20,40 @@ import pandas as pd
 from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
-from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, STRATEGIES
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, GNN_MODELS, PARAMETER_DTYPES, STRATEGIES
 from supergcn.partition.store import read_part_totals
 from supergcn.perf import model as perfmodel
 from supergcn.perf.machines import load_profile
 from supergcn.perf.model import MachineProfile
-from supergcn.plan.store import plan_strategy_rows
+from supergcn.plan.statistics import strategy_row_kinds
+from supergcn.plan.store import plan_strategy_rows, read_plan_manifest, read_plan_pairs
 from supergcn.report.tables import write_table
 
-PREDICTION_FORMAT = "supergcn-prediction/1"
+PREDICTION_FORMAT = "supergcn-prediction/2"  # 2: per model
 
 
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
-            hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict:
-    """Every strategy x bit width x machine prediction for one (graph, P); quantization
-    parameters travel as ``parameter_dtype`` (bfloat16 or float32)."""
+            hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,
+            model: str = GNN_MODELS[0], heads: int = 1) -> dict:
+    """Every strategy x bit width x machine prediction for one (graph, P, model);
+    quantization parameters travel as ``parameter_dtype`` (bfloat16 or float32).
+
+    ``plan_dir`` is the hybrid plan ``model`` trains on (GAT's holds the cover weighted by
+    its row costs; its manifest's ``cover`` is recorded). Pre and post follow from any plan.
+    A record's ``layer_*`` entries are one hidden layer's forward exchange of rows, with
+    ``layer_attention_seconds`` GAT's score and scalar exchanges beside it; its ``epoch_*``
+    entries are a training epoch's aggregation and exchanges (:func:`supergcn.perf.model.epoch_traffic`).
+    """
     meta = read_graph_meta(graph_dir)
-    plan, rows = plan_strategy_rows(plan_dir)
+    plan = read_plan_manifest(plan_dir)
     partition = read_json(Path(partition_dir) / "partition.json", "partition")
     if plan["strategy"] != "hybrid":
         raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan",
                             "pass a hybrid plan: the study reads pre, post and hybrid volumes from its manifest")
-    edges = read_part_totals(partition_dir)["edges"]
     num_ranks = plan["num_ranks"]
+    kinds = strategy_row_kinds(read_plan_pairs(plan_dir), num_ranks, "hybrid")
+    rows = {strategy: pre + post for strategy, (pre, post) in kinds.items()}
+    totals = read_part_totals(partition_dir)
     predictions = []
     for machine in machines:
         for strategy in STRATEGIES:
@@ -50,15 +61,22 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
                 if width_bits != 32 and strategy != "hybrid":
                     continue  # the paper quantizes the hybrid exchange only
                 layer = perfmodel.exchange_time(rows[strategy], hidden, width_bits, machine, parameter_dtype)
-                epoch = perfmodel.epoch_seconds(rows[strategy], edges, meta["feature_dim"], hidden,
-                                                meta["num_classes"], num_layers, width_bits, machine, parameter_dtype)
-                record = {"machine": machine.name, "strategy": strategy, "bits": width_bits,
+                traffic = perfmodel.epoch_traffic(model, *kinds[strategy], meta["feature_dim"], hidden,
+                                                  meta["num_classes"], num_layers, width_bits, heads)
+                attention = [step for step in traffic.exchanges[:3] if step.kind == "attention"]  # a forward layer's
+                epoch = perfmodel.epoch_seconds(traffic, totals["edges"], totals["nodes"], machine, parameter_dtype)
+                record = {"machine": machine.name, "model": model, "strategy": strategy, "bits": width_bits,
                           "layer_seconds": layer.seconds, "transfer_seconds": layer.transfer_seconds,
                           "latency_seconds": layer.latency_seconds,
                           "quantization_seconds": layer.quantization_seconds,
                           "latency_bound": layer.latency_bound, "data_bytes": layer.data_bytes,
-                          "param_bytes": layer.param_bytes, "epoch_aggregation_seconds": epoch["aggregation"],
-                          "epoch_exchange_seconds": epoch["exchange"], "epoch_seconds": epoch["total"]}
+                          "param_bytes": layer.param_bytes,
+                          "layer_attention_seconds": sum(perfmodel.exchange_time(step.rows, step.width, step.bits,
+                                                                                 machine).seconds
+                                                         for step in attention),
+                          "epoch_aggregation_seconds": epoch["aggregation"],
+                          "epoch_exchange_seconds": epoch["exchange"], "epoch_seconds": epoch["total"],
+                          "epoch_bytes": epoch["bytes"], "epoch_attention_bytes": epoch["attention_bytes"]}
                 if width_bits != 32:
                     record.update(perfmodel.paper_ratios(rows[strategy], hidden, width_bits, machine))
                 predictions.append(record)
@@ -66,7 +84,7 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     return {
         "format": PREDICTION_FORMAT, "graph": meta["name"], "graph_hash": meta["hash"],
         "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges_directed"], "num_ranks": num_ranks,
-        "hidden": hidden,
+        "model": model, "hidden": hidden, "heads": heads, "cover": plan.get("cover"),
         "parameter_dtype": parameter_dtype, "parameter_bytes": PARAMETER_DTYPES[parameter_dtype],
         "rows": {strategy: int(matrix.sum()) for strategy, matrix in rows.items()},
         "max_rows_by_rank": {strategy: int(matrix.sum(axis=1).max()) for strategy, matrix in rows.items()},
@@ -87,34 +105,45 @@ def _read_predictions(paths) -> list[dict]:
     return documents
 
 
+def _epoch_mib(document: dict, strategy: str) -> float:
+    """MiB all ranks send in one FP32 training epoch of ``strategy`` (the same on every machine)."""
+    record = next(p for p in document["predictions"] if p["strategy"] == strategy and p["bits"] == 32)
+    return record["epoch_bytes"] / 2**20
+
+
 def hybrid_table(documents: list[dict]) -> pd.DataFrame:
-    """Rows sent per layer by pre, post and hybrid, and min(pre, post) / hybrid (Table 5's 1.52x)."""
-    records = [{"dataset": d["graph"], "P": d["num_ranks"], "rows_pre": d["rows"]["pre"],
+    """Rows sent per layer by pre, post and hybrid, and min(pre, post) / hybrid (Table 5's
+    1.52x); per model, the MiB a training epoch sends in FP32 (GAT's scores and scalars
+    included) and post's over hybrid's (what the peers that send every boundary source send)."""
+    records = [{"dataset": d["graph"], "model": d["model"], "P": d["num_ranks"], "rows_pre": d["rows"]["pre"],
                 "rows_post": d["rows"]["post"], "rows_hybrid": d["rows"]["hybrid"],
                 "min_pre_post_over_hybrid": (min(d["rows"]["pre"], d["rows"]["post"]) / d["rows"]["hybrid"]
                                              if d["rows"]["hybrid"] else float("nan")),
                 "max_rows_by_rank_hybrid": d["max_rows_by_rank"]["hybrid"],
-                "max_peers_by_rank": d["max_peers_by_rank"]} for d in documents]
-    return pd.DataFrame.from_records(records).sort_values(["dataset", "P"], kind="stable")
+                "max_peers_by_rank": d["max_peers_by_rank"],
+                **{f"epoch_mib_{strategy}": _epoch_mib(d, strategy) for strategy in STRATEGIES},
+                "post_over_hybrid_bytes": (_epoch_mib(d, "post") / _epoch_mib(d, "hybrid")
+                                           if _epoch_mib(d, "hybrid") else float("nan"))} for d in documents]
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "model", "P"], kind="stable")
 
 
 def prediction_table(documents: list[dict]) -> pd.DataFrame:
-    """One row per dataset, P, machine, strategy and bit width: the model's per-layer and per-epoch times."""
+    """One row per dataset, P, machine, model, strategy and bit width: the model's per-layer and per-epoch times."""
     records = [{"dataset": d["graph"], "P": d["num_ranks"], **p} for d in documents for p in d["predictions"]]
-    return pd.DataFrame.from_records(records).sort_values(["dataset", "machine", "P", "strategy", "bits"],
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "machine", "model", "P", "strategy", "bits"],
                                                           kind="stable")
 
 
 def regime_table(predictions: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset, machine and P: hybrid FP32 vs hybrid quantized per-layer time, the
+    """Per dataset, machine, model and P: hybrid FP32 vs hybrid quantized per-layer time, the
     model's speedup, Eq. 8's, and which term bounds each exchange."""
     hybrid = predictions[predictions["strategy"] == "hybrid"]
-    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "P"])
+    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "model", "P"])
     records = []
-    for (dataset, machine, num_ranks, bits), row in hybrid[hybrid["bits"] != 32].set_index(
-            ["dataset", "machine", "P", "bits"]).iterrows():
-        base = fp32.loc[(dataset, machine, num_ranks)]
-        records.append({"dataset": dataset, "machine": machine, "P": num_ranks, "bits": bits,
+    for (dataset, machine, model, num_ranks, bits), row in hybrid[hybrid["bits"] != 32].set_index(
+            ["dataset", "machine", "model", "P", "bits"]).iterrows():
+        base = fp32.loc[(dataset, machine, model, num_ranks)]
+        records.append({"dataset": dataset, "machine": machine, "model": model, "P": num_ranks, "bits": bits,
                         "fp32_layer_ms": base["layer_seconds"] * 1e3, "quant_layer_ms": row["layer_seconds"] * 1e3,
                         "speedup": base["layer_seconds"] / row["layer_seconds"],
                         "speedup_eq8": row["speedup_eq8"], "speedup_eq8_approx": row["speedup_eq8_approx"],
@@ -135,29 +164,31 @@ def _from_p(process_counts: np.ndarray, condition: np.ndarray) -> int | None:
 
 
 def crossover_table(predictions: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset, machine and bit width: the P from which the hybrid exchange stays
+    """Per dataset, machine, model and bit width: the P from which the hybrid exchange stays
     latency-bound, and (quantized widths) from which it is no faster than FP32."""
     hybrid = predictions[predictions["strategy"] == "hybrid"]
-    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "P"])["layer_seconds"]
+    fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "model", "P"])["layer_seconds"]
     records = []
-    for (dataset, machine, bits), group in hybrid.groupby(["dataset", "machine", "bits"]):
+    for (dataset, machine, model, bits), group in hybrid.groupby(["dataset", "machine", "model", "bits"]):
         counts = group["P"].to_numpy()
-        record = {"dataset": dataset, "machine": machine, "bits": bits,
+        record = {"dataset": dataset, "machine": machine, "model": model, "bits": bits,
                   "latency_bound_from_P": _from_p(counts, group["latency_bound"].to_numpy(dtype=bool)),
                   "no_gain_from_P": None, "largest_P_studied": int(counts.max())}
         if bits != 32:
-            baseline = fp32.loc[[(dataset, machine, p) for p in counts]].to_numpy()
+            baseline = fp32.loc[[(dataset, machine, model, p) for p in counts]].to_numpy()
             record["no_gain_from_P"] = _from_p(counts, group["layer_seconds"].to_numpy() >= baseline)
         records.append(record)
     return pd.DataFrame.from_records(records)
 
 
 def cost_table(documents: list[dict]) -> pd.DataFrame:
-    """Partition and hybrid plan wall time and peak memory per graph and P."""
-    records = [{"dataset": d["graph"], "nodes": d["num_nodes"], "edges": d["num_edges"], "P": d["num_ranks"],
+    """Partition and hybrid plan wall time and peak memory per graph, model (its plan: GAT's
+    weighted cover is a plan of its own) and P."""
+    records = [{"dataset": d["graph"], "model": d["model"], "nodes": d["num_nodes"], "edges": d["num_edges"],
+                "P": d["num_ranks"],
                 "partition_s": d["partition_seconds"], "partition_peak_mib": d["partition_peak_memory_mib"],
                 "plan_s": d["plan_seconds"], "plan_peak_mib": d["plan_peak_memory_mib"]} for d in documents]
-    return pd.DataFrame.from_records(records).sort_values(["dataset", "P"], kind="stable")
+    return pd.DataFrame.from_records(records).sort_values(["dataset", "model", "P"], kind="stable")
 
 
 def validation_table(comm_results: list[dict], profile: MachineProfile) -> pd.DataFrame:

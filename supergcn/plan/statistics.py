@@ -77,6 +77,30 @@ def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -
     return matrices
 
 
+def strategy_row_kinds(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -> dict[str, tuple]:
+    """Comm[j][i] of pre, post and the plan's own ``strategy``, split into PRE rows (partial
+    aggregates) and POST rows (raw source rows): what a model whose two kinds of row cost
+    differently (GAT, :mod:`supergcn.plan.costs`) needs of a plan.
+
+    Args:
+        pairs: the per-pair statistics (``src``, ``dst``, ``pre_rows``, ``post_rows``,
+            ``distinct_sources``, ``distinct_destinations``).
+        num_ranks: the number of ranks, P.
+        strategy: the plan's own strategy.
+
+    Returns:
+        ``pre``, ``post`` and ``strategy`` -> (PRE rows, POST rows), two P x P int64 matrices.
+    """
+    def matrix(key: str | None) -> np.ndarray:
+        out = np.zeros((num_ranks, num_ranks), dtype=np.int64)
+        if key is not None:
+            out[pairs["src"], pairs["dst"]] = pairs[key]
+        return out
+    return {"pre": (matrix("distinct_destinations"), matrix(None)),
+            "post": (matrix(None), matrix("distinct_sources")),
+            strategy: (matrix("pre_rows"), matrix("post_rows"))}
+
+
 def strategy_summary(rows_by_strategy: dict[str, np.ndarray]) -> str:
     """A small text table: rows sent in total and by the busiest rank, per strategy.
 

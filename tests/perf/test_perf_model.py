@@ -185,16 +185,77 @@ def test_epoch_widths_match_what_training_exchanges():
         assert sorted(seen["backward"]) == sorted(expected[1])
 
 
+def sage_epoch(rows, edges, in_dim=16, hidden=8, out_dim=4, bits=32):
+    traffic = perfmodel.epoch_traffic("sage", rows, np.zeros_like(rows), in_dim, hidden, out_dim, 3, bits)
+    return perfmodel.epoch_seconds(traffic, edges, np.ones_like(edges), MACHINE)
+
+
 def test_epoch_prediction_sends_gradients_back_the_other_way():
     # Rank 0 sends 4 rows to rank 1 forward; backward rank 1 sends the 4 gradient rows back.
     rows = np.array([[0, 4], [0, 0]])
     edges = np.array([100, 50])
-    epoch = perfmodel.epoch_seconds(rows, edges, 16, 8, 4, 3, 32, MACHINE)
+    epoch = sage_epoch(rows, edges)
     forward, backward = perfmodel.epoch_exchange_widths(16, 8, 4, 3)
     assert epoch["aggregation"] == pytest.approx(sum(100 * w * 4 / 4e6 for w in forward + backward))
     assert epoch["exchange"] == pytest.approx(sum(4 * w * 4 / 1e6 + 1e-3 for w in forward + backward))
+    assert epoch["bytes"] == epoch["data_bytes"] == sum(4 * w * 4 for w in forward + backward)
+    assert epoch["attention_bytes"] == 0
     # Ranks 0 and 2 each send 40 rows to rank 1; backward rank 1 sends 80 rows back.
     converging = np.array([[0, 40, 0], [0, 0, 0], [0, 40, 0]])
-    epoch = perfmodel.epoch_seconds(converging, np.array([1, 1, 1]), 16, 8, 4, 3, 32, MACHINE)
+    epoch = sage_epoch(converging, np.array([1, 1, 1]))
     expected = (sum(40 * w * 4 / 1e6 + 2e-3 for w in forward) + sum(80 * w * 4 / 1e6 + 2e-3 for w in backward))
     assert epoch["exchange"] == pytest.approx(expected)
+
+
+def test_a_sage_rows_kind_does_not_change_its_epoch():
+    """SAGE sends a PRE and a POST row alike: only their sum matters."""
+    pre, post = np.array([[0, 3], [1, 0]]), np.array([[0, 2], [5, 0]])
+    split = perfmodel.epoch_traffic("sage", pre, post, 16, 8, 4, 3, 2)
+    whole = perfmodel.epoch_traffic("sage", pre + post, np.zeros_like(pre), 16, 8, 4, 3, 2)
+    assert perfmodel.epoch_seconds(split, [9, 9], [1, 1], MACHINE) == perfmodel.epoch_seconds(whole, [9, 9], [1, 1],
+                                                                                               MACHINE)
+
+
+@pytest.mark.parametrize("bits", [32, 2])
+def test_gat_epoch_bytes_are_the_row_costs_the_cover_weighs(bits):
+    """GAT's epoch sends what supergcn.plan.costs prices (which a training epoch matches to
+    the byte, tests/train/test_models.py): every PRE row its PRE cost, every POST row its
+    POST cost. In Int2 the wire packs each peer's rows into whole bytes, so it sends at
+    most a byte per column and peer more."""
+    from supergcn.plan.costs import gat_exchange_widths, row_costs
+
+    pre = np.array([[0, 3, 4], [0, 0, 1], [2, 0, 0]])
+    post = np.array([[0, 2, 0], [7, 0, 0], [1, 1, 0]])
+    heads, hidden, classes = 2, 8, 3
+    traffic = perfmodel.epoch_traffic("gat", pre, post, 16, hidden, classes, 3, bits, heads)
+    epoch = perfmodel.epoch_seconds(traffic, np.array([1, 1, 1]), np.array([1, 1, 1]), MACHINE)
+    pre_bits, post_bits = row_costs("gat", 3, hidden, heads, classes, bits)
+    priced = (pre.sum() * pre_bits + post.sum() * post_bits) // 8
+    scalars = 2 * 3 * 4 * heads * (3 * pre.sum() + post.sum())  # float32, layers x forward and backward
+    assert epoch["attention_bytes"] == scalars
+    if bits == 32:
+        assert epoch["bytes"] == priced
+    else:
+        padding = 2 * sum(gat_exchange_widths(3, hidden, heads, classes)) * np.count_nonzero(pre + post)
+        assert priced <= epoch["bytes"] <= priced + padding
+
+
+def test_gat_epoch_by_hand():
+    """One GAT layer at P = 2, H = 1, width 2: rank 0 sends 3 PRE and 2 POST rows to rank 1.
+    Six exchanges (scores, rows, scalars; backward the three transposed), each paying a
+    call's 1 ms latency; bytes at the busier rank of each."""
+    pre, post = np.array([[0, 3], [0, 0]]), np.array([[0, 2], [0, 0]])
+    traffic = perfmodel.epoch_traffic("gat", pre, post, 4, 2, 2, 1, 32, heads=1)
+    assert [(step.width, step.kind) for step in traffic.exchanges] == [
+        (1, "attention"), (2, "data"), (1, "attention"), (1, "attention"), (2, "data"), (1, "attention")]
+    epoch = perfmodel.epoch_seconds(traffic, np.array([10, 20]), np.array([5, 6]), MACHINE)
+    # scores 3 x 4 B (rank 1 -> 0), rows 5 x 2 x 4 B, scalars (2 x 3 + 2) x 4 B; then back again
+    sent = [3 * 4, 5 * 8, 8 * 4, 8 * 4, 5 * 8, 3 * 4]
+    assert epoch["bytes"] == sum(sent) and epoch["attention_bytes"] == 2 * (12 + 32)
+    assert epoch["exchange"] == pytest.approx(sum(b / 1e6 + 1e-3 for b in sent))
+    # three passes (forward; backward by destination and by source) over in-edges plus self loops
+    assert epoch["aggregation"] == pytest.approx(3 * 26 * 2 * 4 / 4e6)
+    # under post, the scores' exchange carries nothing but still costs its call
+    only_post = perfmodel.epoch_traffic("gat", np.zeros_like(pre), pre + post, 4, 2, 2, 1, 32, heads=1)
+    assert perfmodel.epoch_seconds(only_post, np.array([1, 1]), np.array([1, 1]), MACHINE)["exchange"] == \
+        pytest.approx(6e-3 + 2 * (5 * 8 + 5 * 4) / 1e6)

@@ -204,14 +204,18 @@ def test_outputs_of_the_study_exist_and_are_readable(finished_study):
     for table in ("perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost",
                   "perf_validation"):
         assert (perf / "tables" / f"{table}.csv").stat().st_size > 0
-    for figure in ("perf_comm_scaling", "perf_cost"):
+    for figure in ("perf_comm_scaling", "perf_models", "perf_cost"):
         assert (perf / "figures" / f"{figure}.png").read_bytes().startswith(b"\x89PNG")
     validation = pd.read_csv(perf / "tables" / "perf_validation.csv")
     assert len(validation) == 3 * 2  # pre, post, hybrid x FP32, Int2 at P = 2
     assert (validation["measured_ms"] > 0).all() and validation["relative_error"].notna().all()
     assert validation["oversubscribed"].dtype == bool
     hybrid = pd.read_csv(perf / "tables" / "perf_hybrid.csv")
-    assert list(hybrid["P"]) == [2, 4] and (hybrid["min_pre_post_over_hybrid"] >= 1).all()
+    assert list(hybrid["P"]) == [2, 4] * 2 and list(hybrid["model"]) == ["gat"] * 2 + ["sage"] * 2
+    assert (hybrid["min_pre_post_over_hybrid"] >= 1).all()
+    # GAT on its weighted plan: the fewest bytes of the three, though not always the fewest rows.
+    gat = hybrid[hybrid["model"] == "gat"]
+    assert (gat["epoch_mib_hybrid"] <= gat[["epoch_mib_pre", "epoch_mib_post"]].min(axis=1)).all()
 
 
 def test_nothing_changed_means_nothing_to_do(finished_study):
@@ -234,9 +238,10 @@ def test_partition_parameter_change_reruns_partition_and_downstream(finished_stu
         # P = 1, 2 (training) and 4 (perf study) are partitioned again: hybrid plans at
         # every P, and pre and post at P = 2 for the model-vs-measurement check, whose
         # exchanges bench comm times beside the sweeps this machine's profile is fitted to.
-        assert dry_run(finished_study) == {"partition": 3, "plan": 5, "train": 2, "tables": 1, "figures": 1,
-                                           "bench_comm": 1, "local_machine": 1, "predict": 2, "perf_tables": 1,
-                                           "perf_figures": 1, "all": 1}
+        # GAT's predictions read plans of their own (its weighted cover) at P = 2 and 4.
+        assert dry_run(finished_study) == {"partition": 3, "plan": 5, "plan_weighted": 2, "train": 2, "tables": 1,
+                                           "figures": 1, "bench_comm": 1, "local_machine": 1, "predict": 4,
+                                           "perf_tables": 1, "perf_figures": 1, "all": 1}
 
 
 def test_kernel_source_change_reruns_training(finished_study):
@@ -248,7 +253,7 @@ def test_kernel_source_change_reruns_training(finished_study):
         # Training and the measured exchanges run this code, so this machine's profile,
         # fitted in the same job as those, and its predictions follow.
         assert dry_run(finished_study) == {"train": 2, "tables": 1, "figures": 1, "bench_comm": 1,
-                                           "local_machine": 1, "predict": 2, "perf_tables": 1, "perf_figures": 1,
+                                           "local_machine": 1, "predict": 4, "perf_tables": 1, "perf_figures": 1,
                                            "all": 1}
     finally:
         source.write_text(original)
@@ -268,7 +273,7 @@ def test_a_documentation_edit_reruns_nothing(finished_study):
 
 def test_machine_profile_change_reruns_only_its_predictions(finished_study):
     with edited_config(finished_study[0], lambda c: c["machines"]["fugaku"].update(latency_us=2.0)):
-        assert dry_run(finished_study) == {"machine_profile": 1, "predict": 2, "perf_tables": 1,
+        assert dry_run(finished_study) == {"machine_profile": 1, "predict": 4, "perf_tables": 1,
                                            "perf_figures": 1, "all": 1}
 
 
@@ -502,7 +507,8 @@ def test_the_html_report_holds_the_tables_and_the_figures(finished_study):
         names = archive.namelist()
         for table in ("runs", "scaling", "breakdown", "accuracy", "volume", "perf_hybrid", "perf_validation"):
             assert any(name.endswith(f"/{table}.csv") for name in names), table
-        for figure in ("scaling", "breakdown", "accuracy_curves", "volume", "perf_comm_scaling", "perf_cost"):
+        for figure in ("scaling", "breakdown", "accuracy_curves", "volume", "perf_comm_scaling", "perf_models",
+                       "perf_cost"):
             assert any(name.endswith(f"/{figure}.png") for name in names), figure
         scaling = next(name for name in names if name.endswith("/scaling.csv"))
         assert archive.read(scaling) == (workdir / TINY_RESULTS / "tables" / "scaling.csv").read_bytes()
@@ -538,6 +544,10 @@ def test_the_table2_study_plans_every_graph_at_every_process_count():
                                                                  r"data/partitions/\S+/P(\d+)", result.stdout)}
     assert predicted == {(dataset, p) for dataset in perf["datasets"]
                          for p in perf.get("process_counts_by_dataset", {}).get(dataset, perf["process_counts"])}
+    # GAT beside SAGE, each on the plan it trains on: GAT's weighted cover, a plan of its own.
+    models = re.findall(r"perf predict .*--model (\w+) ", result.stdout)
+    assert sorted(set(models)) == sorted(perf["models"]) == ["gat", "sage"]
+    assert models.count("gat") == models.count("sage") == len(predicted) == jobs["plan_weighted"]
     trained = {(dataset, int(p)) for dataset, p in re.findall(r"train --settings \S+ --graph data/graphs/(\S+) "
                                                               r"--partition data/partitions/\S+/P(\d+)", result.stdout)}
     assert trained == {(dataset, p) for dataset in study["datasets"] for p in study["process_counts"]}

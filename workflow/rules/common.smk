@@ -8,7 +8,7 @@ import math
 import os
 import shlex
 
-from supergcn.naming import PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
+from supergcn.naming import GNN_MODELS, PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
 from supergcn.plan.costs import SHAPE_OPTIONS, WEIGHTED_COVER_MODELS
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, job_settings
@@ -21,7 +21,7 @@ EXECUTION = config["execution"]
 TRAINING = config["training"]
 PERF = config["perf"]
 PERF_TABLES = ["perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost", "perf_validation"]
-PERF_FIGURES = ["perf_comm_scaling", "perf_cost"]
+PERF_FIGURES = ["perf_comm_scaling", "perf_models", "perf_cost"]
 
 
 wildcard_constraints:
@@ -29,6 +29,7 @@ wildcard_constraints:
     P=r"\d+",
     strategy="|".join(STRATEGIES),
     model="|".join(WEIGHTED_COVER_MODELS),
+    gnn="|".join(GNN_MODELS),
     precision="|".join(PRECISIONS.values()),
     variant=VARIANT_PATTERN,
     seed=r"\d+",
@@ -188,8 +189,9 @@ def perf_process_counts(dataset):
 
 def perf_predictions():
     return [
-        f"{RESULTS}/perf/predictions/{dataset}/P{P}.json"
+        f"{RESULTS}/perf/predictions/{dataset}/{gnn}/P{P}.json"
         for dataset in PERF["datasets"]
+        for gnn in PERF["models"]
         for P in perf_process_counts(dataset)
     ]
 
@@ -203,14 +205,16 @@ def variant_of(wildcards):
     return Variant.parse(wildcards.variant)
 
 
+def plan_dir(dataset, P, strategy, model):
+    """The plan `model` trains on with `strategy`: the strategy's, or for hybrid and a model
+    whose rows cost differently (GAT), the hybrid plan weighed for that model."""
+    plan = f"hybrid-{model}" if strategy == "hybrid" and model in WEIGHTED_COVER_MODELS else strategy
+    return f"{DATA}/plans/{dataset}/P{P}/{plan}"
+
+
 def plan_of_variant(wildcards):
-    """The plan a variant trains on: its strategy's, or for a hybrid variant of a model whose
-    rows cost differently (GAT), the hybrid plan weighed for that model."""
     variant = variant_of(wildcards)
-    plan = variant.strategy
-    if variant.strategy == "hybrid" and variant.model in WEIGHTED_COVER_MODELS:
-        plan = f"hybrid-{variant.model}"
-    return f"{DATA}/plans/{wildcards.dataset}/P{wildcards.P}/{plan}"
+    return plan_dir(wildcards.dataset, wildcards.P, variant.strategy, variant.model)
 
 
 def settings_of_variant(training, variant):

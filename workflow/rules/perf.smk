@@ -87,12 +87,13 @@ rule predict:
     input:
         graph=f"{DATA}/graphs/{{dataset}}",
         partition=f"{DATA}/partitions/{{dataset}}/P{{P}}",
-        plan=f"{DATA}/plans/{{dataset}}/P{{P}}/hybrid",
+        plan=lambda wildcards: plan_dir(wildcards.dataset, wildcards.P, "hybrid", wildcards.gnn),
         machines=machine_profiles(),
     output:
-        f"{RESULTS}/perf/predictions/{{dataset}}/P{{P}}.json",
+        f"{RESULTS}/perf/predictions/{{dataset}}/{{gnn}}/P{{P}}.json",
     params:
         hidden=lambda wildcards: training_for(wildcards.dataset)["hidden"],
+        heads=lambda wildcards: training_for(wildcards.dataset)["heads"],
         num_layers=TRAINING["num_layers"],
         bits=" ".join(str(bits) for bits in PERF["bits"]),
         parameter_dtype=TRAINING["parameter_dtype"],
@@ -100,12 +101,12 @@ rule predict:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/perf/predict/{dataset}/P{P}.log",
+        "logs/perf/predict/{dataset}/{gnn}/P{P}.log",
     shell:
         "python -m supergcn.cli perf predict --graph {input.graph:q} --partition {input.partition:q} "
-        "--plan {input.plan:q} --machine {input.machines:q} --hidden {params.hidden} "
-        "--num-layers {params.num_layers} --bits {params.bits} --parameter-dtype {params.parameter_dtype} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--plan {input.plan:q} --machine {input.machines:q} --model {wildcards.gnn} --hidden {params.hidden} "
+        "--heads {params.heads} --num-layers {params.num_layers} --bits {params.bits} "
+        "--parameter-dtype {params.parameter_dtype} --out {output:q} > {log:q} 2>&1"
 
 
 rule perf_tables:
@@ -139,6 +140,12 @@ rule perf_figures:
         scaling=report(
             f"{RESULTS}/perf/figures/perf_comm_scaling.png",
             caption="../report/perf_comm_scaling.rst",
+            category="Performance model",
+            subcategory="Figures",
+        ),
+        models=report(
+            f"{RESULTS}/perf/figures/perf_models.png",
+            caption="../report/perf_models.rst",
             category="Performance model",
             subcategory="Figures",
         ),
