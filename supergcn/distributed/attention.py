@@ -33,12 +33,19 @@ the weighted cover of the plan prices (:func:`supergcn.plan.costs.row_costs`).
 
 The edge-level steps run on the numba kernels of :mod:`supergcn.kernels.attention` (no
 E x H x C tensor), or, with ``kernel="torch"`` and wherever attention dropout draws, as
-torch operations (E x H x C intermediates, like PyG's), the reference path. The exchanges
-are synchronous: unlike SAGE's, they are not overlapped with the local work.
+torch operations (E x H x C intermediates, like PyG's), the reference path.
+
+Overlap (the numba path, as SAGE's exchange overlaps its local aggregation): the rows and
+scalars travel while the owner computes the state of its local edges and self loops (one
+more piece of the merge), in pieces with a poll between (:class:`Progress`); backward,
+their gradients travel back while that state's gradient is computed. The destination
+scores (H per PRE row) travel alone, before the PRE states can be formed. The torch path
+exchanges synchronously.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -199,24 +206,132 @@ def segment_max(values: torch.Tensor, segment: torch.Tensor, num_segments: int) 
     return out.scatter_reduce_(0, segment[:, None].expand_as(values), values.detach(), "amax")
 
 
+@dataclass(frozen=True)
+class Progress:
+    """How a kernel call leaves room for exchanges in flight: cut into ``pieces`` ranges of
+    about equal entries, with ``between()`` after each (MPICH moves a nonblocking exchange
+    only inside MPI calls, :mod:`supergcn.distributed.comm`)."""
+
+    pieces: int = 1
+    between: Callable[[], None] = lambda: None
+
+    def ranges(self, indptr: np.ndarray) -> list[tuple[int, int]]:
+        """Row ranges [a, b) of the CSR ``indptr``, each with about 1 / pieces of its entries."""
+        rows = len(indptr) - 1
+        if self.pieces == 1 or rows == 0:
+            return [(0, rows)]
+        bounds = np.unique(np.searchsorted(indptr, np.linspace(0, indptr[-1], self.pieces + 1)[1:-1]))
+        edges = [0, *(int(b) for b in bounds if 0 < b < rows), rows]
+        return list(zip(edges[:-1], edges[1:]))
+
+
+class _Flight:
+    """One layer's rows and scalars in flight (:meth:`DistributedAttention.__call__`): started
+    by :class:`_Start` and finished by :class:`_Finish` forward; backward, the gradients
+    start in :class:`_Finish`'s backward and finish in :class:`_Start`'s, the local work
+    running between. Without ``overlap`` each exchange completes as it starts."""
+
+    def __init__(self, operators: RankOperators, layer: int, layout: dict) -> None:
+        self.operators, self.layer, self.layout = operators, layer, layout
+        self._rows = self._scalars = self._done = None
+
+    def start(self, rows: torch.Tensor, scalars: torch.Tensor, reverse: bool) -> None:
+        operators, counts = self.operators, (self.layout["send_counts"], self.layout["recv_counts"])
+        send, receive = counts[::-1] if reverse else counts
+        self._rows = operators.start_exchange(rows, reverse=reverse, layer=self.layer)
+        with operators.timer.phase("communication"):
+            self._scalars = operators.communicator.ialltoallv(scalars.contiguous().numpy(), send, receive,
+                                                              kind=ATTENTION_KIND)
+        if not operators.settings.overlap:
+            self._done = self._complete()
+
+    def progress(self, width: int) -> Progress:
+        """How local work leaves room for this exchange of ``width``-wide rows (none once it is done)."""
+        if self._done is not None or self._rows is None:
+            return Progress()
+        return Progress(self.operators.pieces_beside(width), self.poll)
+
+    def poll(self) -> None:
+        if self._rows is not None:
+            self._rows.poll()
+            self._scalars.test()
+
+    def _complete(self) -> tuple[torch.Tensor, torch.Tensor]:
+        rows, scalars, self._rows, self._scalars = self._rows, self._scalars, None, None
+        received = rows.finish().clone()  # the exchange's buffer is the next one's
+        with self.operators.timer.phase("communication"):
+            return received, torch.from_numpy(scalars.wait())
+
+    def finish(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows and scalars received."""
+        done, self._done = self._done, None
+        return done if done is not None else self._complete()
+
+
+class _Start(torch.autograd.Function):
+    """Starts a layer's rows and scalars (:class:`_Flight`); returns a token its finish and
+    the local work take, so that backward finishes the gradients after that work."""
+
+    @staticmethod
+    def forward(ctx, rows, scalars, flight: _Flight):
+        flight.start(rows, scalars, reverse=False)
+        ctx.flight = flight
+        return rows.new_empty(0)
+
+    @staticmethod
+    def backward(ctx, _token):
+        grad_rows, grad_scalars = ctx.flight.finish()
+        return grad_rows, grad_scalars, None
+
+
+class _Finish(torch.autograd.Function):
+    """Waits for a layer's rows and scalars; backward starts their gradients' way back."""
+
+    @staticmethod
+    def forward(ctx, token, flight: _Flight):
+        ctx.flight = flight
+        return flight.finish()
+
+    @staticmethod
+    def backward(ctx, grad_rows, grad_scalars):
+        ctx.flight.start(grad_rows, grad_scalars, reverse=True)
+        return grad_rows.new_empty(0), None
+
+
+class _After(torch.autograd.Function):
+    """``x`` itself, used after ``token``: backward hands ``token`` its (empty) gradient
+    only once ``x``'s has been computed."""
+
+    @staticmethod
+    def forward(ctx, x, token):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad.new_empty(0)
+
+
 class _FusedAttention(torch.autograd.Function):
     """The numba kernels (:mod:`supergcn.kernels.attention`) as one differentiable gather:
     ``(out, maxima, sums)`` of the rows of ``csr`` from the table ``z`` and the pieces."""
 
     @staticmethod
     def forward(ctx, z, source_score, destination_score, piece_rows, piece_sums, piece_maxima, csr: AttentionCsr,
-                slope: float, normalise: bool):
+                slope: float, normalise: bool, progress: Progress = Progress()):
         z, source_score, destination_score, piece_rows, piece_sums, piece_maxima = (
             x.detach().contiguous() for x in (z, source_score, destination_score, piece_rows, piece_sums,
                                               piece_maxima))
         heads, width = z.shape[1:]
         out = z.new_empty((csr.num_rows, heads, width))
         maxima, sums = z.new_empty((csr.num_rows, heads)), z.new_empty((csr.num_rows, heads))
-        attention_forward(csr.indptr, csr.indices, z.numpy(), source_score.numpy(), destination_score.numpy(),
-                          csr.piece_indptr, csr.piece_order, piece_rows.numpy(), piece_sums.numpy(),
-                          piece_maxima.numpy(), slope, normalise, out.numpy(), maxima.numpy(), sums.numpy())
+        for a, b in progress.ranges(csr.indptr):
+            attention_forward(csr.indptr[a:b + 1], csr.indices, z.numpy(), source_score.numpy(),
+                              destination_score[a:b].numpy(), csr.piece_indptr[a:b + 1], csr.piece_order,
+                              piece_rows.numpy(), piece_sums.numpy(), piece_maxima.numpy(), slope, normalise,
+                              out[a:b].numpy(), maxima[a:b].numpy(), sums[a:b].numpy())
+            progress.between()
         ctx.save_for_backward(z, source_score, destination_score, piece_maxima, out, maxima, sums)
-        ctx.csr, ctx.slope, ctx.normalise = csr, slope, normalise
+        ctx.csr, ctx.slope, ctx.normalise, ctx.progress = csr, slope, normalise, progress
         ctx.mark_non_differentiable(maxima)
         return out, maxima, sums
 
@@ -235,16 +350,23 @@ class _FusedAttention(torch.autograd.Function):
         grad_destination = torch.empty_like(destination_score)
         grad_piece_rows = z.new_empty((len(piece_maxima), *z.shape[1:]))
         grad_piece_sums = torch.empty_like(piece_maxima)
-        attention_backward_rows(csr.indptr, csr.indices, z.numpy(), source_score.numpy(), destination_score.numpy(),
-                                maxima.numpy(), sums.contiguous().numpy(), grad_out.numpy(),
-                                projected.contiguous().numpy(), csr.piece_indptr, csr.piece_order,
-                                piece_maxima.numpy(), ctx.slope, entry_weight.numpy(), entry_grad.numpy(),
-                                grad_destination.numpy(), grad_piece_rows.numpy(), grad_piece_sums.numpy())
+        sums, projected, progress = sums.contiguous(), projected.contiguous(), ctx.progress
+        for a, b in progress.ranges(csr.indptr):
+            attention_backward_rows(csr.indptr[a:b + 1], csr.indices, z.numpy(), source_score.numpy(),
+                                    destination_score[a:b].numpy(), maxima[a:b].numpy(), sums[a:b].numpy(),
+                                    grad_out[a:b].numpy(), projected[a:b].numpy(), csr.piece_indptr[a:b + 1],
+                                    csr.piece_order, piece_maxima.numpy(), ctx.slope, entry_weight.numpy(),
+                                    entry_grad.numpy(), grad_destination[a:b].numpy(), grad_piece_rows.numpy(),
+                                    grad_piece_sums.numpy())
+            progress.between()
         grad_z, grad_source_score = torch.empty_like(z), torch.empty_like(source_score)
-        attention_backward_sources(csr.transpose_indptr, csr.transpose_entries, csr.transpose_rows,
-                                   entry_weight.numpy(), entry_grad.numpy(), grad_out.numpy(), grad_z.numpy(),
-                                   grad_source_score.numpy())
-        return grad_z, grad_source_score, grad_destination, grad_piece_rows, grad_piece_sums, None, None, None, None
+        for a, b in progress.ranges(csr.transpose_indptr):
+            attention_backward_sources(csr.transpose_indptr[a:b + 1], csr.transpose_entries, csr.transpose_rows,
+                                       entry_weight.numpy(), entry_grad.numpy(), grad_out.numpy(),
+                                       grad_z[a:b].numpy(), grad_source_score[a:b].numpy())
+            progress.between()
+        return (grad_z, grad_source_score, grad_destination, grad_piece_rows, grad_piece_sums, None, None, None, None,
+                None)
 
 
 class DistributedAttention:
@@ -268,8 +390,12 @@ class DistributedAttention:
             n = operators.plan.num_owned
             self.sender_csr = AttentionCsr(routes.pre_edge_row.numpy(), routes.pre_edge_source.numpy(),
                                            routes.num_pre_rows, n)
-            self.owner_csr = AttentionCsr(routes.direct_destination.numpy(), routes.direct_source.numpy(), n,
-                                          n + len(routes.post_buffer_rows), routes.pre_destination.numpy())
+            destination, source = routes.direct_destination.numpy(), routes.direct_source.numpy()
+            local, post = source < n, source >= n
+            self.local_csr = AttentionCsr(destination[local], source[local], n, n)
+            # POST edges over the received POST rows; pieces: the PRE rows' states, then the local ones
+            self.post_csr = AttentionCsr(destination[post], source[post] - n, n, len(routes.post_buffer_rows),
+                                         np.concatenate([routes.pre_destination.numpy(), np.arange(n)]))
 
     def _float32(self, rows: torch.Tensor, send_counts: np.ndarray, recv_counts: np.ndarray) -> torch.Tensor:
         operators = self.operators
@@ -307,21 +433,36 @@ class DistributedAttention:
         layout = self._layouts.get(heads) or self._layouts.setdefault(heads, routes.scalar_layout(heads))
         to_senders = timed("aggregation", torch.index_select, destination_score, 0, routes.pre_destination)
         pre_destination_score = self._float32(to_senders, routes.recv_pre_counts, routes.send_pre_counts)
-        fused = self.fused and not (training and dropout > 0)
-        if fused:
-            pre_state, sent = timed("aggregation", self._fused_partial_states, z, source_score,
-                                    pre_destination_score, negative_slope)
-        else:
-            pre_state, sent = timed("aggregation", self._partial_states, z, source_score, pre_destination_score,
-                                    negative_slope, dropout, training)
+        if self.fused and not (training and dropout > 0):
+            return self._fused(z, source_score, destination_score, pre_destination_score, layer, layout,
+                               negative_slope)
+        pre_state, sent = timed("aggregation", self._partial_states, z, source_score, pre_destination_score,
+                                negative_slope, dropout, training)
         received = self._rows(sent.reshape(len(sent), heads * width), layer).reshape(-1, heads, width)
         scalars = timed("aggregation", self._scalars_to_send, pre_state, source_score, layout["send_order"])
         got = self._float32(scalars[:, None], layout["send_counts"], layout["recv_counts"])[:, 0]
-        if fused:
-            return timed("aggregation", self._fused_merge, z, source_score, destination_score, received, got,
-                         layout["recv_pre"], layout["recv_post"], negative_slope)
         return timed("aggregation", self._merge, z, source_score, destination_score, received, got,
                      layout["recv_pre"], layout["recv_post"], negative_slope, dropout, training)
+
+    def _fused(self, z, source_score, destination_score, pre_destination_score, layer, layout, negative_slope):
+        """:meth:`__call__` on the numba kernels: the PRE rows' states and the POST rows start
+        their way with their scalars; the owned rows' state over local edges and self loops
+        is computed while they travel (and its gradient while theirs travel back); the
+        POST edges and every state then merge."""
+        timed, heads, width = self.operators.timer.timed, z.shape[1], z.shape[2]
+        pre_state, sent = timed("aggregation", self._fused_partial_states, z, source_score, pre_destination_score,
+                                negative_slope)
+        scalars = timed("aggregation", self._scalars_to_send, pre_state, source_score, layout["send_order"])
+        flight = _Flight(self.operators, layer, layout)
+        token = _Start.apply(sent.reshape(len(sent), heads * width), scalars[:, None], flight)
+        progress = flight.progress(heads * width)
+        local, local_maxima, local_sums = timed("aggregation", _FusedAttention.apply, _After.apply(z, token),
+                                                source_score, destination_score, z.new_empty((0, heads, width)),
+                                                z.new_empty((0, heads)), z.new_empty((0, heads)), self.local_csr,
+                                                negative_slope, False, progress)
+        received, got = _Finish.apply(token, flight)
+        return timed("aggregation", self._fused_merge, received.reshape(-1, heads, width), got[:, 0],
+                     destination_score, local, local_sums, local_maxima, layout, negative_slope)
 
     def _fused_partial_states(self, z, source_score, pre_destination_score, negative_slope):
         """:meth:`_partial_states` on the numba kernels (no attention dropout)."""
@@ -332,15 +473,16 @@ class DistributedAttention:
         sent = torch.cat([partial, z[self.routes.post_sources]])[self.routes.send_order]
         return torch.cat([sums, maxima], 1), sent
 
-    def _fused_merge(self, z, source_score, destination_score, received, scalars, pre_positions, post_positions,
+    def _fused_merge(self, received, scalars, destination_score, local, local_sums, local_maxima, layout,
                      negative_slope):
-        """:meth:`_merge` on the numba kernels (no attention dropout)."""
-        routes, heads = self.routes, z.shape[1]
-        pre_state = scalars[pre_positions]
-        values = torch.cat([z, received[routes.post_buffer_rows]])
-        source_scores = torch.cat([source_score, scalars[post_positions]])
-        out, _, _ = _FusedAttention.apply(values, source_scores, destination_score, received[routes.pre_buffer_rows],
-                                          pre_state[:, :heads], pre_state[:, heads:].detach(), self.owner_csr,
+        """The owner's sum on the numba kernels: POST edges one by one, the PRE rows' and the
+        local states as pieces."""
+        routes, heads = self.routes, destination_score.shape[1]
+        pre_state = scalars[layout["recv_pre"]]
+        out, _, _ = _FusedAttention.apply(received[routes.post_buffer_rows], scalars[layout["recv_post"]],
+                                          destination_score, torch.cat([received[routes.pre_buffer_rows], local]),
+                                          torch.cat([pre_state[:, :heads], local_sums]),
+                                          torch.cat([pre_state[:, heads:], local_maxima]).detach(), self.post_csr,
                                           negative_slope, True)
         return out
 

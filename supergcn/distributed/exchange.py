@@ -203,14 +203,18 @@ class RankOperators:
             received = exchange.finish()
             with self.timer.phase("aggregation"):
                 return self.local.matmul(x, **product), received
+        with self.timer.phase("aggregation"):
+            out = self.local.matmul(x, pieces=self.pieces_beside(x.shape[1]), between=exchange.poll, **product)
+        return out, exchange.finish()
+
+    def pieces_beside(self, width: int) -> int:
+        """How many pieces to cut local work into beside an exchange of ``width``-wide rows:
+        as many as it takes polls to finish (:func:`~supergcn.distributed.comm.polls_to_finish`)."""
         bits = self.settings.bits if self.training else 32
         if bits == ADAPTIVE:
             bits = max(WIDTHS)  # the widest an adaptive row can be
-        wire_bytes = self._exchange_rows * x.shape[1] * bits // 8  # the larger direction, either way round
-        pieces = max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
-        with self.timer.phase("aggregation"):
-            out = self.local.matmul(x, pieces=pieces, between=exchange.poll, **product)
-        return out, exchange.finish()
+        wire_bytes = self._exchange_rows * width * bits // 8  # the larger direction, either way round
+        return max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
         """The aggregation of ``x``, the ``layer``-th of the pass (what adaptive bit widths key on)."""

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from supergcn.distributed.attention import _FusedAttention
+from supergcn.distributed.attention import Progress, _FusedAttention
 from supergcn.kernels.attention import AttentionCsr
 
 SLOPE = 0.2
@@ -78,3 +78,35 @@ def test_float32_matches_float64():
     out64 = _FusedAttention.apply(*inputs, csr, SLOPE, True)[0]
     out32 = _FusedAttention.apply(*single, csr, SLOPE, True)[0]
     np.testing.assert_allclose(out32.detach(), out64.detach(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("pieces", [2, 3, 50])
+@pytest.mark.parametrize("normalise", [True, False])
+def test_pieces_with_polls_between_compute_the_same(pieces, normalise):
+    """Cut into row (and, backward, source) ranges with a poll between, as beside an
+    exchange in flight, the kernels give the very same values and gradients."""
+    csr, inputs, _ = random_case(5, normalise)
+    polls = []
+    results = []
+    for progress in (Progress(), Progress(pieces, lambda: polls.append(1))):
+        tensors = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
+        out, _, sums = _FusedAttention.apply(*tensors, csr, SLOPE, normalise, progress)
+        (out.sum() + sums.sum()).backward()
+        results.append([out, sums, *(x.grad for x in tensors if x.requires_grad)])
+    for one, cut in zip(*results):
+        assert torch.equal(one, cut)
+    forward_ranges = Progress(pieces).ranges(csr.indptr)
+    backward_ranges = Progress(pieces).ranges(csr.transpose_indptr)
+    assert len(polls) == 2 * len(forward_ranges) + len(backward_ranges) > 3
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 4, 7])
+def test_progress_ranges_cover_every_row_once_in_order(pieces):
+    indptr = np.concatenate([[0], np.cumsum(np.random.default_rng(pieces).integers(0, 9, 40))])
+    ranges = Progress(pieces).ranges(indptr)
+    assert ranges[0][0] == 0 and ranges[-1][1] == 40
+    assert all(a < b for a, b in ranges) and all(b == c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+    assert len(ranges) <= pieces
+    # about equal entries: no piece holds more than its share plus the largest row
+    counts = [indptr[b] - indptr[a] for a, b in ranges]
+    assert max(counts) <= indptr[-1] / pieces + np.diff(indptr).max()

@@ -15,7 +15,8 @@ def runs(parts: int) -> dict[str, dict]:
     """The job's runs at P = ``parts``: name -> the options of its ``TrainConfig`` beyond
     the shared ones. Every model under every strategy in FP32 (one strategy at P = 1,
     where they are the same run), Int2 GAT under hybrid, and at P = :data:`OPTIONS_AT`
-    every model on torch's kernels, aggregating first, and SAGE with clipped gradients."""
+    every model on torch's kernels, aggregating first, SAGE with clipped gradients and GAT
+    with its exchanges not overlapped."""
     strategies = ("hybrid",) if parts == 1 else STRATEGIES
     chosen = {f"{model}-{strategy}": {"model": model, "strategy": strategy}
               for model in GNN_MODELS for strategy in strategies}
@@ -28,4 +29,5 @@ def runs(parts: int) -> dict[str, dict]:
                                                            "aggregate_first": True} for model in AGGREGATING_FIRST})
         chosen.update({f"sage-{strategy}-clipped": {"model": "sage", "strategy": strategy, "grad_clip": CLIP}
                        for strategy in STRATEGIES})
+        chosen["gat-hybrid-int2-sync"] = {"model": "gat", "strategy": "hybrid", "bits": 2, "overlap": False}
     return chosen

@@ -132,6 +132,18 @@ def test_torch_kernels_match_pyg_too(workspace, trained, model):
     assert header["config"]["kernel"] == "torch"
 
 
+def test_gat_overlapped_or_not_trains_the_same(workspace, trained):
+    """GAT's rows and scalars travel while the local state is computed (and its gradient
+    while theirs travel back), or each exchange completes as it starts: the same numbers
+    either way, Int2's stochastic rounding included."""
+    (header, epochs, _), logits = run_of(workspace, trained(OPTIONS_AT), "gat-hybrid-int2-sync")
+    (_, overlapped, _), overlapped_logits = run_of(workspace, trained(OPTIONS_AT), "gat-hybrid-int2")
+    assert not header["config"]["overlap"]
+    assert [e["loss"] for e in epochs] == [e["loss"] for e in overlapped]
+    assert [e["bytes"] for e in epochs] == [e["bytes"] for e in overlapped]
+    np.testing.assert_array_equal(logits, overlapped_logits)
+
+
 @pytest.mark.parametrize("model", AGGREGATING_FIRST)
 def test_aggregating_first_matches_pyg_and_exchanges_input_width_rows(workspace, trained, model):
     """Upstream's order: the last layer aggregates its HIDDEN inputs, not its outputs (the
