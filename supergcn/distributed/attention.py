@@ -39,8 +39,9 @@ Overlap (the numba path, as SAGE's exchange overlaps its local aggregation): the
 scalars travel while the owner computes the state of its local edges and self loops (one
 more piece of the merge), in pieces with a poll between (:class:`Progress`); backward,
 their gradients travel back while that state's gradient is computed. The destination
-scores (H per PRE row) travel alone, before the PRE states can be formed. The torch path
-exchanges synchronously.
+scores (H per PRE row) travel alone, before the PRE states can be formed. Splitting the
+owner's sum costs a pass over its rows, so without ``overlap``, at P = 1 and on the torch
+path the exchanges are synchronous and the owner sums in one pass.
 """
 
 from __future__ import annotations
@@ -229,11 +230,11 @@ class _Flight:
     """One layer's rows and scalars in flight (:meth:`DistributedAttention.__call__`): started
     by :class:`_Start` and finished by :class:`_Finish` forward; backward, the gradients
     start in :class:`_Finish`'s backward and finish in :class:`_Start`'s, the local work
-    running between. Without ``overlap`` each exchange completes as it starts."""
+    running between."""
 
     def __init__(self, operators: RankOperators, layer: int, layout: dict) -> None:
         self.operators, self.layer, self.layout = operators, layer, layout
-        self._rows = self._scalars = self._done = None
+        self._rows = self._scalars = None
 
     def start(self, rows: torch.Tensor, scalars: torch.Tensor, reverse: bool) -> None:
         operators, counts = self.operators, (self.layout["send_counts"], self.layout["recv_counts"])
@@ -242,13 +243,9 @@ class _Flight:
         with operators.timer.phase("communication"):
             self._scalars = operators.communicator.ialltoallv(scalars.contiguous().numpy(), send, receive,
                                                               kind=ATTENTION_KIND)
-        if not operators.settings.overlap:
-            self._done = self._complete()
 
     def progress(self, width: int) -> Progress:
-        """How local work leaves room for this exchange of ``width``-wide rows (none once it is done)."""
-        if self._done is not None or self._rows is None:
-            return Progress()
+        """How local work leaves room for this exchange of ``width``-wide rows."""
         return Progress(self.operators.pieces_beside(width), self.poll)
 
     def poll(self) -> None:
@@ -256,16 +253,12 @@ class _Flight:
             self._rows.poll()
             self._scalars.test()
 
-    def _complete(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def finish(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows and scalars received."""
         rows, scalars, self._rows, self._scalars = self._rows, self._scalars, None, None
         received = rows.finish().clone()  # the exchange's buffer is the next one's
         with self.operators.timer.phase("communication"):
             return received, torch.from_numpy(scalars.wait())
-
-    def finish(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The rows and scalars received."""
-        done, self._done = self._done, None
-        return done if done is not None else self._complete()
 
 
 class _Start(torch.autograd.Function):
@@ -386,16 +379,23 @@ class DistributedAttention:
         self._layouts: dict[int, dict] = {}
         # The numba kernels, or torch's operations (the reference; also for attention dropout).
         self.fused = operators.local.kernel == "numba"
+        # Overlapping splits the owner's sum in two (local, then POST edges and the states),
+        # which costs a pass over the owned rows: only where there is an exchange to hide.
+        self.overlapped = self.fused and operators.settings.overlap and operators.communicator.size > 1
         if self.fused:
             n = operators.plan.num_owned
             self.sender_csr = AttentionCsr(routes.pre_edge_row.numpy(), routes.pre_edge_source.numpy(),
                                            routes.num_pre_rows, n)
             destination, source = routes.direct_destination.numpy(), routes.direct_source.numpy()
-            local, post = source < n, source >= n
-            self.local_csr = AttentionCsr(destination[local], source[local], n, n)
-            # POST edges over the received POST rows; pieces: the PRE rows' states, then the local ones
-            self.post_csr = AttentionCsr(destination[post], source[post] - n, n, len(routes.post_buffer_rows),
-                                         np.concatenate([routes.pre_destination.numpy(), np.arange(n)]))
+            if self.overlapped:
+                local, post = source < n, source >= n
+                self.local_csr = AttentionCsr(destination[local], source[local], n, n)
+                # POST edges over the received POST rows; pieces: the PRE rows' states, then the local ones
+                self.post_csr = AttentionCsr(destination[post], source[post] - n, n, len(routes.post_buffer_rows),
+                                             np.concatenate([routes.pre_destination.numpy(), np.arange(n)]))
+            else:  # every direct edge over the owned rows followed by the POST rows; pieces: the PRE rows' states
+                self.owner_csr = AttentionCsr(destination, source, n, n + len(routes.post_buffer_rows),
+                                              routes.pre_destination.numpy())
 
     def _float32(self, rows: torch.Tensor, send_counts: np.ndarray, recv_counts: np.ndarray) -> torch.Tensor:
         operators = self.operators
@@ -453,6 +453,11 @@ class DistributedAttention:
         pre_state, sent = timed("aggregation", self._fused_partial_states, z, source_score, pre_destination_score,
                                 negative_slope)
         scalars = timed("aggregation", self._scalars_to_send, pre_state, source_score, layout["send_order"])
+        if not self.overlapped:
+            received = self._rows(sent.reshape(len(sent), heads * width), layer).reshape(-1, heads, width)
+            got = self._float32(scalars[:, None], layout["send_counts"], layout["recv_counts"])[:, 0]
+            return timed("aggregation", self._fused_merge_in_one, z, source_score, destination_score, received, got,
+                         layout, negative_slope)
         flight = _Flight(self.operators, layer, layout)
         token = _Start.apply(sent.reshape(len(sent), heads * width), scalars[:, None], flight)
         progress = flight.progress(heads * width)
@@ -472,6 +477,19 @@ class DistributedAttention:
             z.new_empty((0, heads)), self.sender_csr, negative_slope, False)
         sent = torch.cat([partial, z[self.routes.post_sources]])[self.routes.send_order]
         return torch.cat([sums, maxima], 1), sent
+
+    def _fused_merge_in_one(self, z, source_score, destination_score, received, scalars, layout, negative_slope):
+        """The owner's sum on the numba kernels in one pass: every direct edge (local, self
+        loop, POST) one by one over the owned rows followed by the POST rows, the PRE rows'
+        states as pieces."""
+        routes, heads = self.routes, z.shape[1]
+        pre_state = scalars[layout["recv_pre"]]
+        values = torch.cat([z, received[routes.post_buffer_rows]])
+        source_scores = torch.cat([source_score, scalars[layout["recv_post"]]])
+        out, _, _ = _FusedAttention.apply(values, source_scores, destination_score, received[routes.pre_buffer_rows],
+                                          pre_state[:, :heads], pre_state[:, heads:].detach(), self.owner_csr,
+                                          negative_slope, True)
+        return out
 
     def _fused_merge(self, received, scalars, destination_score, local, local_sums, local_maxima, layout,
                      negative_slope):

@@ -29,5 +29,5 @@ def runs(parts: int) -> dict[str, dict]:
                                                            "aggregate_first": True} for model in AGGREGATING_FIRST})
         chosen.update({f"sage-{strategy}-clipped": {"model": "sage", "strategy": strategy, "grad_clip": CLIP}
                        for strategy in STRATEGIES})
-        chosen["gat-hybrid-int2-sync"] = {"model": "gat", "strategy": "hybrid", "bits": 2, "overlap": False}
+        chosen["gat-hybrid-sync"] = {"model": "gat", "strategy": "hybrid", "overlap": False}
     return chosen
