@@ -2,7 +2,8 @@
 
 A buffer of blocks of ``counts[k]`` rows starts block k at ``block_starts(counts)[k]``;
 rows ``starts[k] .. starts[k] + sizes[k] - 1`` of every block, gathered in block order,
-are ``concatenated_ranges(starts, sizes)``. Both are vectorised: no Python loop over blocks.
+are ``concatenated_ranges(starts, sizes)``; entries grouped by row (a CSR) start row r at
+``csr_pointers(rows, num_rows)[r]``. All are vectorised: no Python loop over blocks.
 """
 
 from __future__ import annotations
@@ -22,3 +23,9 @@ def concatenated_ranges(starts, sizes) -> np.ndarray:
     sizes = np.asarray(sizes, dtype=np.int64)
     within = np.arange(int(sizes.sum()), dtype=np.int64) - np.repeat(block_starts(sizes), sizes)
     return np.repeat(starts, sizes) + within
+
+
+def csr_pointers(rows, num_rows: int) -> np.ndarray:
+    """A CSR's row pointers (int64, ``num_rows + 1``): entries of row r, once sorted by row,
+    are ``pointers[r] .. pointers[r + 1] - 1``, given each entry's row."""
+    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)

@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 
+from supergcn.data.ranges import csr_pointers
 from supergcn.kernels.gather import PREFETCH_DISTANCE
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import prefer_wide_vectors, prefetch
@@ -195,21 +196,17 @@ class AttentionCsr:
                  piece_rows: np.ndarray | None = None) -> None:
         order = np.lexsort((sources, rows))
         self.num_rows, self.num_sources = num_rows, num_sources
-        self.indptr = _pointers(rows, num_rows)
+        self.indptr = csr_pointers(rows, num_rows)
         self.indices = np.ascontiguousarray(sources[order], dtype=np.int64)
         by_source = np.argsort(self.indices, kind="stable")
-        self.transpose_indptr = _pointers(self.indices, num_sources)
+        self.transpose_indptr = csr_pointers(self.indices, num_sources)
         self.transpose_entries = by_source.astype(np.int64)
         self.transpose_rows = np.repeat(np.arange(num_rows, dtype=np.int64), np.diff(self.indptr))[by_source]
         piece_rows = np.empty(0, dtype=np.int64) if piece_rows is None else piece_rows
-        self.piece_indptr = _pointers(piece_rows, num_rows)
+        self.piece_indptr = csr_pointers(piece_rows, num_rows)
         self.piece_order = np.argsort(piece_rows, kind="stable").astype(np.int64)
 
     @property
     def num_entries(self) -> int:
         """The entries (edges) gathered."""
         return len(self.indices)
-
-
-def _pointers(rows: np.ndarray, num_rows: int) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)

@@ -42,7 +42,7 @@ import scipy.sparse as sp
 
 from supergcn.data.graph import Graph, check_neighbours_in_range
 from supergcn.data.keys import group_sorted
-from supergcn.data.ranges import block_starts, concatenated_ranges
+from supergcn.data.ranges import block_starts, concatenated_ranges, csr_pointers
 from supergcn.data.storage import release_pages, save_npz_columns
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
@@ -208,10 +208,6 @@ def _pair_batches(edges_per_pair: np.ndarray, max_entries: int):
 
 
 
-def _csr_indptr(rows: np.ndarray, num_rows: int) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)
-
-
 def _incoming(ranks: _Ranks, i: int) -> tuple[dict[str, np.ndarray], _CutEdges]:
     """Rank ``i``'s local CSR and in-degree, and its cut edges grouped by sender."""
     n, base = ranks.graph.num_nodes, int(ranks.offsets[i])
@@ -219,7 +215,7 @@ def _incoming(ranks: _Ranks, i: int) -> tuple[dict[str, np.ndarray], _CutEdges]:
     dst, src = rank_edges(ranks.graph, ranks.partition, i, ranks.old_to_new, ranks.new_to_old)
     src_owner = ranks.owner[src]
     is_local = src_owner == i
-    local = {"local_indptr": _csr_indptr(dst[is_local], num_owned),
+    local = {"local_indptr": csr_pointers(dst[is_local], num_owned),
              "local_indices": src[is_local].astype(np.int64) - base,
              "in_degree": np.bincount(dst, minlength=num_owned)}
     # numpy sorts 16-bit keys stably by radix, several times faster than wider ones.
@@ -270,7 +266,7 @@ def _receiving_side(cut: _CutEdges, rows: dict[str, np.ndarray], n: int, num_own
     remote_dst = np.concatenate([rows["pre_keys"] % n, cut.dst[rows["is_post"]]])
     remote_pos = np.concatenate([rows["pre_position"], rows["post_position"][rows["post_row_of_edge"]]])
     order = np.argsort(remote_dst * max(1, int(recv_counts.sum())) + remote_pos)
-    return {"remote_indptr": _csr_indptr(remote_dst[order], num_owned), "remote_indices": remote_pos[order],
+    return {"remote_indptr": csr_pointers(remote_dst[order], num_owned), "remote_indices": remote_pos[order],
             "recv_counts": recv_counts}
 
 

@@ -38,6 +38,7 @@ from torch import nn
 from supergcn.distributed.aggregation import GraphOps
 from supergcn.kernels.activation import dropout_norm_relu
 from supergcn.naming import DENSE_DTYPES, GNN_MODELS
+from supergcn.train.config import default
 from supergcn.train.inputs import InputNorm, LabelledInput, aggregate_and_project, linear, project
 
 
@@ -239,7 +240,7 @@ class GNN(nn.Module):
             (:func:`~supergcn.train.inputs.linear`); aggregation, normalisation and parameters stay float32.
         aggregate_first: aggregate before the linear layer in every layer (upstream), not
             only where the output is at least as wide as the input (GAT: not applicable).
-        heads: GAT's attention heads.
+        heads: GAT's attention heads (the training option's default, as the CLI's).
         attention_dropout: GAT's dropout on the attention coefficients.
 
     ``forward(x, ops, label_nodes, labels)`` returns the n x out_dim log-probabilities of
@@ -254,7 +255,7 @@ class GNN(nn.Module):
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
                  dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
                  input_norm: bool = False, dense_dtype: str = "float32", aggregate_first: bool = False,
-                 heads: int = 1, attention_dropout: float = 0.0) -> None:
+                 heads: int = default("heads"), attention_dropout: float = 0.0) -> None:
         super().__init__()
         if model not in GNN_MODELS:
             raise ValueError(f"unknown model {model!r}: choose one of {GNN_MODELS}")

@@ -19,10 +19,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from supergcn.data.graph import Graph
+from supergcn.train.config import default
 from supergcn.train.gnn import GNN
 
 
-def pyg_conv(model: str, in_dim: int, out_dim: int, last: bool, heads: int = 1) -> nn.Module:
+def pyg_conv(model: str, in_dim: int, out_dim: int, last: bool, heads: int = default("heads")) -> nn.Module:
     """PyG's convolution for one layer of :class:`~supergcn.train.gnn.GNN`'s ``model``.
 
     Args:
@@ -50,7 +51,7 @@ def pyg_conv(model: str, in_dim: int, out_dim: int, last: bool, heads: int = 1) 
 class PyGModel(nn.Module):
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
                  dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
-                 heads: int = 1) -> None:
+                 heads: int = default("heads")) -> None:
         from torch_geometric.nn import MaskLabel
 
         super().__init__()
