@@ -37,7 +37,8 @@ torch operations (E x H x C intermediates, like PyG's), the reference path.
 
 Overlap (the numba path, as SAGE's exchange overlaps its local aggregation): the rows and
 scalars travel while the owner computes the state of its local edges and self loops (one
-more piece of the merge), in pieces with a poll between (:class:`Progress`); backward,
+more piece of the merge), in pieces with a poll between
+(:class:`~supergcn.kernels.attention.Progress`); backward,
 their gradients travel back while that state's gradient is computed. The destination
 scores (H per PRE row) travel alone, before the PRE states can be formed. Splitting the
 owner's sum costs a pass over its rows, so without ``overlap``, at P = 1 and on the torch
@@ -46,136 +47,17 @@ path the exchanges are synchronous and the owner sums in one pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from supergcn.data.ranges import block_starts, concatenated_ranges
+from supergcn.distributed.attention_routes import AttentionRoutes
 from supergcn.distributed.comm import MESSAGE_KINDS
 from supergcn.distributed.exchange import RankOperators
-from supergcn.kernels.attention import (
-    AttentionCsr,
-    attention_backward_rows,
-    attention_backward_sources,
-    attention_forward,
-)
-from supergcn.plan.rank_plan import RankPlan
+from supergcn.kernels.attention import AttentionCsr, FusedAttention, Progress
 
 #: The kind of message the attention scalars are counted under (:data:`~supergcn.distributed.comm.MESSAGE_KINDS`).
 ATTENTION_KIND = MESSAGE_KINDS[2]
-
-
-def _long(values: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(values, dtype=np.int64))
-
-
-def flat_positions(pre_counts: np.ndarray, post_counts: np.ndarray, heads: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each scalar lies in a flat buffer of per-rank blocks, each block holding its
-    PRE rows (2H values each: s, then m) and then its POST rows (H values each).
-
-    Args:
-        pre_counts: PRE rows per rank.
-        post_counts: POST rows per rank.
-        heads: H.
-
-    Returns:
-        ``(pre, post)``: the positions of the PRE rows' values (rows x 2H) and of the POST
-        rows' (rows x H), rows in rank order.
-    """
-    block_start = block_starts(2 * heads * pre_counts + heads * post_counts)
-    pre_rank = np.repeat(np.arange(len(pre_counts)), pre_counts)
-    post_rank = np.repeat(np.arange(len(post_counts)), post_counts)
-    pre_row = block_start[pre_rank] + 2 * heads * (np.arange(len(pre_rank)) - block_starts(pre_counts)[pre_rank])
-    post_row = (block_start[post_rank] + 2 * heads * pre_counts[post_rank]
-                + heads * (np.arange(len(post_rank)) - block_starts(post_counts)[post_rank]))
-    return (pre_row[:, None] + np.arange(2 * heads), post_row[:, None] + np.arange(heads))
-
-
-@dataclass
-class AttentionRoutes:
-    """Index arrays of one rank's attention exchange, derived from its plan (see the
-    module docstring). Sender side: the PRE rows' edges (row, owned source), the POST
-    sources, and the send-buffer order. Receiver side: the PRE rows' buffer rows and
-    destinations, the POST rows' buffer rows, and the *direct* edges (local sources
-    without self loops, one self loop per node, POST rows), whose sources index the
-    owned rows followed by the POST rows received.
-
-    Args: the fields, as :meth:`of` derives them.
-    """
-
-    send_pre_counts: np.ndarray
-    send_post_counts: np.ndarray
-    recv_pre_counts: np.ndarray
-    recv_post_counts: np.ndarray
-    pre_edge_row: torch.Tensor
-    pre_edge_source: torch.Tensor
-    post_sources: torch.Tensor
-    send_order: torch.Tensor
-    pre_buffer_rows: torch.Tensor
-    pre_destination: torch.Tensor
-    post_buffer_rows: torch.Tensor
-    direct_destination: torch.Tensor
-    direct_source: torch.Tensor
-
-    @classmethod
-    def of(cls, plan: RankPlan, recv_pre_counts: np.ndarray) -> "AttentionRoutes":
-        """The routes of ``plan``, given the PRE rows each rank sends this one.
-
-        Args:
-            plan: the rank's plan.
-            recv_pre_counts: PRE rows received from each rank (the senders' ``send_pre_counts``).
-
-        Returns:
-            The rank's routes.
-        """
-        n = plan.num_owned
-        recv_post_counts = plan.recv_counts - recv_pre_counts
-        recv_start = block_starts(plan.recv_counts)
-        pre_rows = concatenated_ranges(recv_start, recv_pre_counts)
-        post_rows = concatenated_ranges(recv_start + recv_pre_counts, recv_post_counts)
-        index_among = np.full(int(plan.recv_counts.sum()), -1, dtype=np.int64)
-        index_among[pre_rows] = np.arange(len(pre_rows))
-        index_among[post_rows] = np.arange(len(post_rows))
-        is_pre = np.zeros(len(index_among), dtype=bool)
-        is_pre[pre_rows] = True
-        remote_destination = np.repeat(np.arange(n), np.diff(plan.remote_indptr))
-        remote_pre = is_pre[plan.remote_indices]
-        pre_destination = np.empty(len(pre_rows), dtype=np.int64)
-        pre_destination[index_among[plan.remote_indices[remote_pre]]] = remote_destination[remote_pre]
-        local_destination = np.repeat(np.arange(n), np.diff(plan.local_indptr))
-        not_loop = plan.local_indices != local_destination
-        direct_destination = np.concatenate([local_destination[not_loop], np.arange(n),
-                                             remote_destination[~remote_pre]])
-        direct_source = np.concatenate([plan.local_indices[not_loop], np.arange(n),
-                                        n + index_among[plan.remote_indices[~remote_pre]]])
-        pre_positions, post_positions = plan.send_positions()
-        return cls(send_pre_counts=plan.send_pre_counts, send_post_counts=plan.send_post_counts,
-                   recv_pre_counts=recv_pre_counts, recv_post_counts=recv_post_counts,
-                   pre_edge_row=_long(np.repeat(np.arange(len(plan.pre_indptr) - 1), np.diff(plan.pre_indptr))),
-                   pre_edge_source=_long(plan.pre_indices), post_sources=_long(plan.post_send_index),
-                   send_order=_long(np.argsort(np.concatenate([pre_positions, post_positions]))),
-                   pre_buffer_rows=_long(pre_rows), pre_destination=_long(pre_destination),
-                   post_buffer_rows=_long(post_rows), direct_destination=_long(direct_destination),
-                   direct_source=_long(direct_source))
-
-    @property
-    def num_pre_rows(self) -> int:
-        """PRE rows this rank sends."""
-        return int(self.send_pre_counts.sum())
-
-    def scalar_layout(self, heads: int) -> dict[str, torch.Tensor | np.ndarray]:
-        """The flat scalar buffers of ``heads`` heads (:func:`flat_positions`): the order
-        that assembles the sent one, the positions that read the received one, and the
-        counts of each."""
-        sent_pre, sent_post = flat_positions(self.send_pre_counts, self.send_post_counts, heads)
-        got_pre, got_post = flat_positions(self.recv_pre_counts, self.recv_post_counts, heads)
-        return {"send_order": _long(np.argsort(np.concatenate([sent_pre.ravel(), sent_post.ravel()]))),
-                "send_counts": 2 * heads * self.send_pre_counts + heads * self.send_post_counts,
-                "recv_counts": 2 * heads * self.recv_pre_counts + heads * self.recv_post_counts,
-                "recv_pre": _long(got_pre), "recv_post": _long(got_post)}
 
 
 class _Exchanged(torch.autograd.Function):
@@ -205,25 +87,6 @@ def segment_max(values: torch.Tensor, segment: torch.Tensor, num_segments: int) 
     """
     out = values.new_full((num_segments, values.shape[1]), -torch.inf)
     return out.scatter_reduce_(0, segment[:, None].expand_as(values), values.detach(), "amax")
-
-
-@dataclass(frozen=True)
-class Progress:
-    """How a kernel call leaves room for exchanges in flight: cut into ``pieces`` ranges of
-    about equal entries, with ``between()`` after each (MPICH moves a nonblocking exchange
-    only inside MPI calls, :mod:`supergcn.distributed.comm`)."""
-
-    pieces: int = 1
-    between: Callable[[], None] = lambda: None
-
-    def ranges(self, indptr: np.ndarray) -> list[tuple[int, int]]:
-        """Row ranges [a, b) of the CSR ``indptr``, each with about 1 / pieces of its entries."""
-        rows = len(indptr) - 1
-        if self.pieces == 1 or rows == 0:
-            return [(0, rows)]
-        bounds = np.unique(np.searchsorted(indptr, np.linspace(0, indptr[-1], self.pieces + 1)[1:-1]))
-        edges = [0, *(int(b) for b in bounds if 0 < b < rows), rows]
-        return list(zip(edges[:-1], edges[1:]))
 
 
 class _Flight:
@@ -302,64 +165,6 @@ class _After(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         return grad, grad.new_empty(0)
-
-
-class _FusedAttention(torch.autograd.Function):
-    """The numba kernels (:mod:`supergcn.kernels.attention`) as one differentiable gather:
-    ``(out, maxima, sums)`` of the rows of ``csr`` from the table ``z`` and the pieces."""
-
-    @staticmethod
-    def forward(ctx, z, source_score, destination_score, piece_rows, piece_sums, piece_maxima, csr: AttentionCsr,
-                slope: float, normalise: bool, progress: Progress = Progress()):
-        z, source_score, destination_score, piece_rows, piece_sums, piece_maxima = (
-            x.detach().contiguous() for x in (z, source_score, destination_score, piece_rows, piece_sums,
-                                              piece_maxima))
-        heads, width = z.shape[1:]
-        out = z.new_empty((csr.num_rows, heads, width))
-        maxima, sums = z.new_empty((csr.num_rows, heads)), z.new_empty((csr.num_rows, heads))
-        for a, b in progress.ranges(csr.indptr):
-            attention_forward(csr.indptr[a:b + 1], csr.indices, z.numpy(), source_score.numpy(),
-                              destination_score[a:b].numpy(), csr.piece_indptr[a:b + 1], csr.piece_order,
-                              piece_rows.numpy(), piece_sums.numpy(), piece_maxima.numpy(), slope, normalise,
-                              out[a:b].numpy(), maxima[a:b].numpy(), sums[a:b].numpy())
-            progress.between()
-        ctx.save_for_backward(z, source_score, destination_score, piece_maxima, out, maxima, sums)
-        ctx.csr, ctx.slope, ctx.normalise, ctx.progress = csr, slope, normalise, progress
-        ctx.mark_non_differentiable(maxima)
-        return out, maxima, sums
-
-    @staticmethod
-    def backward(ctx, grad_out, _grad_maxima, grad_sums):
-        z, source_score, destination_score, piece_maxima, out, maxima, sums = ctx.saved_tensors
-        csr = ctx.csr
-        grad_out = grad_out.contiguous()
-        if ctx.normalise:
-            projected = (grad_out * out).sum(-1)
-        else:  # an unnormalised row's sum is an output of its own: S stands at 1, g at -dL/dS
-            projected, sums = -grad_sums, torch.ones_like(sums)
-        heads = z.shape[1]
-        entry_weight = z.new_empty((csr.num_entries, heads))
-        entry_grad = z.new_empty((csr.num_entries, heads))
-        grad_destination = torch.empty_like(destination_score)
-        grad_piece_rows = z.new_empty((len(piece_maxima), *z.shape[1:]))
-        grad_piece_sums = torch.empty_like(piece_maxima)
-        sums, projected, progress = sums.contiguous(), projected.contiguous(), ctx.progress
-        for a, b in progress.ranges(csr.indptr):
-            attention_backward_rows(csr.indptr[a:b + 1], csr.indices, z.numpy(), source_score.numpy(),
-                                    destination_score[a:b].numpy(), maxima[a:b].numpy(), sums[a:b].numpy(),
-                                    grad_out[a:b].numpy(), projected[a:b].numpy(), csr.piece_indptr[a:b + 1],
-                                    csr.piece_order, piece_maxima.numpy(), ctx.slope, entry_weight.numpy(),
-                                    entry_grad.numpy(), grad_destination[a:b].numpy(), grad_piece_rows.numpy(),
-                                    grad_piece_sums.numpy())
-            progress.between()
-        grad_z, grad_source_score = torch.empty_like(z), torch.empty_like(source_score)
-        for a, b in progress.ranges(csr.transpose_indptr):
-            attention_backward_sources(csr.transpose_indptr[a:b + 1], csr.transpose_entries, csr.transpose_rows,
-                                       entry_weight.numpy(), entry_grad.numpy(), grad_out.numpy(),
-                                       grad_z[a:b].numpy(), grad_source_score[a:b].numpy())
-            progress.between()
-        return (grad_z, grad_source_score, grad_destination, grad_piece_rows, grad_piece_sums, None, None, None, None,
-                None)
 
 
 class DistributedAttention:
@@ -461,7 +266,7 @@ class DistributedAttention:
         flight = _Flight(self.operators, layer, layout)
         token = _Start.apply(sent.reshape(len(sent), heads * width), scalars[:, None], flight)
         progress = flight.progress(heads * width)
-        local, local_maxima, local_sums = timed("aggregation", _FusedAttention.apply, _After.apply(z, token),
+        local, local_maxima, local_sums = timed("aggregation", FusedAttention.apply, _After.apply(z, token),
                                                 source_score, destination_score, z.new_empty((0, heads, width)),
                                                 z.new_empty((0, heads)), z.new_empty((0, heads)), self.local_csr,
                                                 negative_slope, False, progress)
@@ -472,7 +277,7 @@ class DistributedAttention:
     def _fused_partial_states(self, z, source_score, pre_destination_score, negative_slope):
         """:meth:`_partial_states` on the numba kernels (no attention dropout)."""
         heads, width = z.shape[1:]
-        partial, maxima, sums = _FusedAttention.apply(
+        partial, maxima, sums = FusedAttention.apply(
             z, source_score, pre_destination_score, z.new_empty((0, heads, width)), z.new_empty((0, heads)),
             z.new_empty((0, heads)), self.sender_csr, negative_slope, False)
         sent = torch.cat([partial, z[self.routes.post_sources]])[self.routes.send_order]
@@ -486,7 +291,7 @@ class DistributedAttention:
         pre_state = scalars[layout["recv_pre"]]
         values = torch.cat([z, received[routes.post_buffer_rows]])
         source_scores = torch.cat([source_score, scalars[layout["recv_post"]]])
-        out, _, _ = _FusedAttention.apply(values, source_scores, destination_score, received[routes.pre_buffer_rows],
+        out, _, _ = FusedAttention.apply(values, source_scores, destination_score, received[routes.pre_buffer_rows],
                                           pre_state[:, :heads], pre_state[:, heads:].detach(), self.owner_csr,
                                           negative_slope, True)
         return out
@@ -497,7 +302,7 @@ class DistributedAttention:
         local states as pieces."""
         routes, heads = self.routes, destination_score.shape[1]
         pre_state = scalars[layout["recv_pre"]]
-        out, _, _ = _FusedAttention.apply(received[routes.post_buffer_rows], scalars[layout["recv_post"]],
+        out, _, _ = FusedAttention.apply(received[routes.post_buffer_rows], scalars[layout["recv_post"]],
                                           destination_score, torch.cat([received[routes.pre_buffer_rows], local]),
                                           torch.cat([pre_state[:, :heads], local_sums]),
                                           torch.cat([pre_state[:, heads:], local_maxima]).detach(), self.post_csr,

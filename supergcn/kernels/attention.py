@@ -24,13 +24,20 @@ and dL/dx_k = dL/de_k times LeakyReLU's slope at x_k, summed into d_r (by row) a
 :func:`attention_backward_sources` gathers them by source over the transposed CSR, so
 neither direction needs atomics. The maxima carry no gradient: the result does not depend
 on them.
+
+:class:`FusedAttention` is the three kernels as one differentiable operator; a
+:class:`Progress` cuts each call into row (backward: source) ranges with a callback between,
+so that an exchange in flight can be polled while they run.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from supergcn.data.ranges import csr_pointers
 from supergcn.kernels.gather import PREFETCH_DISTANCE
@@ -210,3 +217,80 @@ class AttentionCsr:
     def num_entries(self) -> int:
         """The entries (edges) gathered."""
         return len(self.indices)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How a kernel call leaves room for exchanges in flight: cut into ``pieces`` ranges of
+    about equal entries, with ``between()`` after each (MPICH moves a nonblocking exchange
+    only inside MPI calls, :mod:`supergcn.distributed.comm`)."""
+
+    pieces: int = 1
+    between: Callable[[], None] = lambda: None
+
+    def ranges(self, indptr: np.ndarray) -> list[tuple[int, int]]:
+        """Row ranges [a, b) of the CSR ``indptr``, each with about 1 / pieces of its entries."""
+        rows = len(indptr) - 1
+        if self.pieces == 1 or rows == 0:
+            return [(0, rows)]
+        bounds = np.unique(np.searchsorted(indptr, np.linspace(0, indptr[-1], self.pieces + 1)[1:-1]))
+        edges = [0, *(int(b) for b in bounds if 0 < b < rows), rows]
+        return list(zip(edges[:-1], edges[1:]))
+
+
+class FusedAttention(torch.autograd.Function):
+    """The numba kernels (:mod:`supergcn.kernels.attention`) as one differentiable gather:
+    ``(out, maxima, sums)`` of the rows of ``csr`` from the table ``z`` and the pieces."""
+
+    @staticmethod
+    def forward(ctx, z, source_score, destination_score, piece_rows, piece_sums, piece_maxima, csr: AttentionCsr,
+                slope: float, normalise: bool, progress: Progress = Progress()):
+        z, source_score, destination_score, piece_rows, piece_sums, piece_maxima = (
+            x.detach().contiguous() for x in (z, source_score, destination_score, piece_rows, piece_sums,
+                                              piece_maxima))
+        heads, width = z.shape[1:]
+        out = z.new_empty((csr.num_rows, heads, width))
+        maxima, sums = z.new_empty((csr.num_rows, heads)), z.new_empty((csr.num_rows, heads))
+        for a, b in progress.ranges(csr.indptr):
+            attention_forward(csr.indptr[a:b + 1], csr.indices, z.numpy(), source_score.numpy(),
+                              destination_score[a:b].numpy(), csr.piece_indptr[a:b + 1], csr.piece_order,
+                              piece_rows.numpy(), piece_sums.numpy(), piece_maxima.numpy(), slope, normalise,
+                              out[a:b].numpy(), maxima[a:b].numpy(), sums[a:b].numpy())
+            progress.between()
+        ctx.save_for_backward(z, source_score, destination_score, piece_maxima, out, maxima, sums)
+        ctx.csr, ctx.slope, ctx.normalise, ctx.progress = csr, slope, normalise, progress
+        ctx.mark_non_differentiable(maxima)
+        return out, maxima, sums
+
+    @staticmethod
+    def backward(ctx, grad_out, _grad_maxima, grad_sums):
+        z, source_score, destination_score, piece_maxima, out, maxima, sums = ctx.saved_tensors
+        csr = ctx.csr
+        grad_out = grad_out.contiguous()
+        if ctx.normalise:
+            projected = (grad_out * out).sum(-1)
+        else:  # an unnormalised row's sum is an output of its own: S stands at 1, g at -dL/dS
+            projected, sums = -grad_sums, torch.ones_like(sums)
+        heads = z.shape[1]
+        entry_weight = z.new_empty((csr.num_entries, heads))
+        entry_grad = z.new_empty((csr.num_entries, heads))
+        grad_destination = torch.empty_like(destination_score)
+        grad_piece_rows = z.new_empty((len(piece_maxima), *z.shape[1:]))
+        grad_piece_sums = torch.empty_like(piece_maxima)
+        sums, projected, progress = sums.contiguous(), projected.contiguous(), ctx.progress
+        for a, b in progress.ranges(csr.indptr):
+            attention_backward_rows(csr.indptr[a:b + 1], csr.indices, z.numpy(), source_score.numpy(),
+                                    destination_score[a:b].numpy(), maxima[a:b].numpy(), sums[a:b].numpy(),
+                                    grad_out[a:b].numpy(), projected[a:b].numpy(), csr.piece_indptr[a:b + 1],
+                                    csr.piece_order, piece_maxima.numpy(), ctx.slope, entry_weight.numpy(),
+                                    entry_grad.numpy(), grad_destination[a:b].numpy(), grad_piece_rows.numpy(),
+                                    grad_piece_sums.numpy())
+            progress.between()
+        grad_z, grad_source_score = torch.empty_like(z), torch.empty_like(source_score)
+        for a, b in progress.ranges(csr.transpose_indptr):
+            attention_backward_sources(csr.transpose_indptr[a:b + 1], csr.transpose_entries, csr.transpose_rows,
+                                       entry_weight.numpy(), entry_grad.numpy(), grad_out.numpy(),
+                                       grad_z[a:b].numpy(), grad_source_score[a:b].numpy())
+            progress.between()
+        return (grad_z, grad_source_score, grad_destination, grad_piece_rows, grad_piece_sums, None, None, None, None,
+                None)

@@ -25,6 +25,7 @@ from supergcn.partition.store import read_part_totals
 from supergcn.perf import model as perfmodel
 from supergcn.perf.machines import load_profile
 from supergcn.perf.model import MachineProfile
+from supergcn.perf.traffic import epoch_traffic
 from supergcn.plan.statistics import strategy_row_kinds
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest, read_plan_pairs
 from supergcn.report.tables import write_table
@@ -42,7 +43,7 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     its row costs; its manifest's ``cover`` is recorded). Pre and post follow from any plan.
     A record's ``layer_*`` entries are one hidden layer's forward exchange of rows, with
     ``layer_attention_seconds`` GAT's score and scalar exchanges beside it; its ``epoch_*``
-    entries are a training epoch's aggregation and exchanges (:func:`supergcn.perf.model.epoch_traffic`).
+    entries are a training epoch's aggregation and exchanges (:func:`supergcn.perf.traffic.epoch_traffic`).
     """
     meta = read_graph_meta(graph_dir)
     plan = read_plan_manifest(plan_dir)
@@ -61,7 +62,7 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
                 if width_bits != 32 and strategy != "hybrid":
                     continue  # the paper quantizes the hybrid exchange only
                 layer = perfmodel.exchange_time(rows[strategy], hidden, width_bits, machine, parameter_dtype)
-                traffic = perfmodel.epoch_traffic(model, *kinds[strategy], meta["feature_dim"], hidden,
+                traffic = epoch_traffic(model, *kinds[strategy], meta["feature_dim"], hidden,
                                                   meta["num_classes"], num_layers, width_bits, heads)
                 attention = [step for step in traffic.exchanges[:3] if step.kind == "attention"]  # a forward layer's
                 epoch = perfmodel.epoch_seconds(traffic, totals["edges"], totals["nodes"], machine, parameter_dtype)

@@ -278,7 +278,11 @@ def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:
     figure.tight_layout()
     save_figure(figure, out_dir / "perf_models")
 
-    cost = pd.read_csv(tables_dir / "perf_cost.csv")
+    _plot_perf_cost(plt, pd.read_csv(tables_dir / "perf_cost.csv"), out_dir)
+
+
+def _plot_perf_cost(plt, cost: pd.DataFrame, out_dir: Path) -> None:
+    """Partition time and memory per graph, and each model's plan's, vs P (``perf_cost``)."""
     figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(10, 4))
     for dataset, by_dataset in cost.groupby("dataset"):
         partition = by_dataset.drop_duplicates("P").sort_values("P")

@@ -6,8 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from supergcn.distributed.attention import Progress, _FusedAttention
-from supergcn.kernels.attention import AttentionCsr
+from supergcn.kernels.attention import AttentionCsr, FusedAttention, Progress
 
 SLOPE = 0.2
 
@@ -49,7 +48,7 @@ def written_out(inputs, entries, rows, normalise):
 @pytest.mark.parametrize("normalise", [True, False])
 def test_forward_is_the_written_out_softmax(seed, normalise):
     csr, inputs, entries = random_case(seed, normalise)
-    out, maxima, sums = _FusedAttention.apply(*inputs, csr, SLOPE, normalise)
+    out, maxima, sums = FusedAttention.apply(*inputs, csr, SLOPE, normalise)
     expected_out, expected_sums = written_out(inputs, entries, csr.num_rows, normalise)
     # A state is relative to its row's maximum: S exp(M) is the written-out sum (and so is
     # r exp(M) an unnormalised row).
@@ -65,7 +64,7 @@ def test_backward_is_the_derivative(seed, normalise):
     varied = inputs[:5] if normalise else inputs[:3]  # a sender's rows have no pieces
 
     def differentiable(*tensors):
-        out, _, sums = _FusedAttention.apply(*tensors, *inputs[len(tensors):], csr, SLOPE, normalise)
+        out, _, sums = FusedAttention.apply(*tensors, *inputs[len(tensors):], csr, SLOPE, normalise)
         # An unnormalised state is relative to its maximum, which carries no gradient: only
         # what does not depend on the maximum (as the merge of the states) is differentiable.
         return out if normalise else out / sums.clamp(min=1e-300)[..., None]
@@ -75,8 +74,8 @@ def test_backward_is_the_derivative(seed, normalise):
 def test_float32_matches_float64():
     csr, inputs, _ = random_case(9, True)
     single = [x.detach().float().requires_grad_(x.requires_grad) for x in inputs]
-    out64 = _FusedAttention.apply(*inputs, csr, SLOPE, True)[0]
-    out32 = _FusedAttention.apply(*single, csr, SLOPE, True)[0]
+    out64 = FusedAttention.apply(*inputs, csr, SLOPE, True)[0]
+    out32 = FusedAttention.apply(*single, csr, SLOPE, True)[0]
     np.testing.assert_allclose(out32.detach(), out64.detach(), rtol=1e-5, atol=1e-6)
 
 
@@ -90,7 +89,7 @@ def test_pieces_with_polls_between_compute_the_same(pieces, normalise):
     results = []
     for progress in (Progress(), Progress(pieces, lambda: polls.append(1))):
         tensors = [x.detach().clone().requires_grad_(x.requires_grad) for x in inputs]
-        out, _, sums = _FusedAttention.apply(*tensors, csr, SLOPE, normalise, progress)
+        out, _, sums = FusedAttention.apply(*tensors, csr, SLOPE, normalise, progress)
         (out.sum() + sums.sum()).backward()
         results.append([out, sums, *(x.grad for x in tensors if x.requires_grad)])
     for one, cut in zip(*results):

@@ -6,6 +6,7 @@ import pytest
 from supergcn.errors import SuperGCNError
 from supergcn.perf import model as perfmodel
 from supergcn.perf.model import MachineProfile
+from supergcn.perf.traffic import epoch_exchange_widths, epoch_traffic
 
 # Round numbers so the hand-worked figures below are easy to follow.
 MACHINE = MachineProfile(name="test", latency_s=1e-3, bandwidth_bytes_per_s=1e6, quantization_bytes_per_s=2e6,
@@ -146,7 +147,7 @@ def test_profile_from_config_units_and_errors():
     ((4, 8, 2), True, ([4, 8, 2], [4, 8, 2])),
 ])
 def test_epoch_exchange_widths_follow_the_model(dims, requires_grad, expected):
-    assert perfmodel.epoch_exchange_widths(*dims, num_layers=3, input_requires_grad=requires_grad) == expected
+    assert epoch_exchange_widths(*dims, num_layers=3, input_requires_grad=requires_grad) == expected
 
 
 def test_epoch_widths_match_what_training_exchanges():
@@ -180,13 +181,13 @@ def test_epoch_widths_match_what_training_exchanges():
         seen = {"forward": [], "backward": []}
         model = GNN("sage", in_dim, hidden, out_dim, num_layers=3)
         model(torch.randn(5, in_dim), Ops()).sum().backward()
-        expected = perfmodel.epoch_exchange_widths(in_dim, hidden, out_dim, 3)
+        expected = epoch_exchange_widths(in_dim, hidden, out_dim, 3)
         assert seen["forward"] == expected[0]
         assert sorted(seen["backward"]) == sorted(expected[1])
 
 
 def sage_epoch(rows, edges, in_dim=16, hidden=8, out_dim=4, bits=32):
-    traffic = perfmodel.epoch_traffic("sage", rows, np.zeros_like(rows), in_dim, hidden, out_dim, 3, bits)
+    traffic = epoch_traffic("sage", rows, np.zeros_like(rows), in_dim, hidden, out_dim, 3, bits)
     return perfmodel.epoch_seconds(traffic, edges, np.ones_like(edges), MACHINE)
 
 
@@ -195,7 +196,7 @@ def test_epoch_prediction_sends_gradients_back_the_other_way():
     rows = np.array([[0, 4], [0, 0]])
     edges = np.array([100, 50])
     epoch = sage_epoch(rows, edges)
-    forward, backward = perfmodel.epoch_exchange_widths(16, 8, 4, 3)
+    forward, backward = epoch_exchange_widths(16, 8, 4, 3)
     assert epoch["aggregation"] == pytest.approx(sum(100 * w * 4 / 4e6 for w in forward + backward))
     assert epoch["exchange"] == pytest.approx(sum(4 * w * 4 / 1e6 + 1e-3 for w in forward + backward))
     assert epoch["bytes"] == epoch["data_bytes"] == sum(4 * w * 4 for w in forward + backward)
@@ -210,8 +211,8 @@ def test_epoch_prediction_sends_gradients_back_the_other_way():
 def test_a_sage_rows_kind_does_not_change_its_epoch():
     """SAGE sends a PRE and a POST row alike: only their sum matters."""
     pre, post = np.array([[0, 3], [1, 0]]), np.array([[0, 2], [5, 0]])
-    split = perfmodel.epoch_traffic("sage", pre, post, 16, 8, 4, 3, 2)
-    whole = perfmodel.epoch_traffic("sage", pre + post, np.zeros_like(pre), 16, 8, 4, 3, 2)
+    split = epoch_traffic("sage", pre, post, 16, 8, 4, 3, 2)
+    whole = epoch_traffic("sage", pre + post, np.zeros_like(pre), 16, 8, 4, 3, 2)
     assert perfmodel.epoch_seconds(split, [9, 9], [1, 1], MACHINE) == perfmodel.epoch_seconds(whole, [9, 9], [1, 1],
                                                                                                MACHINE)
 
@@ -227,7 +228,7 @@ def test_gat_epoch_bytes_are_the_row_costs_the_cover_weighs(bits):
     pre = np.array([[0, 3, 4], [0, 0, 1], [2, 0, 0]])
     post = np.array([[0, 2, 0], [7, 0, 0], [1, 1, 0]])
     heads, hidden, classes = 2, 8, 3
-    traffic = perfmodel.epoch_traffic("gat", pre, post, 16, hidden, classes, 3, bits, heads)
+    traffic = epoch_traffic("gat", pre, post, 16, hidden, classes, 3, bits, heads)
     epoch = perfmodel.epoch_seconds(traffic, np.array([1, 1, 1]), np.array([1, 1, 1]), MACHINE)
     pre_bits, post_bits = row_costs("gat", 3, hidden, heads, classes, bits)
     priced = (pre.sum() * pre_bits + post.sum() * post_bits) // 8
@@ -245,7 +246,7 @@ def test_gat_epoch_by_hand():
     Six exchanges (scores, rows, scalars; backward the three transposed), each paying a
     call's 1 ms latency; bytes at the busier rank of each."""
     pre, post = np.array([[0, 3], [0, 0]]), np.array([[0, 2], [0, 0]])
-    traffic = perfmodel.epoch_traffic("gat", pre, post, 4, 2, 2, 1, 32, heads=1)
+    traffic = epoch_traffic("gat", pre, post, 4, 2, 2, 1, 32, heads=1)
     assert [(step.width, step.kind) for step in traffic.exchanges] == [
         (1, "attention"), (2, "data"), (1, "attention"), (1, "attention"), (2, "data"), (1, "attention")]
     epoch = perfmodel.epoch_seconds(traffic, np.array([10, 20]), np.array([5, 6]), MACHINE)
@@ -256,6 +257,6 @@ def test_gat_epoch_by_hand():
     # three passes (forward; backward by destination and by source) over in-edges plus self loops
     assert epoch["aggregation"] == pytest.approx(3 * 26 * 2 * 4 / 4e6)
     # under post, the scores' exchange carries nothing but still costs its call
-    only_post = perfmodel.epoch_traffic("gat", np.zeros_like(pre), pre + post, 4, 2, 2, 1, 32, heads=1)
+    only_post = epoch_traffic("gat", np.zeros_like(pre), pre + post, 4, 2, 2, 1, 32, heads=1)
     assert perfmodel.epoch_seconds(only_post, np.array([1, 1]), np.array([1, 1]), MACHINE)["exchange"] == \
         pytest.approx(6e-3 + 2 * (5 * 8 + 5 * 4) / 1e6)
