@@ -218,6 +218,59 @@ class ExchangePrediction:
         return self.latency_seconds > self.transfer_seconds
 
 
+@dataclass(frozen=True)
+class ExchangeLoad:
+    """What one exchange moves, per rank, whatever the machine: the P x P matrix reduced
+    once (a study predicts each exchange on several machines; at P = 8,192 the matrix is
+    half a GiB).
+
+    Args:
+        num_ranks: P.
+        bits: 32, or the quantized width.
+        data_bytes: the data bytes each rank sends.
+        param_bytes: the quantization parameters' bytes each rank sends.
+        values_sent: the values (rows x width) each rank sends.
+        values_received: the values each rank receives.
+    """
+
+    num_ranks: int
+    bits: int
+    data_bytes: np.ndarray
+    param_bytes: np.ndarray
+    values_sent: np.ndarray
+    values_received: np.ndarray
+
+    @classmethod
+    def of(cls, rows: np.ndarray, width: int, bits: int,
+           parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> ExchangeLoad:
+        """The load of ``rows[i][j]`` rows of ``width`` values from rank i to rank j.
+
+        Args:
+            rows: P x P rows.
+            width: the values per row.
+            bits: 32, or 8, 4 or 2.
+            parameter_dtype: the wire type of the per-row parameters.
+
+        Returns:
+            The load.
+
+        Raises:
+            ValueError: ``rows`` is not square.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        num_ranks = rows.shape[0]
+        if rows.shape != (num_ranks, num_ranks):
+            raise ValueError(f"rows must be a square matrix, got shape {rows.shape}")
+        data, params = wire_bytes(rows, width, bits, parameter_dtype)
+        return cls(num_ranks, bits, data.sum(axis=1), params.sum(axis=1), rows.sum(axis=1) * width,
+                   rows.sum(axis=0) * width)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes all ranks send."""
+        return int(self.data_bytes.sum() + self.param_bytes.sum())
+
+
 def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfile,
                   parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> ExchangePrediction:
     """Predicted time of one exchange of ``rows[i][j]`` rows of ``width`` features (see the
@@ -236,28 +289,38 @@ def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfi
     Raises:
         ValueError: ``rows`` is not square.
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    num_ranks = rows.shape[0]
-    if rows.shape != (num_ranks, num_ranks):
-        raise ValueError(f"rows must be a square matrix, got shape {rows.shape}")
+    return load_time(ExchangeLoad.of(rows, width, bits, parameter_dtype), machine)
+
+
+def load_time(load: ExchangeLoad, machine: MachineProfile) -> ExchangePrediction:
+    """:func:`exchange_time` of an exchange already reduced to its :class:`ExchangeLoad`.
+
+    Args:
+        load: what the exchange moves per rank.
+        machine: the machine's profile (its entries at P where measured).
+
+    Returns:
+        The prediction at the bottleneck rank.
+    """
+    num_ranks = load.num_ranks
     machine = machine.at(num_ranks)
-    data, params = wire_bytes(rows, width, bits, parameter_dtype)
-    transfer = (data.sum(axis=1) + params.sum(axis=1)) / machine.bandwidth_bytes_per_s
-    if bits == 32:
+    transfer = (load.data_bytes + load.param_bytes) / machine.bandwidth_bytes_per_s
+    if load.bits == 32:
         messages, quantize, dequantize = 1, 0.0, np.zeros(num_ranks)
     else:
         messages = 2
-        bytes_per_value = FP32_BYTES + bits / 8
-        sent, received = rows.sum(axis=1) * width, rows.sum(axis=0) * width
-        quantize = machine.quantize_call_s + sent.max() * bytes_per_value / machine.quantization_bytes_per_s
-        dequantize = machine.dequantize_call_s + received * bytes_per_value / machine.dequantization_bytes_per_s
+        bytes_per_value = FP32_BYTES + load.bits / 8
+        quantize = (machine.quantize_call_s
+                    + load.values_sent.max() * bytes_per_value / machine.quantization_bytes_per_s)
+        dequantize = (machine.dequantize_call_s
+                      + load.values_received * bytes_per_value / machine.dequantization_bytes_per_s)
     latency = messages * (machine.call_s + (num_ranks - 1) * machine.latency_s)
     after_quantization = transfer + latency + dequantize
     rank = int(np.argmax(after_quantization))
     return ExchangePrediction(seconds=float(quantize + after_quantization[rank]), bottleneck_rank=rank,
                               transfer_seconds=float(transfer[rank]), latency_seconds=float(latency),
                               quantization_seconds=float(quantize + dequantize[rank]),
-                              data_bytes=int(data[rank].sum()), param_bytes=int(params[rank].sum()))
+                              data_bytes=int(load.data_bytes[rank]), param_bytes=int(load.param_bytes[rank]))
 
 
 def paper_ratios(rows: np.ndarray, width: int, bits: int, machine: MachineProfile) -> dict[str, float]:
@@ -309,8 +372,25 @@ def aggregation_seconds(edges_per_rank: np.ndarray, width: int, machine: Machine
     return float(edges.max() * width * FP32_BYTES / machine.aggregation_bytes_per_s)
 
 
+def epoch_loads(traffic: EpochTraffic, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> list[ExchangeLoad]:
+    """The :class:`ExchangeLoad` of each of an epoch's exchanges, in order.
+
+    Args:
+        traffic: the epoch's exchanges (:func:`~supergcn.perf.traffic.epoch_traffic`).
+        parameter_dtype: the wire type of the per-row parameters.
+
+    Returns:
+        One load per exchange.
+
+    Raises:
+        ValueError: a rows matrix is not square.
+    """
+    return [ExchangeLoad.of(step.rows, step.width, step.bits, parameter_dtype) for step in traffic.exchanges]
+
+
 def epoch_seconds(traffic: EpochTraffic, edges_per_rank: np.ndarray, nodes_per_rank: np.ndarray,
-                  machine: MachineProfile, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> dict[str, float]:
+                  machine: MachineProfile, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,
+                  loads: list[ExchangeLoad] | None = None) -> dict[str, float]:
     """Predicted aggregation and exchange seconds of one training epoch (no overlap, no
     label propagation), and the bytes it sends.
 
@@ -320,6 +400,7 @@ def epoch_seconds(traffic: EpochTraffic, edges_per_rank: np.ndarray, nodes_per_r
         nodes_per_rank: owned nodes of each rank (the self loops, where the model has them).
         machine: the machine's profile.
         parameter_dtype: the wire type of the per-row parameters.
+        loads: :func:`epoch_loads` of ``traffic``, where already computed (for another machine).
 
     Returns:
         ``aggregation``, ``exchange`` and ``total`` seconds; ``bytes`` sent by all ranks
@@ -328,11 +409,11 @@ def epoch_seconds(traffic: EpochTraffic, edges_per_rank: np.ndarray, nodes_per_r
     Raises:
         ValueError: a rows matrix is not square.
     """
+    loads = epoch_loads(traffic, parameter_dtype) if loads is None else loads
     exchange, sent = 0.0, dict.fromkeys(TRAFFIC_KINDS, 0)
-    for step in traffic.exchanges:
-        exchange += exchange_time(step.rows, step.width, step.bits, machine, parameter_dtype).seconds
-        data, params = wire_bytes(step.rows, step.width, step.bits, parameter_dtype)
-        sent[step.kind] += int(data.sum() + params.sum())
+    for step, load in zip(traffic.exchanges, loads, strict=True):
+        exchange += load_time(load, machine).seconds
+        sent[step.kind] += load.total_bytes
     read = np.asarray(edges_per_rank, dtype=np.int64) + (np.asarray(nodes_per_rank) if traffic.self_loops else 0)
     aggregation = sum(aggregation_seconds(read, width, machine) for width in traffic.gather_widths)
     return {"aggregation": aggregation, "exchange": exchange, "total": aggregation + exchange,

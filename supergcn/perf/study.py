@@ -56,25 +56,28 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     rows = {strategy: pre + post for strategy, (pre, post) in kinds.items()}
     totals = read_part_totals(partition_dir)
     predictions = []
-    for machine in machines:
-        for strategy in STRATEGIES:
-            for width_bits in [32, *bits]:
-                if width_bits != 32 and strategy != "hybrid":
-                    continue  # the paper quantizes the hybrid exchange only
-                layer = perfmodel.exchange_time(rows[strategy], hidden, width_bits, machine, parameter_dtype)
-                traffic = epoch_traffic(model, *kinds[strategy], meta["feature_dim"], hidden,
-                                                  meta["num_classes"], num_layers, width_bits, heads)
-                attention = [step for step in traffic.exchanges[:3] if step.kind == "attention"]  # a forward layer's
-                epoch = perfmodel.epoch_seconds(traffic, totals["edges"], totals["nodes"], machine, parameter_dtype)
+    for strategy in STRATEGIES:
+        for width_bits in [32, *bits]:
+            if width_bits != 32 and strategy != "hybrid":
+                continue  # the paper quantizes the hybrid exchange only
+            layer_load = perfmodel.ExchangeLoad.of(rows[strategy], hidden, width_bits, parameter_dtype)
+            traffic = epoch_traffic(model, *kinds[strategy], meta["feature_dim"], hidden, meta["num_classes"],
+                                    num_layers, width_bits, heads)
+            loads = perfmodel.epoch_loads(traffic, parameter_dtype)
+            # a forward hidden layer's score and scalar exchanges (GAT's; none for the others)
+            attention = [load for step, load in zip(traffic.exchanges[:3], loads) if step.kind == "attention"]
+            for machine in machines:
+                layer = perfmodel.load_time(layer_load, machine)
+                epoch = perfmodel.epoch_seconds(traffic, totals["edges"], totals["nodes"], machine, parameter_dtype,
+                                                loads)
                 record = {"machine": machine.name, "model": model, "strategy": strategy, "bits": width_bits,
                           "layer_seconds": layer.seconds, "transfer_seconds": layer.transfer_seconds,
                           "latency_seconds": layer.latency_seconds,
                           "quantization_seconds": layer.quantization_seconds,
                           "latency_bound": layer.latency_bound, "data_bytes": layer.data_bytes,
                           "param_bytes": layer.param_bytes,
-                          "layer_attention_seconds": sum(perfmodel.exchange_time(step.rows, step.width, step.bits,
-                                                                                 machine).seconds
-                                                         for step in attention),
+                          "layer_attention_seconds": sum(perfmodel.load_time(load, machine).seconds
+                                                         for load in attention),
                           "epoch_aggregation_seconds": epoch["aggregation"],
                           "epoch_exchange_seconds": epoch["exchange"], "epoch_seconds": epoch["total"],
                           "epoch_bytes": epoch["bytes"], "epoch_attention_bytes": epoch["attention_bytes"]}
