@@ -146,16 +146,16 @@ def accuracy(args) -> None:
             pyg = PyGModel(args.model, graph.features.shape[1], 256, graph.num_classes, heads=args.heads)
             copy_weights(ours, pyg)
             torch.manual_seed(seed)
-            rows["pyg"].append(train_baseline(graph, pyg, args.epochs, 0.01)["test_acc_at_best_val"])
+            rows["pyg"].append(train_baseline(graph, pyg, args.epochs, args.lr)["test_acc_at_best_val"])
             for p in args.parts:
                 records = run_supergcn(root, p, 1, root / "m.jsonl", "--epochs", args.epochs, "--seed", seed,
                                        "--init-weights", root / "init.pt", "--model", args.model,
-                                       "--heads", args.heads)
+                                       "--heads", args.heads, "--lr", args.lr)
                 rows[f"P={p}"].append(records[-1]["test_acc_at_best_val"])
     report = {name: {"mean": 100 * float(np.mean(v)), "std": 100 * float(np.std(v)), "runs": v}
               for name, v in rows.items()}
     print(json.dumps({"dataset": args.dataset, "model": args.model, "strategy": args.strategy,
-                      "epochs": args.epochs, "test_acc_at_best_val_percent": report}, indent=2))
+                      "epochs": args.epochs, "lr": args.lr, "test_acc_at_best_val_percent": report}, indent=2))
 
 
 def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
@@ -448,6 +448,7 @@ def main():
     acc.add_argument("--strategy", default="hybrid")
     acc.add_argument("--model", default="sage", help="sage, gcn, gin or gat")
     acc.add_argument("--heads", type=int, default=4, help="GAT's attention heads")
+    acc.add_argument("--lr", type=float, default=0.01, help="Adam's learning rate, both sides")
     acc.set_defaults(func=accuracy)
     timing = commands.add_parser("epoch-time")
     timing.add_argument("--dataset", default="synthetic-arxiv")
