@@ -139,7 +139,7 @@ def accuracy(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         graph = prepare(root, args.dataset, args.parts, args.strategy)
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             torch.manual_seed(seed)
             ours = GNN(args.model, graph.features.shape[1], 256, graph.num_classes, heads=args.heads)
             torch.save(ours.state_dict(), root / "init.pt")
@@ -155,7 +155,9 @@ def accuracy(args) -> None:
     report = {name: {"mean": 100 * float(np.mean(v)), "std": 100 * float(np.std(v)), "runs": v}
               for name, v in rows.items()}
     print(json.dumps({"dataset": args.dataset, "model": args.model, "strategy": args.strategy,
-                      "epochs": args.epochs, "lr": args.lr, "test_acc_at_best_val_percent": report}, indent=2))
+                      "epochs": args.epochs, "lr": args.lr,
+                      "seeds": list(range(args.first_seed, args.first_seed + args.seeds)),
+                      "test_acc_at_best_val_percent": report}, indent=2))
 
 
 def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
@@ -443,6 +445,7 @@ def main():
     acc = commands.add_parser("accuracy")
     acc.add_argument("--dataset", default="cora")
     acc.add_argument("--seeds", type=int, default=5)
+    acc.add_argument("--first-seed", type=int, default=0, help="the seeds are first-seed, first-seed + 1, ...")
     acc.add_argument("--parts", type=int, nargs="+", default=[1, 2, 4])
     acc.add_argument("--epochs", type=int, default=200)
     acc.add_argument("--strategy", default="hybrid")
