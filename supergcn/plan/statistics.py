@@ -54,14 +54,15 @@ def plan_totals(strategy: str, num_ranks: int, column: Callable[[str], np.ndarra
 
 def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -> dict[str, np.ndarray]:
     """Comm[j][i], the rows rank j sends rank i per exchange, of pre, post and the plan's
-    own ``strategy``, from one plan's per-pair statistics (:func:`~supergcn.plan.store.read_plan_pairs`).
+    own ``strategy``, from one plan's per-pair statistics (:func:`~supergcn.plan.store.read_plan_pairs`):
+    the PRE and POST rows of :func:`strategy_row_kinds` together.
 
     A plan of any strategy records, for every pair, its cut edges' distinct sources and
     distinct destinations: pre sends one partial row per distinct destination, post one
     raw row per distinct source, so both follow from any plan; hybrid from a hybrid plan.
 
     Args:
-        pairs: the per-pair statistics (``src``, ``dst``, ``rows``,
+        pairs: the per-pair statistics (``src``, ``dst``, ``pre_rows``, ``post_rows``,
             ``distinct_sources``, ``distinct_destinations``).
         num_ranks: the number of ranks, P.
         strategy: the plan's own strategy.
@@ -69,12 +70,7 @@ def strategy_rows(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -
     Returns:
         ``pre``, ``post`` and ``strategy`` -> a P x P int64 matrix, [j, i] the rows j sends i.
     """
-    matrices = {}
-    for name, key in (("pre", "distinct_destinations"), ("post", "distinct_sources"), (strategy, "rows")):
-        matrix = np.zeros((num_ranks, num_ranks), dtype=np.int64)
-        matrix[pairs["src"], pairs["dst"]] = pairs[key]
-        matrices[name] = matrix
-    return matrices
+    return {name: pre + post for name, (pre, post) in strategy_row_kinds(pairs, num_ranks, strategy).items()}
 
 
 def strategy_row_kinds(pairs: dict[str, np.ndarray], num_ranks: int, strategy: str) -> dict[str, tuple]:
