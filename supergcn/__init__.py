@@ -31,6 +31,7 @@ PUBLIC_MODULES = (
     "supergcn.train.gnn",
     "supergcn.distributed.aggregation",
     "supergcn.kernels.gather",
+    "supergcn.kernels.ordered",
     "supergcn.kernels.quantization",
     "supergcn.perf.model",
     "supergcn.perf.kernelbench",

@@ -21,6 +21,12 @@ statistics) and the mask is never stored: m_f is a counter-based hash (SplitMix6
 finaliser) of (seed, row × H + f), recomputed in backward from the same seed. The seed
 is drawn from torch's generator, so runs are reproducible, checkpoints restore the
 stream, and the mask does not depend on the thread count.
+
+Bits: a row's sums (μ, var, and backward's two means) are taken in the fixed order of
+:mod:`supergcn.kernels.ordered`, the parameter gradients row by row within chunks of
+``ROWS_PER_CHUNK`` rows, and the kernels carry no fast-math flag (no reassociation, no
+fused multiply-add, no approximate reciprocal or square root, NaN kept), so a result has
+the same bits whatever the threads and whatever CPU the kernels were compiled for.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.ordered import ordered_dot, ordered_squares, ordered_sum
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -38,9 +45,6 @@ _HALF_SHIFT = np.uint64(32)
 #: The LayerNorm parameter gradients are summed over chunks of this many rows (float64), then
 #: over chunks: fixed chunks make the sums independent of the thread count.
 ROWS_PER_CHUNK = 1024
-#: Fast-math without "no NaN / no Inf": a NaN must reach the loss, where training stops on it
-#: (ReLU passes NaN through, as torch's does).
-_FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
 @njit(inline="always")
@@ -53,26 +57,21 @@ def _kept(seed, index, threshold):
     return (z >> _HALF_SHIFT) >= threshold
 
 
-@njit(parallel=True, fastmath=_FASTMATH, cache=True, nogil=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, normalize, eps):
     num_rows, width = x.shape
     for r in prange(num_rows):
         row = x[r]
         y = out[r]
         base = r * width
-        total = 0.0
         for f in range(width):
             value = row[f] * scale
             if drop and not _kept(seed, base + f, threshold):
                 value = row[f] * np.float32(0.0)  # 0, but NaN stays NaN (as torch's x * mask)
             y[f] = value
-            total += value
         if normalize:
-            mu = total / width
-            squares = 0.0
-            for f in range(width):
-                d = y[f] - mu
-                squares += d * d
+            mu = ordered_sum(y) / width
+            squares = ordered_squares(y, mu)
             # Backward recomputes x̂ from the float32 statistics: use exactly those here.
             mean[r] = mu
             rstd[r] = 1.0 / np.sqrt(squares / width + eps)
@@ -86,13 +85,14 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
                 y[f] = 0.0 if y[f] < 0.0 else y[f]
 
 
-@njit(parallel=True, fastmath=_FASTMATH, cache=True, nogil=True)
+@njit(parallel=True, cache=True, nogil=True)
 def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, normalize, chunks, grad_x,
               grad_gamma_parts, grad_beta_parts):
     width = x.shape[1]
     for c in prange(len(chunks) - 1):
         grad_gamma = grad_gamma_parts[c]
         grad_beta = grad_beta_parts[c]
+        normalized = np.empty(width if normalize else 0, x.dtype)  # a row's x̂, for its ordered dot
         for r in range(chunks[c], chunks[c + 1]):
             row = x[r]
             y = out[r]
@@ -106,8 +106,6 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
                 continue
             mu = mean[r]
             rho = rstd[r]
-            mean_g = 0.0
-            mean_gx = 0.0
             for f in range(width):
                 z = row[f] * scale
                 if drop and not _kept(seed, base + f, threshold):
@@ -118,10 +116,9 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
                 grad_beta[f] += g_relu
                 g_hat = g_relu * gamma[f]
                 gx[f] = g_hat
-                mean_g += g_hat
-                mean_gx += g_hat * x_hat
-            mean_g /= width
-            mean_gx /= width
+                normalized[f] = x_hat
+            mean_g = ordered_sum(gx) / width
+            mean_gx = ordered_dot(gx, normalized) / width
             for f in range(width):
                 kept = not drop or _kept(seed, base + f, threshold)
                 z = row[f] * scale if kept else row[f] * np.float32(0.0)

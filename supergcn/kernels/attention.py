@@ -10,8 +10,11 @@ e_k = LeakyReLU(x_k) and the row's maximum M over its entries' e_k and its piece
     S = sum_k w_k + sum_p c_p s_p,   out_r = (sum_k w_k z_k + sum_p c_p r_p) / S   (normalised),
 
 or, unnormalised (a sender's PRE row, without pieces), out_r = sum_k w_k z_k with its state
-(M, S). Each row and head is summed in the order of its entries, so results do not depend
-on the threads.
+(M, S). Each row and head is summed in the order of its entries, and each dot product
+over a head's C values (g, and <G_r, z_k> below) in the fixed order of
+:mod:`supergcn.kernels.ordered`; the kernels carry no fast-math flag (no reassociation,
+no fused multiply-add, no approximate reciprocal), so results depend neither on the
+threads nor on the CPU the kernels were compiled for.
 
 Backward, with G the gradient of out and g = <G_r, out_r> per row and head (for an
 unnormalised row: S = 1 and g = -dL/dS, the gradient of its sum), alpha_k = w_k / S:
@@ -42,31 +45,26 @@ import torch
 from supergcn.data.ranges import csr_pointers
 from supergcn.kernels.gather import PREFETCH_DISTANCE
 from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.ordered import ordered_dot
 from supergcn.kernels.simd import prefer_wide_vectors, prefetch
 
 #: float32 elements of a 64-byte cache line, the stride of the prefetches.
 _LINE_ELEMENTS = 16
 
 
-#: LLVM's fast-math flags but those assuming no infinities or NaNs: a row's maximum starts
-#: at -inf. Reassociation lets the dot products over a head's C values vectorise; each row
-#: and head is still summed by one thread in its entries' order.
-_FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
-
-
-@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _leaky(x, slope):
     return x if x > 0 else slope * x
 
 
-@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _add_scaled(target, row, weight):
     """target += weight * row, over two 1-D contiguous rows (so that the loop vectorises)."""
     for c in range(len(target)):
         target[c] += weight * row[c]
 
 
-@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _prefetch_row(rows, indices, k):
     """Prefetch the row of ``rows`` (2-D) that entry ``k + PREFETCH_DISTANCE`` reads (the
     last entry's, near the end): the rows come in random order, as in the plain gather."""
@@ -75,15 +73,16 @@ def _prefetch_row(rows, indices, k):
         prefetch(rows, ahead, offset)
 
 
-@njit(fastmath=_FAST, nogil=True, cache=True, inline="always")
-def _dot(left, right):
-    total = 0.0
-    for c in range(len(left)):
-        total += left[c] * right[c]
-    return total
+@njit(parallel=True, nogil=True, cache=True)
+def head_dots(left, right, out):
+    """``out[r, h] = <left[r, h], right[r, h]>`` (rows x H x C inputs) in
+    :mod:`~supergcn.kernels.ordered`'s order."""
+    for r in prange(left.shape[0]):
+        for h in range(left.shape[1]):
+            out[r, h] = ordered_dot(left[r, h], right[r, h])
 
 
-@njit(parallel=True, fastmath=_FAST, nogil=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def attention_forward(indptr, indices, z, source_score, destination_score, piece_indptr, piece_order,
                       piece_rows, piece_sums, piece_maxima, slope, normalise, out, maxima, sums):
     """``out`` (rows x H x C), ``maxima`` and ``sums`` (rows x H) of the module docstring.
@@ -131,7 +130,7 @@ def attention_forward(indptr, indices, z, source_score, destination_score, piece
                     out[r, h, c] *= inverse
 
 
-@njit(parallel=True, fastmath=_FAST, nogil=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def attention_backward_rows(indptr, indices, z, source_score, destination_score, maxima, sums, grad_out, projected,
                             piece_indptr, piece_order, piece_maxima, slope, entry_weight, entry_grad,
                             grad_destination, grad_piece_rows, grad_piece_sums):
@@ -151,7 +150,7 @@ def attention_backward_rows(indptr, indices, z, source_score, destination_score,
             for h in range(heads):
                 x = destination_score[r, h] + source_score[u, h]
                 alpha = math.exp(_leaky(x, slope) - maxima[r, h]) / sums[r, h]
-                dot = _dot(grad_out[r, h], z[u, h])
+                dot = ordered_dot(grad_out[r, h], z[u, h])
                 grad_x = alpha * (dot - projected[r, h]) * (1.0 if x > 0 else slope)
                 entry_weight[k, h] = alpha
                 entry_grad[k, h] = grad_x
@@ -165,7 +164,7 @@ def attention_backward_rows(indptr, indices, z, source_score, destination_score,
                 grad_piece_sums[p, h] = -share * projected[r, h]
 
 
-@njit(parallel=True, fastmath=_FAST, nogil=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def attention_backward_sources(transpose_indptr, transpose_entries, transpose_rows, entry_weight, entry_grad,
                                grad_out, grad_z, grad_source_score):
     """Per source u: dL/dz_u = sum alpha_k G_{row(k)} and dL/da_u = sum dL/dx_k over its
@@ -268,7 +267,8 @@ class FusedAttention(torch.autograd.Function):
         csr = ctx.csr
         grad_out = grad_out.contiguous()
         if ctx.normalise:
-            projected = (grad_out * out).sum(-1)
+            projected = sums.new_empty(sums.shape)
+            head_dots(grad_out.numpy(), out.numpy(), projected.numpy())
         else:  # an unnormalised row's sum is an output of its own: S stands at 1, g at -dL/dS
             projected, sums = -grad_sums, torch.ones_like(sums)
         heads = z.shape[1]

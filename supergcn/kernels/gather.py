@@ -5,9 +5,12 @@ Every aggregation is a sparse-dense product in CSR *gather* form,
     out[r, :] = row_scale[r] * (prev[r, :] + sum_{k in row r} w[k] * x[col[k], :])
 
 (prev = out's current content when accumulating, else 0), summed in the order of the
-row's entries, so every result is the same to the last bit whatever the threads, pieces
-or register block. The transpose is applied as another gather over a precomputed CSR of
-A^T, so neither direction needs atomics. ``index_add`` (dst[idx[k]] += src[k]) becomes
+row's entries, each weight's product rounded before its addition, so every result is the
+same to the last bit whatever the threads, pieces, register block or CPU: the kernels
+carry no fast-math flag (LLVM would reassociate the entries' additions or fuse the
+multiplies into them, each CPU target its own way; ``tests/kernels/test_targets.py``).
+The transpose is applied as another gather over a precomputed CSR of A^T, so neither
+direction needs atomics. ``index_add`` (dst[idx[k]] += src[k]) becomes
 the same gather once ``idx`` is sorted and clustered: a pointer array over the stable
 ``argsort(idx)`` is exactly a CSR whose columns point into ``src`` — no rows are moved.
 
@@ -96,7 +99,7 @@ def balanced_chunks(indptr: np.ndarray, num_chunks: int) -> np.ndarray:
     return np.unique(np.concatenate([[0], np.minimum(inner, num_rows), [num_rows]])).astype(np.int64)
 
 
-@njit(fastmath=True, nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _prefetch_ahead(x, indices, k, start, width):
     """Prefetch columns ``start .. start + width`` of the row ``PREFETCH_DISTANCE`` entries
     after entry ``k`` (the last entry's, near the end)."""
@@ -105,7 +108,7 @@ def _prefetch_ahead(x, indices, k, start, width):
         prefetch(x, ahead, start + offset)
 
 
-@njit(fastmath=True, nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _segment(indptr, indices, weights, x, out, row, out_row, start, width, masked, count, accumulate, scale):
     """Columns ``start .. start + width`` of ``row`` into ``out[out_row]``, the last vector
     (of ``LANES`` columns) reading and writing only its first ``count`` lanes when
@@ -124,7 +127,7 @@ def _segment(indptr, indices, weights, x, out, row, out_row, start, width, maske
     block_store(block, width, LANES, masked, out, out_row, start, count, scale)
 
 
-@njit(fastmath=True, nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def _dispatch(indptr, indices, weights, x, out, row, out_row, start, width, count, accumulate, scale):
     """:func:`_segment` for a run-time ``width``: a whole block unmasked, the remainder's
     segment of 1 to 8 vectors masked (whatever its last vector's lanes; one specialisation
@@ -149,7 +152,7 @@ def _dispatch(indptr, indices, weights, x, out, row, out_row, start, width, coun
         _segment(indptr, indices, weights, x, out, row, out_row, start, _W8, True, count, accumulate, scale)
 
 
-@njit(parallel=True, fastmath=True, nogil=True, cache=True)
+@njit(parallel=True, nogil=True, cache=True)
 def _gather_spmm(indptr, indices, weights, row_scale, x, out, chunks, segments, groups, accumulate, discard):
     """The product over rows ``chunks[0] .. chunks[-1]``; with ``discard`` every row of a
     chunk is written to the chunk's row of ``out`` instead of its own (the roofline's pure

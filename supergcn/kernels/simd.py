@@ -9,9 +9,10 @@ function):
   (below), LLVM promotes it to vector registers, which a heap array or the output row
   cannot be: LLVM cannot prove that the output does not alias the input it gathers.
 * :func:`block_fill`, :func:`block_accumulate`, :func:`block_store` — the 1 × N block as
-  explicit vectors: N / lanes vector loads, adds (or multiply-adds) and stores written
-  out. The last vector of a block whose width is not a multiple of the vector's is read
-  and written with ``llvm.masked.load`` and ``llvm.masked.store`` (the paper's corner
+  explicit vectors: N / lanes vector loads, adds (or multiplies, then adds: no fast-math
+  flag, so LLVM neither fuses nor reorders them on any CPU) and stores written out.
+  The last vector of a block whose width is not a multiple of the vector's is read and
+  written with ``llvm.masked.load`` and ``llvm.masked.store`` (the paper's corner
   kernels, which use AVX-512 masks and SVE predicates the same way): lanes past the row
   are neither read nor written, so a row of 40 features is one pass of three vectors,
   not a vector pass and a scalar tail.
@@ -211,9 +212,9 @@ def block_accumulate(block, buffer, row, weight):
     for vector in range(block.vectors):
         term = block.load(row, vector)
         if scale is not None:
-            term = builder.fmul(scale, term, flags=("fast",))
+            term = builder.fmul(scale, term)
         target = block.pointer(buffer, vector)
-        builder.store(builder.fadd(builder.load(target), term, flags=("fast",)), target)
+        builder.store(builder.fadd(builder.load(target), term), target)
 
 
 @_block_intrinsic
@@ -222,7 +223,7 @@ def block_store(block, buffer, row, scale):
     builder = block.builder
     factor = _splat(builder, scale, block.lanes)
     for vector in range(block.vectors):
-        block.store(builder.fmul(builder.load(block.pointer(buffer, vector)), factor, flags=("fast",)), row, vector)
+        block.store(builder.fmul(builder.load(block.pointer(buffer, vector)), factor), row, vector)
 
 
 def host_features() -> set[str]:
@@ -315,7 +316,7 @@ def compiled_for() -> dict:
     lanes = vector_lanes()
     width = 2 * lanes
 
-    @numba.njit(fastmath=True, nogil=True)
+    @numba.njit(nogil=True)
     def probe(x, out, count):
         prefer_wide_vectors()
         block = stack_buffer(width, x)
