@@ -34,6 +34,11 @@ only the rows it weighs are quantized.
 
 The attention kernels alone (forward, backward by row, backward by source) against the
 mean's gather of the same rows, median seconds of a few calls each.
+
+    .venv/bin/python benchmarks/models.py activation [--rows 169343] [--hidden 256] [--dropout 0.5] [--threads 2]
+
+The fused dropout -> LayerNorm -> ReLU kernel of the hidden layers alone, forward and
+forward + backward, median seconds of ``--repeats`` calls.
 """
 
 from __future__ import annotations
@@ -309,6 +314,30 @@ def kernels(args) -> None:
                       "over_mean_gather": {k: v / seconds["mean_gather"] for k, v in seconds.items()}}, indent=2))
 
 
+def activation(args) -> None:
+    """The fused dropout -> LayerNorm -> ReLU kernel of every model's hidden layers, alone on
+    rows x hidden float32 rows: median seconds of ``repeats`` forward and forward + backward
+    calls at the dropout rate given."""
+    from supergcn.kernels.activation import dropout_norm_relu
+
+    set_threads(args.threads)
+    torch.manual_seed(0)
+    x = torch.randn(args.rows, args.hidden, requires_grad=True)
+    norm, upstream = torch.nn.LayerNorm(args.hidden), torch.randn(args.rows, args.hidden)
+
+    def forward():
+        with torch.no_grad():
+            dropout_norm_relu(x, norm, args.dropout, training=True, seed=1)
+
+    def forward_backward():
+        out = dropout_norm_relu(x, norm, args.dropout, training=True, seed=1)
+        torch.autograd.grad(out, [x, norm.weight, norm.bias], upstream)
+    seconds = {name: timed(call, args.repeats)[1] for name, call in
+               (("forward", forward), ("forward_backward", forward_backward))}
+    print(json.dumps({"rows": args.rows, "hidden": args.hidden, "dropout": args.dropout, "threads": args.threads,
+                      "seconds": seconds}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -347,7 +376,15 @@ def main() -> None:
     sub.add_argument("--hidden", type=int, default=256)
     sub.add_argument("--heads", type=int, default=4)
     sub.add_argument("--repeats", type=int, default=3)
+    sub = commands.add_parser("activation", help="the fused dropout -> LayerNorm -> ReLU kernel alone")
+    sub.add_argument("--rows", type=int, default=169_343, help="rows (default: ogbn-arxiv's nodes)")
+    sub.add_argument("--hidden", type=int, default=256)
+    sub.add_argument("--dropout", type=float, default=0.5)
+    sub.add_argument("--threads", type=int, default=2)
+    sub.add_argument("--repeats", type=int, default=9)
     args = parser.parse_args()
+    if args.command == "activation":
+        return activation(args)
     if args.command == "kernels":
         return kernels(args)
     if args.command == "int2-error":

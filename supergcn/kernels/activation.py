@@ -92,7 +92,10 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
     for c in prange(len(chunks) - 1):
         grad_gamma = grad_gamma_parts[c]
         grad_beta = grad_beta_parts[c]
-        normalized = np.empty(width if normalize else 0, x.dtype)  # a row's x̂, for its ordered dot
+        # A row's x̂ (for its ordered dot) and mask, kept so that the last pass neither
+        # recomputes x̂ nor hashes again.
+        normalized = np.empty(width if normalize else 0, x.dtype)
+        survived = np.empty(width if normalize else 0, np.bool_)
         for r in range(chunks[c], chunks[c + 1]):
             row = x[r]
             y = out[r]
@@ -107,9 +110,8 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
             mu = mean[r]
             rho = rstd[r]
             for f in range(width):
-                z = row[f] * scale
-                if drop and not _kept(seed, base + f, threshold):
-                    z = row[f] * np.float32(0.0)
+                survived[f] = not drop or _kept(seed, base + f, threshold)
+                z = row[f] * scale if survived[f] else row[f] * np.float32(0.0)
                 x_hat = (z - mu) * rho
                 g_relu = g[f] if y[f] > 0.0 else np.float32(0.0)  # ReLU's gate: the output, as torch
                 grad_gamma[f] += g_relu * x_hat
@@ -120,10 +122,7 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
             mean_g = ordered_sum(gx) / width
             mean_gx = ordered_dot(gx, normalized) / width
             for f in range(width):
-                kept = not drop or _kept(seed, base + f, threshold)
-                z = row[f] * scale if kept else row[f] * np.float32(0.0)
-                x_hat = (z - mu) * rho
-                gx[f] = rho * (gx[f] - mean_g - x_hat * mean_gx) * scale if kept else 0.0
+                gx[f] = rho * (gx[f] - mean_g - normalized[f] * mean_gx) * scale if survived[f] else 0.0
 
 
 def _mask_parameters(p: float, training: bool) -> tuple[bool, np.uint64, float]:

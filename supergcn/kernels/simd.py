@@ -294,14 +294,33 @@ def widest_vectors(assembly: str) -> dict:
     return {"isa": "scalar", "bits": None}
 
 
+@functools.cache
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The processor's name as the OS reports it (``AMD EPYC 9R14``, ``Intel(R) Xeon(R)
+    Platinum 8592+``; on Arm, the implementer and part numbers), or ``platform.processor()``
+    where there is no ``cpuinfo``: which CPU a measurement ran on, beside LLVM's name for
+    the target it compiled for."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields = dict(re.findall(r"^([^\t:]+?)\s*:\s*(.*)$", text, flags=re.MULTILINE))
+    if fields.get("model name"):
+        return fields["model name"]
+    if "CPU part" in fields:
+        return f"implementer {fields.get('CPU implementer', '?')} part {fields['CPU part']}"
+    return platform.processor() or platform.machine()
+
+
 def kernel_target() -> dict:
-    """What the kernels are built for on this host: the CPU Numba targets, its vector
-    features, the SVE length, the float32 lanes of the kernels' vectors and their bits."""
+    """What the kernels are built for on this host: the CPU (its name, and the one Numba
+    targets), its vector features, the SVE length, the float32 lanes of the kernels'
+    vectors and their bits."""
     import llvmlite.binding as llvm
 
     features = host_features()
     lanes = vector_lanes(features)
-    return {"cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
+    return {"cpu_model": cpu_model(), "cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
             "vector_features": sorted(f for f in features if re.match(r"avx|sve|neon|asimd|fma", f)),
             "sve_vector_bits": sve_vector_bits(), "lanes": lanes, "vector_bits": 32 * lanes,
             "register_block": ACCUMULATOR_VECTORS * lanes}

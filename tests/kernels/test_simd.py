@@ -15,6 +15,7 @@ from supergcn.kernels.simd import (
     block_fill,
     block_store,
     compiled_for,
+    cpu_model,
     host_features,
     kernel_target,
     vector_attributes,
@@ -50,6 +51,17 @@ def test_vector_attributes_fix_the_sve_length_only_where_known():
 ])
 def test_widest_vectors_read_from_assembly(assembly, isa, bits):
     assert widest_vectors(assembly) == {"isa": isa, "bits": bits}
+
+
+def test_cpu_model_names_the_processor(tmp_path):
+    intel = tmp_path / "intel"
+    intel.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8592+\n"
+                     "flags\t\t: fpu avx512f\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8592+\n")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x46\nCPU part\t: 0x001\n")
+    assert cpu_model(str(intel)) == "Intel(R) Xeon(R) Platinum 8592+"
+    assert cpu_model(str(arm)) == "implementer 0x46 part 0x001"
+    assert cpu_model(str(tmp_path / "missing")) and kernel_target()["cpu_model"] == cpu_model()
 
 
 def test_this_host_compiles_the_vectors_it_reports():
