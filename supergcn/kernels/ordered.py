@@ -58,23 +58,23 @@ def _lanes_add(typingctx, buffer, kind, masked, left, right, start, count, centr
     arrays of one dtype; the terms are explicit vectors, the additions one per lane."""
     if not isinstance(kind, types.IntegerLiteral) or not isinstance(masked, types.BooleanLiteral):
         return None  # Numba retries with the literal values
-    if left.ndim != 1 or left.layout != "C" or right != left:
-        raise TypeError(f"_lanes_add takes two contiguous 1-D arrays of one type, not {left} and {right}")
+    if any(a.ndim != 1 or a.layout != "C" or a.dtype != left.dtype for a in (left, right)):
+        raise TypeError(f"_lanes_add takes two contiguous 1-D arrays of one dtype, not {left} and {right}")
     operation, is_masked = kind.literal_value, masked.literal_value
 
     def codegen(context, builder, signature, args):
         doubles = ir.VectorType(ir.DoubleType(), LANES)
         block = _Block(context, builder, left.dtype, LANES, LANES, is_masked, args[6])
 
-        def row(array):
-            view = context.make_array(left)(context, builder, array)
-            return cgutils.get_item_pointer(context, builder, left, view, [args[5]], wraparound=False)
+        def row(array, array_type):
+            view = context.make_array(array_type)(context, builder, array)
+            return cgutils.get_item_pointer(context, builder, array_type, view, [args[5]], wraparound=False)
 
         def widened(vector):
             return vector if block.element == ir.DoubleType() else builder.fpext(vector, doubles)
-        values = block.load(row(args[3]), 0)
+        values = block.load(row(args[3], left), 0)
         if operation == _DOT:
-            term = widened(builder.fmul(values, block.load(row(args[4]), 0)))
+            term = widened(builder.fmul(values, block.load(row(args[4], right), 0)))
         elif operation == _SQUARES:
             centre = context.cast(builder, args[7], signature.args[7], types.float64)
             difference = builder.fsub(widened(values), _splat(builder, centre, LANES))

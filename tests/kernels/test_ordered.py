@@ -60,3 +60,10 @@ def test_entry_order_reference_follows_the_csr_order():
     assert entry_order_sum(indptr, indices, None, x)[:, 0].tolist() == [0.0, -1e8]
     weights = np.array([2, 1, 1, 0.5, 2], np.float32)
     assert entry_order_sum(indptr, indices, weights, x)[:, 0].tolist() == [1e8, -5e7]
+
+
+def test_a_read_only_row_sums_as_a_writable_one():
+    left = np.arange(40, dtype=np.float32)
+    right = left.copy()
+    right.flags.writeable = False
+    assert _dot(left, right) == _dot(left, left.copy()) == reference_sum((left * left).astype(np.float64))
