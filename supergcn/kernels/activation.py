@@ -16,9 +16,11 @@ and, with g = dL/dy and g' = g ⊙ [γ ⊙ x̂ + β > 0],
 Why one kernel: torch runs these as five passes over an N x H tensor forward and more
 backward, and its CPU ``bernoulli_`` draws the mask at about 90 M values/s (0.5 s per
 hidden layer on the arxiv shape, measured on 2 threads) — the three together cost more
-than an aggregation. Here each row is read once forward (plus one re-read for the
-statistics) and the mask is never stored: m_f is a counter-based hash (SplitMix64's
-finaliser) of (seed, row × H + f), recomputed in backward from the same seed. The seed
+than an aggregation. Here each row of x is read once forward (its output row, in cache,
+twice more for the statistics) and the mask is never stored between the passes: m_f is
+a counter-based hash (SplitMix64's finaliser) of (seed, row × H + f), recomputed once in
+backward from the same seed (a row's mask and x̂ are kept in two scratch rows while that
+row is done). The seed
 is drawn from torch's generator, so runs are reproducible, checkpoints restore the
 stream, and the mask does not depend on the thread count.
 

@@ -58,8 +58,10 @@ def _lanes_add(typingctx, buffer, kind, masked, left, right, start, count, centr
     arrays of one dtype; the terms are explicit vectors, the additions one per lane."""
     if not isinstance(kind, types.IntegerLiteral) or not isinstance(masked, types.BooleanLiteral):
         return None  # Numba retries with the literal values
-    if any(a.ndim != 1 or a.layout != "C" or a.dtype != left.dtype for a in (left, right)):
-        raise TypeError(f"_lanes_add takes two contiguous 1-D arrays of one dtype, not {left} and {right}")
+    if any(a.ndim != 1 or a.layout != "C" or a.dtype != left.dtype for a in (left, right)) or \
+            left.dtype not in (types.float32, types.float64):
+        raise TypeError(f"_lanes_add takes two contiguous 1-D float32 or float64 arrays of one dtype, not {left} "
+                        f"and {right}")
     operation, is_masked = kind.literal_value, masked.literal_value
 
     def codegen(context, builder, signature, args):
@@ -108,9 +110,9 @@ def _lanes_fold(typingctx, buffer):
 
 @njit(nogil=True, cache=True, inline="always")
 def _ordered(kind, left, right, centre):
+    n = len(left)
     partial = stack_buffer(LANES, _FLOAT64)
     _lanes_zero(partial)
-    n = len(left)
     whole = n - n % LANES
     for start in range(0, whole, LANES):
         _lanes_add(partial, kind, False, left, right, start, LANES, centre)
@@ -153,7 +155,8 @@ def ordered_dot(left, right):
 
     Args:
         left: a contiguous 1-D array.
-        right: a contiguous 1-D array of the same type and length.
+        right: a contiguous 1-D array of the same dtype, at least as long (not checked:
+            a raise in a kernel's parallel loop costs the activation kernel half its speed).
 
     Returns:
         The dot product, a float64.

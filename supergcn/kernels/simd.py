@@ -51,6 +51,8 @@ from supergcn.kernels.jit import numba
 
 #: Vector registers of accumulators in one micro-kernel (a 1 x N block of N = this x lanes).
 ACCUMULATOR_VECTORS = 8
+#: Bytes a :func:`stack_buffer` is aligned to: the widest vector read from one (16 float64).
+STACK_ALIGNMENT = 128
 
 
 @intrinsic
@@ -63,7 +65,11 @@ def stack_buffer(typingctx, length, like):
     count = length.literal_value
 
     def codegen(context, builder, signature, args):
-        return cgutils.alloca_once(builder, context.get_value_type(like.dtype), size=count)
+        buffer = cgutils.alloca_once(builder, context.get_value_type(like.dtype), size=count)
+        # Read and written as whole vectors, whose loads and stores assume their own
+        # alignment (up to 128 bytes: 16 float64), not the element's.
+        buffer.align = STACK_ALIGNMENT
+        return buffer
     return types.CPointer(like.dtype)(length, like), codegen
 
 
@@ -304,7 +310,7 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
         text = Path(cpuinfo).read_text()
     except OSError:
         return platform.processor() or platform.machine()
-    fields = dict(re.findall(r"^([^\t:]+?)\s*:\s*(.*)$", text, flags=re.MULTILINE))
+    fields = dict(re.findall(r"^([^\t:\n]+?)[ \t]*:[ \t]*(.*)$", text, flags=re.MULTILINE))
     if fields.get("model name"):
         return fields["model name"]
     if "CPU part" in fields:

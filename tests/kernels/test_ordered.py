@@ -67,3 +67,8 @@ def test_a_read_only_row_sums_as_a_writable_one():
     right = left.copy()
     right.flags.writeable = False
     assert _dot(left, right) == _dot(left, left.copy()) == reference_sum((left * left).astype(np.float64))
+
+
+def test_integer_rows_are_refused():
+    with pytest.raises(Exception, match="float32 or float64"):
+        _sum(np.ones(5, np.int64))
