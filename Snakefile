@@ -12,6 +12,9 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
+# The training options the config files set, before the schema's defaults fill in the
+# others: a model's own defaults replace only those (supergcn.train.config.with_model_defaults).
+TRAINING_GIVEN = set(config.get("training") or {})
 # One line per problem, or the schema's defaults filled in.
 check_config(config, "workflow/schemas/config.schema.yaml")
 

@@ -57,12 +57,13 @@ from training import SHARED, allocator_environment, prepare, run_supergcn
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
 from supergcn.distributed.threads import set_threads
+from supergcn.models import card, weighted_cover_models
 from supergcn.partition.store import load_partition, run_partition
 from supergcn.perf.harness import timed
 from supergcn.plan.builder import plan_ranks
 from supergcn.plan.costs import row_costs
+from supergcn.testing.pyg import PyGModel, train_baseline
 from supergcn.train.allocator import allocator_in_use, relaunch_with_retaining_allocator
-from supergcn.train.reference import PyGModel, train_baseline
 
 
 def prepared(dataset: str, workdir: Path):
@@ -102,7 +103,7 @@ def volume(args) -> list[dict]:
                 partition = partitioned(graph, workdir, parts)
                 fewest = pair_rows(graph, partition, None)
                 for bits in (32, 2):
-                    pre_cost, post_cost = row_costs("gat", args.num_layers, args.hidden, args.heads,
+                    pre_cost, post_cost = row_costs(args.model, args.num_layers, args.hidden, args.heads,
                                                     graph.num_classes, bits)
                     weighted = pair_rows(graph, partition, (pre_cost, post_cost))
                     per_pair = {
@@ -135,7 +136,8 @@ def dense_floor(graph, model: str, hidden: int, heads: int, repeats: int = 3) ->
     weight gradient; input gradients from layer 2 on)."""
     torch.manual_seed(0)
     dims = layer_dims(graph, hidden)
-    if model == "gat":  # one projection per layer: H heads of hidden / H, or H x classes in the last
+    projection = card(model).always_projects_first
+    if projection:  # GAT: one projection per layer: H heads of hidden / H, or H x classes in the last
         layers = [[torch.nn.Linear(a, b if k < len(dims) - 1 else heads * b, bias=False)]
                   for k, (a, b) in enumerate(dims)]
     else:  # GIN's two-layer MLP
@@ -147,7 +149,7 @@ def dense_floor(graph, model: str, hidden: int, heads: int, repeats: int = 3) ->
         for k, linears in enumerate(layers):
             for linear in linears:
                 h = linear(h)
-            if model == "gat" and k == len(layers) - 1:
+            if projection and k == len(layers) - 1:
                 h = h.view(len(h), heads, -1).mean(1)
         h.sum().backward()
     return timed(step, repeats)[1]
@@ -162,14 +164,10 @@ def gather_seconds(root: Path, width: int, threads: int) -> dict:
 
 def aggregation_floor(root: Path, graph, model: str, hidden: int, heads: int, threads: int) -> float:
     """The gathers of the module docstring at the widths the model aggregates."""
-    total = 0.0
-    for k, (a, b) in enumerate(layer_dims(graph, hidden)):
-        if model == "gat":
-            seconds = gather_seconds(root, b if k < 2 else heads * b, threads)
-            total += seconds["ours_forward"] + 2 * seconds["ours_backward"]
-        else:  # GIN aggregates its input width, or the first layer's output when narrower
-            seconds = gather_seconds(root, b if b < a else a, threads)
-            total += seconds["ours_forward"] + (seconds["ours_backward"] if k > 0 or b < a else 0.0)
+    total, model_card = 0.0, card(model)
+    for layer in model_card.exchanges(graph.features.shape[1], hidden, graph.num_classes, 3, heads):
+        seconds = gather_seconds(root, layer.width, threads)
+        total += seconds["ours_forward"] + layer.backward * model_card.backward_gathers * seconds["ours_backward"]
     return total
 
 
@@ -225,29 +223,30 @@ def int2_error_rank(args) -> None:
     the relative errors over all ranks."""
     from mpi4py import MPI
 
-    from supergcn.distributed.aggregation import GraphOps
     from supergcn.distributed.comm import Communicator
     from supergcn.distributed.exchange import ExchangeSettings, RankOperators
+    from supergcn.distributed.graph_ops import GraphOps
     from supergcn.distributed.timing import PhaseTimer
+    from supergcn.models.gat.layer import Layer, _project, _score
+    from supergcn.models.gat.online_softmax import rank_attention
     from supergcn.partition.metis import partition_graph
     from supergcn.testing.plans import build_plans
-    from supergcn.train.gnn import GATLayer
 
     comm = MPI.COMM_WORLD
     graph = prepare_dataset(args.dataset, SHARED)
     plan = build_plans(graph, partition_graph(graph, comm.Get_size()), "hybrid")[0][comm.Get_rank()]
     x = torch.from_numpy(np.asarray(graph.features)[plan.owned_old_ids]).float()
     torch.manual_seed(0)
-    layer = GATLayer(x.shape[1], args.hidden, args.heads, concat=True)
+    layer = Layer(x.shape[1], args.hidden, last=False, heads=args.heads)
     squared = {}
     with torch.no_grad():
-        z = layer._project(x)
-        source, destination = layer._score(z, layer.att_src), layer._score(z, layer.att_dst)
+        z = _project(x, layer.lin.weight, layer.dense_dtype, layer.heads, layer.width)
+        source, destination = _score(z, layer.att_src), _score(z, layer.att_dst)
         results = {}
         for bits in (32, 2):
             ops = GraphOps(RankOperators(plan, Communicator(comm), PhaseTimer(), settings=ExchangeSettings(bits=bits)))
             ops.begin_pass(training=True)
-            results[bits] = (ops.attention(z, source, destination, 0.2, 0.0, False),
+            results[bits] = (ops.cached(rank_attention)(z, source, destination, ops.next_layer(), 0.2, 0.0, False),
                              ops.mean(z.reshape(len(z), -1)))
         for k, name in enumerate(("gat_attention", "sage_mean")):
             exact, quantized = results[32][k], results[2][k]
@@ -342,6 +341,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     sub = commands.add_parser("volume", help="GAT's bytes per epoch under each strategy and cover")
+    sub.add_argument("--model", default="gat", choices=weighted_cover_models(),
+                     help="a model whose PRE and POST rows cost differently")
     sub.add_argument("--datasets", nargs="+", default=["synthetic-arxiv", "synthetic-products"])
     sub.add_argument("--parts", nargs="+", type=int, default=[16, 64])
     sub.add_argument("--hidden", type=int, default=256)

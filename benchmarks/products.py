@@ -103,7 +103,7 @@ def pyg_child(args) -> None:
     import torch
     import torch.nn.functional as F
 
-    from supergcn.train.reference import PyGModel, edge_index_of
+    from supergcn.testing.pyg import PyGModel, edge_index_of
 
     graph = load_graph(args.graph, mmap=True)
     torch.set_num_threads(2)

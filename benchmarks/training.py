@@ -59,22 +59,23 @@ from supergcn.data.graph import load_graph, save_graph
 from supergcn.data.storage import peak_memory_mib
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
+from supergcn.models import weighted_cover_models
 from supergcn.partition.store import load_partition, run_partition
 from supergcn.perf.harness import timed
-from supergcn.plan.costs import WEIGHTED_COVER_MODELS, row_costs
+from supergcn.plan.costs import row_costs
 from supergcn.plan.store import run_plan
+from supergcn.testing.pyg import PyGModel, copy_weights, train_baseline
 from supergcn.train.allocator import ALLOCATOR_ENV, allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import CPU_TIMES
-from supergcn.train.reference import PyGModel, copy_weights, train_baseline
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
 def plan_name(parts: int, model: str = "sage") -> str:
     """The plan directory of P = ``parts`` that ``model`` trains on: a weighted cover's own
-    (:data:`~supergcn.plan.costs.WEIGHTED_COVER_MODELS`, float32 rows, 3 layers) or the fewest rows'."""
-    return f"plan{parts}-{model}" if model in WEIGHTED_COVER_MODELS else f"plan{parts}"
+    (:func:`~supergcn.models.weighted_cover_models`, float32 rows, 3 layers) or the fewest rows'."""
+    return f"plan{parts}-{model}" if model in weighted_cover_models() else f"plan{parts}"
 
 
 def prepare(root: Path, dataset: str, parts: list[int], strategy: str, models=("sage",), hidden: int = 256,

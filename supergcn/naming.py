@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 #: How cut edges are served (:mod:`supergcn.plan.builder`).
 STRATEGIES = ("pre", "post", "hybrid")
@@ -40,8 +41,18 @@ ROUNDINGS = ("nearest", "stochastic")
 PARAMETER_DTYPES = {"bfloat16": 2, "float32": 4}
 #: The parameters' wire type unless told otherwise: bfloat16, as upstream and AdaQP.
 DEFAULT_PARAMETER_DTYPE = "bfloat16"
-#: GNN architectures (:mod:`supergcn.train.gnn`).
-GNN_MODELS = ("sage", "gcn", "gin", "gat")
+#: The GNN model options and variant names mean unless told otherwise.
+DEFAULT_MODEL = "sage"
+
+
+def _model_homes() -> tuple[str, ...]:
+    # The directories of supergcn/models/ that are packages, listed without importing any.
+    homes = sorted(path.parent.name for path in (Path(__file__).parent / "models").glob("*/__init__.py"))
+    return (DEFAULT_MODEL, *(name for name in homes if name != DEFAULT_MODEL))
+
+
+#: GNN architectures: one home each in :mod:`supergcn.models`, the default first.
+GNN_MODELS = _model_homes()
 #: Types the linear layers' GEMMs may run in (bfloat16: CPUs with bf16 matrix units).
 DENSE_DTYPES = ("float32", "bfloat16")
 #: Sparse-product back ends: the numba gathers, or torch.sparse.mm as the reference.
@@ -56,7 +67,7 @@ LABEL_PROPAGATION = {True: "lp", False: "nolp"}
 #: only where it is not GraphSAGE, the default).
 VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
                    f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}))?"
-                   f"(?:-({'|'.join(GNN_MODELS[1:])}))?")
+                   f"(?:-({'|'.join(m for m in GNN_MODELS if m != DEFAULT_MODEL)}))?")
 #: What preparation does with self loops: keep them (once, the default) or drop them
 #: (upstream SuperGCN's preprocessing).
 KEEP_SELF_LOOPS, DROP_SELF_LOOPS = "keep", "drop"
@@ -94,18 +105,18 @@ class Variant:
     bits: int | str
     label_propagation: bool
     schedule: str = SYNCHRONOUS
-    model: str = GNN_MODELS[0]
+    model: str = DEFAULT_MODEL
 
     @property
     def name(self) -> str:
         """The label in paths, tables and figures, e.g. ``hybrid-int2-lp``, ``pre-fp32-nolp-cd-5``
         or ``hybrid-fp32-nolp-gat``."""
         suffix = "" if self.schedule == SYNCHRONOUS else f"-{self.schedule}"
-        suffix += "" if self.model == GNN_MODELS[0] else f"-{self.model}"
+        suffix += "" if self.model == DEFAULT_MODEL else f"-{self.model}"
         return f"{self.strategy}-{precision_name(self.bits)}-{LABEL_PROPAGATION[bool(self.label_propagation)]}{suffix}"
 
     @classmethod
-    def from_config(cls, entry: dict, model: str = GNN_MODELS[0]) -> "Variant":
+    def from_config(cls, entry: dict, model: str = DEFAULT_MODEL) -> "Variant":
         """The variant of one entry of the config's ``variants`` list; ``model`` is the
         study's (``training.model``), which the entry's own ``model`` overrides."""
         return cls(entry["strategy"], entry["bits"], entry["label_propagation"], entry.get("schedule", SYNCHRONOUS),
@@ -120,7 +131,7 @@ class Variant:
                              "hybrid-fp32-nolp-gat")
         strategy, precision, lp, schedule, model = match.groups()
         return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS,
-                   model or GNN_MODELS[0])
+                   model or DEFAULT_MODEL)
 
 
 #: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without

@@ -21,6 +21,10 @@ from pathlib import Path
 
 PACKAGE = "supergcn"
 PACKAGE_DIR = Path(__file__).resolve().parent
+#: The modules that import others by name at run time, and what they load, ``{}`` standing
+#: for each sub-package of :mod:`supergcn.models` (the GNN models' cards and layers).
+#: ``tests/test_sources.py`` holds every ``importlib.import_module`` of the package to it.
+LOADED_BY_NAME = {"supergcn.models": "supergcn.models.{}", "supergcn.models.layers": "supergcn.models.{}.layer"}
 
 
 def module_file(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
@@ -62,6 +66,15 @@ def _imported_modules(path: str, name: str, mtime_ns: int, size: int) -> frozens
     return frozenset(module for module in found if module.split(".")[0] == PACKAGE)
 
 
+def loaded_by_name(name: str, package_dir: Path = PACKAGE_DIR) -> set[str]:
+    """The modules ``name`` imports by name at run time (:data:`LOADED_BY_NAME`)."""
+    pattern = LOADED_BY_NAME.get(name)
+    if pattern is None:
+        return set()
+    homes = package_dir / "models"
+    return {pattern.format(path.parent.name) for path in homes.glob("*/__init__.py")}
+
+
 def _with_parents(name: str) -> list[str]:
     parts = name.split(".")
     return [".".join(parts[:k]) for k in range(1, len(parts) + 1)]
@@ -79,7 +92,7 @@ def import_closure(*entry_points: str, package_dir: Path = PACKAGE_DIR) -> dict[
         if path is None:
             continue  # a name imported from a module, not a module
         closure[name] = path
-        for imported in imported_modules(path, name):
+        for imported in imported_modules(path, name) | loaded_by_name(name, package_dir):
             pending.extend(parent for parent in _with_parents(imported) if parent not in closure)
     return closure
 

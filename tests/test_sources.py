@@ -8,6 +8,7 @@ import pytest
 
 from supergcn import sources
 from supergcn.cli import command_names
+from supergcn.naming import GNN_MODELS
 
 from conftest import REPO
 
@@ -21,7 +22,7 @@ def test_the_closure_follows_lazy_and_indirect_imports():
     # Imported inside functions (lazily) or only through other modules: the hand-written
     # lists these hashes replace missed each of them.
     for module in ("supergcn.distributed.ranks", "supergcn.train.provenance", "supergcn.kernels.jit",
-                   "supergcn.kernels.wire", "supergcn.distributed.aggregation", "supergcn.train.trainer"):
+                   "supergcn.kernels.wire", "supergcn.distributed.graph_ops", "supergcn.train.trainer"):
         assert module in train, module
     # Package __init__ modules run on the way.
     assert {"supergcn", "supergcn.cli", "supergcn.train", "supergcn.kernels"} <= train
@@ -129,12 +130,31 @@ def test_parsing_the_workflow_imports_nothing_heavy():
             words = line.split()
             if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] == "supergcn":
                 imported.add(words[1])
-    assert imported == {"supergcn.naming", "supergcn.plan.costs", "supergcn.sources", "supergcn.train.config",
-                        "supergcn.workflow_config", "supergcn.cluster.slurm"}
+    assert imported == {"supergcn.naming", "supergcn.models", "supergcn.plan.costs", "supergcn.sources",
+                        "supergcn.train.config", "supergcn.workflow_config", "supergcn.cluster.slurm"}
     probe = (f"import sys\nimport {', '.join(sorted(imported))}\n"
+             "supergcn.models.weighted_cover_models()\n"
              "[supergcn.sources.command_hash(name) for name in ('train', 'tables', 'perf_predict')]\n"
              "print(*sorted(m for m in sys.modules if m.split('.')[0] in "
              "('torch', 'numpy', 'pandas', 'numba', 'scipy', 'mpi4py', 'matplotlib')))\n")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""
+
+
+def test_every_import_by_name_is_followed():
+    """A module that imports others by name hides them from the parser: each one is in
+    :data:`~supergcn.sources.LOADED_BY_NAME` (the command dispatcher's, ``supergcn.cli``,
+    names the commands, each hashed as its own entry point)."""
+    calling = set()
+    for path in sources.PACKAGE_DIR.rglob("*.py"):
+        if "import_module(" in path.read_text():
+            name = ".".join(("supergcn", *path.relative_to(sources.PACKAGE_DIR).with_suffix("").parts))
+            calling.add(name.removesuffix(".__init__"))
+    assert calling - {"supergcn.cli"} == set(sources.LOADED_BY_NAME)
+
+
+def test_a_model_layer_is_in_the_closure_of_training_not_of_partitioning():
+    training = sources.import_closure("supergcn.cli.train")
+    assert {f"supergcn.models.{model}.layer" for model in GNN_MODELS} <= set(training)
+    assert not any(name.startswith("supergcn.models.") for name in sources.import_closure("supergcn.cli.partition"))

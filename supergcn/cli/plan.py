@@ -33,6 +33,7 @@ def cover_costs(args, num_classes: int) -> tuple[int, int] | None:
         SuperGCNError: costs asked of another strategy, or for adaptive bits.
     """
     from supergcn.errors import SuperGCNError
+    from supergcn.models import card
     from supergcn.plan.costs import row_costs
     from supergcn.train.config import default
 
@@ -41,7 +42,7 @@ def cover_costs(args, num_classes: int) -> tuple[int, int] | None:
         raise SuperGCNError(f"--{next(iter(given)).replace('_', '-')} sets what the hybrid cover weighs, but the "
                             f"strategy is {args.strategy}", "leave the model options out, or plan --strategy hybrid")
     shape = {name: given.get(name, default(name)) for name in COVER_OPTIONS}
-    if shape["bits"] == "adaptive" and shape["model"] == "gat":
+    if shape["bits"] == "adaptive" and card(shape["model"]).weighted_cover:
         raise SuperGCNError("adaptive bits give each row its width while training, so no cover can be weighted by "
                             "them", "plan for the widest, --bits 8, or for --bits 32")
     return None if args.strategy != "hybrid" else row_costs(**shape, num_classes=num_classes)

@@ -28,7 +28,7 @@ from pathlib import Path
 from supergcn.cli._args import output_file
 from supergcn.errors import SuperGCNError
 from supergcn.options import add_arguments, from_values, values_given
-from supergcn.train.config import TrainConfig
+from supergcn.train.config import TrainConfig, with_model_defaults
 
 HELP = "distributed full-batch training (run under mpiexec -n P, or with --launcher)"
 #: Exit statuses of supergcn itself: 0, 1 (a bug), 2 (a user error); any other status of a
@@ -78,7 +78,8 @@ def config_of(args) -> TrainConfig:
     then the command line's."""
     settings = read_settings(args.settings) if args.settings is not None else {}
     source = f"the settings file {args.settings}" if args.settings is not None else "the command line"
-    return from_values(TrainConfig, {**settings, **values_given(args, TrainConfig)}, source)
+    values = {**settings, **values_given(args, TrainConfig)}
+    return from_values(TrainConfig, with_model_defaults(values, given=values), source)
 
 
 def run(args) -> int:

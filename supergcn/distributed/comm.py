@@ -27,7 +27,7 @@ from supergcn.errors import SuperGCNError
 _MAX_COUNT = 2**31 - 1
 #: What the bytes exchanged are counted under, per peer: rows (``data``), their
 #: quantization parameters (``params``) and attention's float32 scores, maxima and sums
-#: (``attention``, :mod:`supergcn.distributed.attention`).
+#: (``attention``, :mod:`supergcn.models.gat.online_softmax`).
 MESSAGE_KINDS = ("data", "params", "attention")
 #: Shared-memory cell size asked of MPICH (its pack buffer must be at least as large).
 SHM_CELL_BYTES = 256 * 1024

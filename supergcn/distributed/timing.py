@@ -23,11 +23,16 @@ Backward time is measured where autograd spends it: :meth:`PhaseTimer.timed` hoo
 backward nodes a forward call created (``Node.register_prehook`` / ``register_hook``),
 so each node's execution is booked to the phase of the call that made it. The CPU
 autograd engine runs one node at a time, so the booked intervals never overlap.
+
+The layers' formulas carry no timer: their steps are functions wrapped by :func:`phase`,
+which book to the timer of the pass under way (:meth:`PhaseTimer.activate`, called as a
+forward pass begins), so a layer's ``forward`` reads as its formula.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 
 PHASES = ("aggregation", "communication", "quantization", "synchronization", "dense", "elementwise", "optimizer")
@@ -42,8 +47,15 @@ BREAKDOWN = tuple(PAPER_CATEGORIES)
 
 
 class PhaseTimer:
+    #: The timer the steps wrapped by :func:`phase` book to: one per rank, so one per process.
+    active: PhaseTimer | None = None
+
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
+
+    def activate(self) -> None:
+        """Book the steps wrapped by :func:`phase` to this timer from now on."""
+        PhaseTimer.active = self
 
     def reset(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
@@ -95,3 +107,24 @@ class PhaseTimer:
             seconds[category] = sum(seconds[p] for p in phases)
         seconds["total"] = total
         return seconds
+
+
+def phase(name: str):
+    """A decorator: the function's calls (forward and backward) booked to phase ``name`` of
+    the active timer (:meth:`PhaseTimer.activate`), or run as they are where none is. The
+    wrapped function takes positional arguments; a wrapped step must not call another (its
+    time would be booked twice).
+
+    Args:
+        name: a phase of :data:`PHASES`.
+
+    Returns:
+        The decorator.
+    """
+    def decorate(function):
+        @functools.wraps(function)
+        def timed(*inputs):
+            timer = PhaseTimer.active
+            return function(*inputs) if timer is None else timer.timed(name, function, *inputs)
+        return timed
+    return decorate

@@ -2,7 +2,7 @@
 
 Rows r of a CSR gather their entries k (sources ``indices[k]`` of a table z, H heads of C)
 and, optionally, *pieces*: partial softmax states (m_p, s_p, r_p) of sources summed
-elsewhere (:mod:`supergcn.distributed.attention`). Per row and head, with
+elsewhere (:mod:`supergcn.models.gat.online_softmax`). Per row and head, with
 x_k = d_r + a_k (d the row's destination score, a the source's score),
 e_k = LeakyReLU(x_k) and the row's maximum M over its entries' e_k and its pieces' m_p:
 

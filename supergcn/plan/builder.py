@@ -4,7 +4,7 @@
 POST (= distinct sources), and ``hybrid`` (Alg. 1) takes a minimum vertex cover C of each
 pair's bipartite cut graph: an edge is POST when u ∈ C, otherwise PRE (then v ∈ C). Rows
 sent j->i = ``|C|`` = maximum matching size (König), the fewest possible. Where a PRE row
-costs more than a POST row (GAT's, :mod:`supergcn.distributed.attention`), ``row_costs``
+costs more than a POST row (GAT's, :mod:`supergcn.models.gat.online_softmax`), ``row_costs``
 makes the cover a cheapest one under those costs instead
 (:func:`~supergcn.partition.cover.minimum_weighted_vertex_cover`). (PRE, POST and the
 buffers: :mod:`supergcn.plan.rank_plan`.)

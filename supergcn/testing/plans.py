@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -52,3 +53,17 @@ def aggregate_in_process(plans: list[RankPlan], features: np.ndarray) -> np.ndar
         out[plan.offset:plan.offset + plan.num_owned] = np.divide(
             total, degree[:, None], out=np.zeros_like(total), where=degree[:, None] > 0)
     return out
+
+
+def edgeless_plan(n: int) -> SimpleNamespace:
+    """What a model's normalisation reads of a rank's plan, for ``n`` owned nodes and no
+    edges: for tests that stand in for the rank's aggregations.
+
+    Args:
+        n: owned nodes.
+
+    Returns:
+        ``in_degree``, ``num_owned``, ``local_indptr`` and ``local_indices``.
+    """
+    return SimpleNamespace(in_degree=np.zeros(n, dtype=np.int64), num_owned=n,
+                           local_indptr=np.zeros(n + 1, dtype=np.int64), local_indices=np.zeros(0, dtype=np.int64))

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from supergcn.models import card
 from supergcn.naming import (
     ADAPTIVE,
     ADAPTIVE_GROUP_SIZE,
@@ -46,8 +47,16 @@ def _adaptive(values: dict) -> bool:
     return values["bits"] == ADAPTIVE
 
 
-def _attention(values: dict) -> bool:
-    return values["model"] == "gat"
+def _own_defaults(name: str) -> str:
+    """The help's note of the models with their own default of option ``name``."""
+    own = [f"{card(model).title} {card(model).training_defaults[name]}" for model in GNN_MODELS
+           if name in card(model).training_defaults]
+    return f" (unless set: {', '.join(own)})" if own else ""
+
+
+def _read_by_model(name: str):
+    """``read_when`` of an option only some models read: those whose card lists it."""
+    return lambda values: name in card(values["model"]).training_options
 
 
 def parse_bits(text: str) -> int | str:
@@ -97,15 +106,17 @@ class TrainConfig:
     out: Path = option(None, "metrics file (JSON lines) to write", group="io", required=True)
     model: str = option("sage", "GNN architecture", choices=GNN_MODELS, study=True, trajectory=True)
     heads: int = option(4, "GAT: attention heads (concatenated in hidden layers, so they divide the hidden width; "
-                        "averaged in the last)", values=_AT_LEAST_1, study=True, trajectory=True, read_when=_attention)
+                        "averaged in the last)", values=_AT_LEAST_1, study=True, trajectory=True,
+                        read_when=_read_by_model("heads"))
     attention_dropout: float = option(0.0, "GAT: dropout probability on the attention coefficients, in [0, 1)",
-                                      values=_SHARE, study=True, trajectory=True, read_when=_attention)
+                                      values=_SHARE, study=True, trajectory=True,
+                                      read_when=_read_by_model("attention_dropout"))
     num_layers: int = option(3, "graph convolutions", values=_AT_LEAST_1, study=True, trajectory=True)
     hidden: int = option(256, "hidden width", values=_AT_LEAST_1, study=True, trajectory=True, per_dataset=True)
     dropout: float = option(0.5, "dropout probability, in [0, 1)", values=_SHARE, study=True, trajectory=True)
     layer_norm: bool = option(True, "LayerNorm after each hidden layer", study=True, trajectory=True)
-    lr: float = option(0.01, "Adam's learning rate", values=Range(float, 0, low_open=True), study=True,
-                       trajectory=True, per_dataset=True)
+    lr: float = option(0.01, "Adam's learning rate" + _own_defaults("lr"), values=Range(float, 0, low_open=True),
+                       study=True, trajectory=True, per_dataset=True)
     weight_decay: float = option(0.0, "Adam's weight decay", values=Range(float, 0), study=True, trajectory=True)
     grad_clip: float = option(0.0, "clip the gradients' global L2 norm to this before each step (0 = off)",
                               values=Range(float, 0), study=True, trajectory=True)
@@ -189,13 +200,13 @@ class TrainConfig:
             The messages; empty when the run can go ahead.
         """
         found = problems(self)
-        if self.model == "gat" and self.num_layers > 1 and self.hidden % self.heads:
-            found.append(f"GAT's {self.heads} heads are concatenated into the hidden width {self.hidden}, which "
-                         "they do not divide — choose --hidden a multiple of --heads")
+        model = card(self.model)
+        found += model.conflicts(self)
         if schedule_delay(self.schedule) != 0:
-            if self.model != "sage":
+            if not model.delayable:
+                delayable = ", ".join(name for name in GNN_MODELS if card(name).delayable)
                 found.append(f"schedule {self.schedule} (DistGNN) is defined for the mean aggregation only — "
-                             "use --model sage or --schedule sync")
+                             f"use --model {delayable} or --schedule sync")
             if self.bits != 32:
                 found.append(f"schedule {self.schedule} (DistGNN) sends float32 partial aggregates — "
                              "use --bits 32 or --schedule sync")
@@ -229,7 +240,26 @@ def study_options() -> list[str]:
     return [field.name for field, spec in declared(TrainConfig) if spec["study"]]
 
 
-def job_settings(training: dict, bits: int | str, schedule: str, label_propagation: bool) -> dict:
+def with_model_defaults(values: dict, given) -> dict:
+    """``values`` with the model's own training defaults
+    (:attr:`~supergcn.models.card.ModelCard.training_defaults`) for the options the user did
+    not set: GIN trains at its own learning rate unless one is given.
+
+    Args:
+        values: option name -> value.
+        given: the names of the options the user set.
+
+    Returns:
+        The values the run uses.
+    """
+    model = values.get("model", default("model"))
+    if model not in GNN_MODELS:
+        return values  # refused, with its fix, where the values are checked
+    own = card(model).training_defaults
+    return {**values, **{name: value for name, value in own.items() if name not in given}}
+
+
+def job_settings(training: dict, bits: int | str, schedule: str, label_propagation: bool, given=()) -> dict:
     """The options a study hands one training job: its ``training`` settings (with the
     dataset's own) for a variant's ``bits``, ``schedule`` and label propagation, keeping
     only the options such a job reads, so that a change of an option no job of a variant
@@ -240,11 +270,13 @@ def job_settings(training: dict, bits: int | str, schedule: str, label_propagati
         bits: the variant's bits.
         schedule: the variant's exchange schedule.
         label_propagation: whether the variant feeds labels (else ``label_rate`` is 0).
+        given: the options the user set; the model's own defaults replace the others
+            (:func:`with_model_defaults`).
 
     Returns:
         Option name -> value for the options the job reads.
     """
-    values = {**training, "bits": bits, "schedule": schedule}
+    values = with_model_defaults({**training, "bits": bits, "schedule": schedule}, given)
     if not label_propagation:
         values["label_rate"] = 0.0
     return {field.name: values[field.name] for field, spec in declared(TrainConfig)

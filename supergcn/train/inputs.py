@@ -45,6 +45,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from supergcn.distributed.timing import phase
+
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
            dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -148,13 +150,12 @@ def aggregate_and_project(x: torch.Tensor | LabelledInput, ops, aggregate, weigh
                           bias: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
     """``aggregate(x) W^T + b`` of a layer's input; factored where ``aggregate`` (one of
     ``ops``' aggregations) is an exact linear map (``ops.exact``) and the input is labelled
-    features without a norm. Steps are booked to ``ops``' timer phases."""
+    features without a norm."""
     if not (isinstance(x, LabelledInput) and x.labelled and x.norm is None and ops.exact):
-        rows = ops.timed("elementwise", written_out, x)
-        return ops.timed("dense", linear, aggregate(rows), weight, bias, dtype)
-    out = ops.timed("dense", linear, aggregate(x.x), weight, bias, dtype)
-    label_part = ops.timed("dense", linear, x.embedding.weight, weight, None, dtype)
-    return ops.timed("dense", torch.addmm, out, aggregate(ops.timed("elementwise", x.label_indicator)), label_part)
+        return affine(aggregate(write_out(x)), weight, bias, dtype)
+    out = affine(aggregate(x.x), weight, bias, dtype)
+    label_part = affine(x.embedding.weight, weight, None, dtype)
+    return add_product(out, aggregate(label_indicator(x)), label_part)
 
 
 def project(x: torch.Tensor | LabelledInput, weight: torch.Tensor, dtype: torch.dtype,
@@ -168,3 +169,21 @@ def project(x: torch.Tensor | LabelledInput, weight: torch.Tensor, dtype: torch.
 def written_out(x: torch.Tensor | LabelledInput) -> torch.Tensor:
     """A layer's input as one n x F tensor."""
     return x.dense() if isinstance(x, LabelledInput) else x
+
+
+# The steps of the layers' formulas, each booked to its phase of the rank's timer
+# (:func:`~supergcn.distributed.timing.phase`).
+#: ``base + x W^T`` (:func:`project`).
+projected = phase("dense")(project)
+#: ``x W^T + b`` (:func:`linear`).
+affine = phase("dense")(linear)
+#: ``a + b``, a bias or a root term.
+add = phase("dense")(torch.add)
+#: ``base + a b``.
+add_product = phase("dense")(torch.addmm)
+#: The layer's input as one tensor (:func:`written_out`).
+write_out = phase("elementwise")(written_out)
+#: The one-hot labels of the label inputs (:meth:`LabelledInput.label_indicator`).
+label_indicator = phase("elementwise")(LabelledInput.label_indicator)
+#: ReLU.
+relu = phase("elementwise")(F.relu)

@@ -30,11 +30,11 @@ import torch
 import torch.nn.functional as F
 
 from supergcn.distributed.adaptive import AdaptiveSettings
-from supergcn.distributed.aggregation import GraphOps
 from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradients, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.delayed import DelayedAggregation
 from supergcn.distributed.exchange import ExchangeSettings, RankOperators
+from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.ranks import CollectiveError, agree
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer
@@ -157,7 +157,6 @@ class Trainer:
         usage_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.perf_counter()
         self.model.train()
-        self.ops.begin_pass(training=True)
         label_nodes, loss_nodes = self.labels.split()
         logits = self.model(self.data.x, self.ops, label_nodes, self.data.y[label_nodes])
         loss = self.timer.timed("elementwise", self.loss, logits, loss_nodes)
@@ -202,7 +201,6 @@ class Trainer:
             ``val_loss``, and the rank's log-probabilities.
         """
         self.model.eval()
-        self.ops.begin_pass(training=False)
         # At evaluation every training label is an input (label propagation only).
         train_nodes = self.labels.train_nodes
         logits = self.model(self.data.x, self.ops, train_nodes, self.data.y[train_nodes])
@@ -260,7 +258,7 @@ class Trainer:
 
         Returns:
             ``rng`` (torch's random state) and ``exchanges`` (:meth:`GraphOps.state
-            <supergcn.distributed.aggregation.GraphOps.state>`).
+            <supergcn.distributed.graph_ops.GraphOps.state>`).
         """
         return {"rng": torch.get_rng_state(), "exchanges": self.ops.state()}
 

@@ -4,9 +4,18 @@ import numpy as np
 import pytest
 
 from supergcn.errors import SuperGCNError
+from supergcn.models import card
+from supergcn.naming import GNN_MODELS
 from supergcn.perf import model as perfmodel
 from supergcn.perf.model import MachineProfile
-from supergcn.perf.traffic import epoch_exchange_widths, epoch_traffic
+from supergcn.perf.traffic import epoch_traffic
+
+
+def epoch_exchange_widths(in_dim, hidden, out_dim, num_layers, input_requires_grad=False, model="sage",
+                          aggregate_first=False, heads=1):
+    """(forward, backward) widths of an epoch's data exchanges, layer by layer, by the model's card."""
+    layers = card(model).exchanges(in_dim, hidden, out_dim, num_layers, heads, aggregate_first, input_requires_grad)
+    return [layer.width for layer in layers], [layer.width for layer in layers if layer.backward]
 
 # Round numbers so the hand-worked figures below are easy to follow.
 MACHINE = MachineProfile(name="test", latency_s=1e-3, bandwidth_bytes_per_s=1e6, quantization_bytes_per_s=2e6,
@@ -150,40 +159,77 @@ def test_epoch_exchange_widths_follow_the_model(dims, requires_grad, expected):
     assert epoch_exchange_widths(*dims, num_layers=3, input_requires_grad=requires_grad) == expected
 
 
-def test_epoch_widths_match_what_training_exchanges():
-    """Count the widths that really pass through the distributed aggregation in a
-    forward and backward pass of supergcn.train.gnn.GNN."""
+class RecordingOps:
+    """What a layer asks of :class:`~supergcn.distributed.graph_ops.GraphOps`, on one rank
+    with no edges, recording the width of every aggregated row forward and backward."""
+
+    exact = True
+
+    def __init__(self, n):
+        from types import SimpleNamespace
+
+        from supergcn.testing.plans import edgeless_plan
+
+        self.seen = {"forward": [], "backward": []}
+        self.operators = SimpleNamespace(plan=edgeless_plan(n))
+
+    def record(self, x):
+        import torch
+
+        seen = self.seen
+
+        class Recorder(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                seen["forward"].append(x[0].numel())
+                return x.clone()
+
+            @staticmethod
+            def backward(ctx, grad):
+                seen["backward"].append(grad[0].numel())
+                return grad
+        return Recorder.apply(x)
+
+    def begin_pass(self, training):
+        pass
+
+    def next_layer(self):
+        return 0
+
+    def sum(self, x, row_scale=None):
+        return self.record(x)
+
+    def mean(self, x):
+        return self.record(x)
+
+    def cached(self, build):
+        from supergcn.models.gat.online_softmax import rank_attention
+
+        if build is rank_attention:  # GAT's aggregation: record its projected rows, all heads
+            return lambda z, source, destination, *options: self.record(z)
+        return build(self)
+
+
+@pytest.mark.parametrize("model", GNN_MODELS)
+@pytest.mark.parametrize("dims", [(16, 8, 4), (4, 8, 2), (8, 8, 8)])
+@pytest.mark.parametrize("aggregate_first", [False, True])
+def test_epoch_widths_match_what_training_exchanges(model, dims, aggregate_first):
+    """Count the widths that really pass through the aggregation in a forward and backward
+    pass of supergcn.train.gnn.GNN, for every model: each layer's width rule (GCN projects
+    first also where its output is as wide as its input), ``aggregate_first`` where it
+    applies."""
     import torch
 
     from supergcn.train.gnn import GNN
 
-    seen = {"forward": [], "backward": []}
-
-    class Recorder(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            seen["forward"].append(x.shape[1])
-            return x.clone()
-
-        @staticmethod
-        def backward(ctx, grad):
-            seen["backward"].append(grad.shape[1])
-            return grad
-
-    class Ops:
-        def mean(self, x):
-            return Recorder.apply(x)
-
-        def timed(self, phase, function, *inputs):
-            return function(*inputs)
-
-    for in_dim, hidden, out_dim in ((16, 8, 4), (4, 8, 2)):
-        seen = {"forward": [], "backward": []}
-        model = GNN("sage", in_dim, hidden, out_dim, num_layers=3)
-        model(torch.randn(5, in_dim), Ops()).sum().backward()
-        expected = epoch_exchange_widths(in_dim, hidden, out_dim, 3)
-        assert seen["forward"] == expected[0]
-        assert sorted(seen["backward"]) == sorted(expected[1])
+    in_dim, hidden, out_dim = dims
+    ops = RecordingOps(5)
+    gnn = GNN(model, in_dim, hidden, out_dim, num_layers=3, heads=2, aggregate_first=aggregate_first)
+    gnn(torch.randn(5, in_dim), ops).sum().backward()
+    forward, backward = epoch_exchange_widths(in_dim, hidden, out_dim, 3, model=model,
+                                              aggregate_first=aggregate_first, heads=2)
+    assert ops.seen["forward"] == forward
+    assert sorted(ops.seen["backward"]) == sorted(backward)
 
 
 def sage_epoch(rows, edges, in_dim=16, hidden=8, out_dim=4, bits=32):
@@ -223,7 +269,7 @@ def test_gat_epoch_bytes_are_the_row_costs_the_cover_weighs(bits):
     the byte, tests/train/test_models.py): every PRE row its PRE cost, every POST row its
     POST cost. In Int2 the wire packs each peer's rows into whole bytes, so it sends at
     most a byte per column and peer more."""
-    from supergcn.plan.costs import gat_exchange_widths, row_costs
+    from supergcn.plan.costs import row_costs
 
     pre = np.array([[0, 3, 4], [0, 0, 1], [2, 0, 0]])
     post = np.array([[0, 2, 0], [7, 0, 0], [1, 1, 0]])
@@ -237,7 +283,8 @@ def test_gat_epoch_bytes_are_the_row_costs_the_cover_weighs(bits):
     if bits == 32:
         assert epoch["bytes"] == priced
     else:
-        padding = 2 * sum(gat_exchange_widths(3, hidden, heads, classes)) * np.count_nonzero(pre + post)
+        padding = 2 * sum(epoch_exchange_widths(16, hidden, classes, 3, model="gat", heads=heads)[0]) \
+            * np.count_nonzero(pre + post)
         assert priced <= epoch["bytes"] <= priced + padding
 
 

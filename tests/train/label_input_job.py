@@ -15,13 +15,13 @@ import torch.nn.functional as F
 from mpi4py import MPI
 
 from supergcn.data.datasets import prepare_dataset
-from supergcn.distributed.aggregation import GraphOps
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.exchange import ExchangeSettings, RankOperators
+from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.metis import partition_graph
 from supergcn.testing.plans import build_plans
-from supergcn.train.gnn import GNN
+from supergcn.train.gnn import GNN, activate
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
@@ -51,7 +51,7 @@ def written_out_forward(model, ops):
     if model.input_norm is not None:
         h = model.input_norm(h)
     for conv, norm in zip(model.convs[:-1], model.norms):
-        h = model._activate(conv(h, ops), norm)
+        h = activate(conv(h, ops), norm, model.dropout, model.training)
     return F.log_softmax(model.convs[-1](h, ops), -1)
 
 

@@ -6,9 +6,9 @@ import torch
 from mpi4py import MPI
 
 from supergcn.data.datasets import prepare_dataset
-from supergcn.distributed.aggregation import GraphOps
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.exchange import RankOperators
+from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.metis import partition_graph
 from supergcn.testing.plans import build_plans

@@ -16,9 +16,9 @@ from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
 from supergcn.plan.costs import row_costs
 from supergcn.plan.store import read_plan_pairs, run_plan
+from supergcn.testing.pyg import PyGModel, copy_weights, train_baseline
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import read_metrics
-from supergcn.train.reference import PyGModel, copy_weights, train_baseline
 
 from conftest import run_rank_job
 from models_common import AGGREGATING_FIRST, CLIP, EPOCHS, HEADS, HIDDEN, LAYERS, LR, OPTIONS_AT, PARTS, runs

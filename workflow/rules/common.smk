@@ -1,5 +1,5 @@
 # Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
-# light modules supergcn.naming, supergcn.plan.costs, supergcn.sources, supergcn.train.config,
+# light modules supergcn.naming, supergcn.models (the cards), supergcn.plan.costs, supergcn.sources, supergcn.train.config,
 # supergcn.workflow_config and (in the onstart hook) supergcn.cluster.slurm, so parsing
 # the workflow pays for no scientific library.
 import errno
@@ -9,7 +9,8 @@ import os
 import shlex
 
 from supergcn.naming import GNN_MODELS, PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
-from supergcn.plan.costs import SHAPE_OPTIONS, WEIGHTED_COVER_MODELS
+from supergcn.models import weighted_cover_models
+from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, job_settings
 from supergcn.workflow_config import ConfigError
@@ -28,7 +29,7 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9_\-]+",
     P=r"\d+",
     strategy="|".join(STRATEGIES),
-    model="|".join(WEIGHTED_COVER_MODELS),
+    model="|".join(weighted_cover_models()),
     gnn="|".join(GNN_MODELS),
     precision="|".join(PRECISIONS.values()),
     variant=VARIANT_PATTERN,
@@ -208,7 +209,7 @@ def variant_of(wildcards):
 def plan_dir(dataset, P, strategy, model):
     """The plan `model` trains on with `strategy`: the strategy's, or for hybrid and a model
     whose rows cost differently (GAT), the hybrid plan weighed for that model."""
-    plan = f"hybrid-{model}" if strategy == "hybrid" and model in WEIGHTED_COVER_MODELS else strategy
+    plan = f"hybrid-{model}" if strategy == "hybrid" and model in weighted_cover_models() else strategy
     return f"{DATA}/plans/{dataset}/P{P}/{plan}"
 
 
@@ -217,16 +218,18 @@ def plan_of_variant(wildcards):
     return plan_dir(wildcards.dataset, wildcards.P, variant.strategy, variant.model)
 
 
-def settings_of_variant(training, variant):
-    """The options a job of `variant` reads of the `training` settings (supergcn.train.config.job_settings)."""
+def settings_of_variant(training, variant, dataset=None):
+    """The options a job of `variant` reads of the `training` settings (supergcn.train.config.job_settings),
+    the model's own defaults in place of those the config files leave out."""
     training = {**training, "model": variant.model}
-    return job_settings(training, variant.bits, variant.schedule, variant.label_propagation)
+    given = TRAINING_GIVEN | set(config.get("training_by_dataset", {}).get(dataset, {}))
+    return job_settings(training, variant.bits, variant.schedule, variant.label_propagation, given)
 
 
 def train_settings(wildcards):
     """The settings file's text (JSON) of one training job: its dataset's training settings
     for its variant."""
-    settings = settings_of_variant(training_for(wildcards.dataset), variant_of(wildcards))
+    settings = settings_of_variant(training_for(wildcards.dataset), variant_of(wildcards), wildcards.dataset)
     return json.dumps(settings, indent=2, sort_keys=True)
 
 

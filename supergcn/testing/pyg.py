@@ -1,8 +1,7 @@
 """The single-process PyG model that distributed training is held to.
 
-Built from ``torch_geometric.nn.SAGEConv`` (mean, root weight), ``GCNConv``, ``GINConv``
-(a two-layer MLP, ``train_eps``) or ``GATConv`` (heads concatenated in hidden layers,
-averaged in the last) with the same layer order as :class:`supergcn.train.gnn.GNN`
+Built from each layer's PyG counterpart (its model's ``pyg_conv``, :mod:`supergcn.models.layers`)
+with the same layer order as :class:`supergcn.train.gnn.GNN`
 (conv -> dropout -> LayerNorm -> ReLU, log_softmax at the end), and with
 ``label_propagation`` PyG's own ``MaskLabel`` on the input (its naive formulation: a copy
 of the input with the label embedding added to the masked rows). :func:`copy_weights` maps
@@ -19,33 +18,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from supergcn.data.graph import Graph
+from supergcn.models.layers import layer_module
 from supergcn.train.config import default
 from supergcn.train.gnn import GNN
-
-
-def pyg_conv(model: str, in_dim: int, out_dim: int, last: bool, heads: int = default("heads")) -> nn.Module:
-    """PyG's convolution for one layer of :class:`~supergcn.train.gnn.GNN`'s ``model``.
-
-    Args:
-        model: one of :data:`supergcn.naming.GNN_MODELS`.
-        in_dim: input features.
-        out_dim: output features.
-        last: whether it is the last layer (GAT averages its heads there).
-        heads: GAT's heads.
-
-    Returns:
-        The PyG module.
-    """
-    from torch_geometric.nn import GATConv, GCNConv, GINConv, SAGEConv
-
-    if model == "sage":
-        return SAGEConv(in_dim, out_dim, aggr="mean", root_weight=True)
-    if model == "gcn":
-        return GCNConv(in_dim, out_dim)
-    if model == "gin":
-        return GINConv(nn.Sequential(nn.Linear(in_dim, out_dim), nn.ReLU(), nn.Linear(out_dim, out_dim)),
-                       train_eps=True)
-    return GATConv(in_dim, out_dim if last else out_dim // heads, heads=heads, concat=not last)
 
 
 class PyGModel(nn.Module):
@@ -56,7 +31,8 @@ class PyGModel(nn.Module):
 
         super().__init__()
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        self.convs = nn.ModuleList(pyg_conv(model, a, b, i == num_layers - 1, heads)
+        pyg_conv = layer_module(model).pyg_conv
+        self.convs = nn.ModuleList(pyg_conv(a, b, i == num_layers - 1, heads)
                                    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()
                                    for _ in range(num_layers - 1))
@@ -75,20 +51,7 @@ class PyGModel(nn.Module):
 def copy_weights(ours: GNN, theirs: PyGModel) -> None:
     """Give the PyG model exactly our parameters."""
     for mine, conv in zip(ours.convs, theirs.convs):
-        if hasattr(mine, "lin_neigh"):  # SAGE
-            conv.lin_l.weight.copy_(mine.lin_neigh.weight)
-            conv.lin_l.bias.copy_(mine.lin_neigh.bias)
-            conv.lin_r.weight.copy_(mine.lin_self.weight)
-        elif hasattr(mine, "eps"):  # GIN
-            conv.nn[0].load_state_dict(mine.lin_in.state_dict())
-            conv.nn[2].load_state_dict(mine.lin_out.state_dict())
-            conv.eps.copy_(mine.eps)
-        else:  # GCN, GAT
-            conv.lin.weight.copy_(mine.lin.weight)
-            conv.bias.copy_(mine.bias)
-            if hasattr(mine, "att_src"):
-                conv.att_src.copy_(mine.att_src)
-                conv.att_dst.copy_(mine.att_dst)
+        layer_module(ours.model).copy_to_pyg(mine, conv)
     theirs.norms.load_state_dict(ours.norms.state_dict())
     if ours.label_embedding is not None and theirs.mask_label is not None:
         theirs.mask_label.emb.weight.copy_(ours.label_embedding.weight)

@@ -7,12 +7,15 @@ training passes is the delayed one (:mod:`supergcn.distributed.delayed`).
 
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 import numpy as np
 import torch
 
-from supergcn.distributed.attention import DistributedAttention
 from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
 from supergcn.distributed.exchange import RankOperators
+
+T = TypeVar("T")
 
 
 class _DistributedAggregation(torch.autograd.Function):
@@ -27,16 +30,17 @@ class _DistributedAggregation(torch.autograd.Function):
 
 
 class GraphOps:
-    """Normalised aggregations of one rank, differentiable through the exchange.
+    """A rank's aggregations, differentiable through the exchange: what a GNN layer
+    (:mod:`supergcn.models`) aggregates with.
 
-    * ``mean(x)[v] = (1/deg(v)) * sum_{u in N(v)} x[u]`` (0 for isolated v), deg global;
-    * ``gcn(x)[v] = d(v)^{-1/2} * sum_{u in N(v) ∪ {v}} d(u)^{-1/2} x[u]``, ``d = |N(v) ∪ {v}|``
-      (PyG's ``gcn_norm`` with ``add_remaining_self_loops``);
-    * ``attention(z, ...)[v] = sum_{u in N(v) ∪ {v}} alpha_vu z[u]``, GAT's softmax-weighted
-      sum (:mod:`supergcn.distributed.attention`).
+    * ``sum(x, row_scale)[v] = row_scale[v] * sum_{u in N(v)} x[u]`` over the global
+      in-neighbours of each owned v;
+    * ``mean(x)``, the sum scaled by ``1/deg(v)`` (0 for isolated v), deg global; under a
+      DistGNN schedule (``delayed``, :mod:`supergcn.distributed.delayed`) the delayed mean
+      in training passes, evaluation staying exact.
 
-    Under a DistGNN schedule (``delayed``, :mod:`supergcn.distributed.delayed`) the mean
-    aggregation of training passes is the delayed one; evaluation stays exact.
+    A model's own normalisation and per-rank state (GCN's degrees, GAT's routes) live in its
+    home and are built once per rank by :meth:`cached`.
 
     Args:
         operators: the rank's exchange and sparse operators.
@@ -47,15 +51,23 @@ class GraphOps:
         self.operators = operators
         self.delayed = delayed
         self.layers_begun = 0  # aggregations of the current pass so far: the next one's layer
-        plan = operators.plan
-        degree = torch.from_numpy(plan.in_degree.astype(np.float32))
+        degree = torch.from_numpy(operators.plan.in_degree.astype(np.float32))
         self.inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
-        rows = np.repeat(np.arange(plan.num_owned), np.diff(plan.local_indptr))
-        has_loop = np.zeros(plan.num_owned, dtype=bool)
-        has_loop[rows[plan.local_indices == rows]] = True
-        self.missing_loop = torch.from_numpy((~has_loop).astype(np.float32))[:, None]
-        self.inv_sqrt_gcn_degree = (degree + self.missing_loop[:, 0]).rsqrt()
-        self._attention: DistributedAttention | None = None  # built (collectively) by the first attention
+        self._built: dict = {}
+
+    def cached(self, build: Callable[[GraphOps], T]) -> T:
+        """``build(self)``, built on the first call and kept: state a model derives from the
+        rank's plan. The first call is collective where ``build`` is.
+
+        Args:
+            build: what to build (and the key it is kept under).
+
+        Returns:
+            What it built.
+        """
+        if build not in self._built:
+            self._built[build] = build(self)
+        return self._built[build]
 
     def begin_pass(self, training: bool) -> None:
         """Start a forward pass over all layers: a training pass (quantized, delayed
@@ -65,6 +77,7 @@ class GraphOps:
             training: whether the pass trains.
         """
         self.operators.training = training
+        self.operators.timer.activate()
         self.layers_begun = 0
         if training and self.delayed is not None:
             self.delayed.begin_pass()
@@ -129,20 +142,12 @@ class GraphOps:
         if self.delayed is not None:
             self.delayed.drain()
 
-    def timed(self, phase: str, function, *inputs):
-        """``function(*inputs)`` booked to ``phase`` of the rank's timer (forward and backward).
-
-        Args:
-            phase: a phase of :mod:`supergcn.distributed.timing`.
-            function: the function to run.
-            *inputs: its arguments.
+    def next_layer(self) -> int:
+        """The layer of the next aggregation of this pass (0 for the first), counted.
 
         Returns:
-            Its result.
+            Its index.
         """
-        return self.operators.timer.timed(phase, function, *inputs)
-
-    def _next_layer(self) -> int:
         layer, self.layers_begun = self.layers_begun, self.layers_begun + 1
         return layer
 
@@ -157,7 +162,7 @@ class GraphOps:
         Returns:
             n x F aggregated rows.
         """
-        return _DistributedAggregation.apply(x, self.operators, row_scale, self._next_layer())
+        return _DistributedAggregation.apply(x, self.operators, row_scale, self.next_layer())
 
     def mean(self, x: torch.Tensor) -> torch.Tensor:
         """The mean aggregation (class docstring); the delayed one in training passes under a
@@ -170,42 +175,5 @@ class GraphOps:
             n x F aggregated rows.
         """
         if self.delayed is not None and self.operators.training:
-            return DelayedMean.apply(x, self.delayed, self._next_layer())
+            return DelayedMean.apply(x, self.delayed, self.next_layer())
         return self.sum(x, self.inv_degree)
-
-    def gcn(self, x: torch.Tensor) -> torch.Tensor:
-        """GCN's normalised aggregation with self loops (class docstring).
-
-        Args:
-            x: n x F rows of the rank's nodes.
-
-        Returns:
-            n x F aggregated rows.
-        """
-        scale = self.inv_sqrt_gcn_degree[:, None]
-        scaled = self.timed("aggregation", torch.mul, x, scale)
-        return self.timed("aggregation", self._add_self_loops, self.sum(scaled, self.inv_sqrt_gcn_degree), scaled)
-
-    def attention(self, z: torch.Tensor, source_score: torch.Tensor, destination_score: torch.Tensor,
-                  negative_slope: float, dropout: float, training: bool) -> torch.Tensor:
-        """GAT's aggregation (class docstring) through the exchange; differentiable. The
-        first call is collective (:class:`~supergcn.distributed.attention.DistributedAttention`).
-
-        Args:
-            z: n x H x C projected rows of the rank's nodes.
-            source_score: n x H, ``a_src · z``.
-            destination_score: n x H, ``a_dst · z``.
-            negative_slope: LeakyReLU's slope.
-            dropout: dropout on the attention coefficients while ``training``.
-            training: whether the model trains.
-
-        Returns:
-            n x H x C aggregated rows.
-        """
-        if self._attention is None:
-            self._attention = DistributedAttention(self.operators)
-        return self._attention(z, source_score, destination_score, self._next_layer(), negative_slope, dropout,
-                               training)
-
-    def _add_self_loops(self, aggregated: torch.Tensor, scaled: torch.Tensor) -> torch.Tensor:
-        return aggregated + self.missing_loop * scaled * self.inv_sqrt_gcn_degree[:, None]

@@ -51,10 +51,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from supergcn.distributed.attention_routes import AttentionRoutes
 from supergcn.distributed.comm import MESSAGE_KINDS
 from supergcn.distributed.exchange import RankOperators
 from supergcn.kernels.attention import AttentionCsr, FusedAttention, Progress
+from supergcn.models.gat.routes import AttentionRoutes
 
 #: The kind of message the attention scalars are counted under (:data:`~supergcn.distributed.comm.MESSAGE_KINDS`).
 ATTENTION_KIND = MESSAGE_KINDS[2]
@@ -344,3 +344,16 @@ class DistributedAttention:
         numerator = (z.new_zeros(z.shape).index_add_(0, destination, kept[..., None] * values[source])
                      .index_add_(0, routes.pre_destination, rescale[..., None] * received[routes.pre_buffer_rows]))
         return numerator / denominator[..., None]
+
+
+def rank_attention(ops) -> DistributedAttention:
+    """The rank's :class:`DistributedAttention`, built (collectively) once per rank through
+    :meth:`~supergcn.distributed.graph_ops.GraphOps.cached`.
+
+    Args:
+        ops: the rank's aggregations.
+
+    Returns:
+        Its attention.
+    """
+    return DistributedAttention(ops.operators)

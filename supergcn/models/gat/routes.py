@@ -1,4 +1,4 @@
-"""Index arrays of one rank's attention exchange (:mod:`supergcn.distributed.attention`),
+"""Index arrays of one rank's attention exchange (:mod:`supergcn.models.gat.online_softmax`),
 derived from its plan: which owned edges form each PRE row it sends, in which order its
 rows and scalars go out, and where the received PRE and POST rows and their scalars lie.
 """

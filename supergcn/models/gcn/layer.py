@@ -1,0 +1,122 @@
+"""The GCN layer (:mod:`supergcn.models.gcn`), its normalisation and its PyG counterpart."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from supergcn.distributed.graph_ops import GraphOps
+from supergcn.distributed.timing import phase
+from supergcn.models.gcn import CARD
+from supergcn.train.inputs import LabelledInput, add, aggregate_and_project, projected
+
+
+class Normalisation:
+    """``d^{-1/2}`` of the rank's owned nodes, ``d = |N(v) ∪ {v}|`` with global in-degrees,
+    and which of them lack a self loop in the graph (PyG adds one there).
+
+    Args:
+        ops: the rank's aggregations (its plan's degrees and local edges).
+    """
+
+    def __init__(self, ops: GraphOps) -> None:
+        plan = ops.operators.plan
+        degree = torch.from_numpy(plan.in_degree.astype(np.float32))
+        rows = np.repeat(np.arange(plan.num_owned), np.diff(plan.local_indptr))
+        has_loop = np.zeros(plan.num_owned, dtype=bool)
+        has_loop[rows[plan.local_indices == rows]] = True
+        self.missing_loop = torch.from_numpy((~has_loop).astype(np.float32))[:, None]
+        self.inv_sqrt_degree = (degree + self.missing_loop[:, 0]).rsqrt()
+
+    def aggregate(self, ops: GraphOps, x: torch.Tensor) -> torch.Tensor:
+        """``Â_sym x`` (:mod:`supergcn.models.gcn`) through the exchange; differentiable.
+
+        Args:
+            ops: the rank's aggregations.
+            x: n x F rows of the rank's nodes.
+
+        Returns:
+            n x F aggregated rows.
+        """
+        scaled = _scale(x, self.inv_sqrt_degree[:, None])
+        return _add_self_loops(ops.sum(scaled, self.inv_sqrt_degree), scaled, self.missing_loop,
+                               self.inv_sqrt_degree[:, None])
+
+
+@phase("aggregation")
+def _scale(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return x * scale
+
+
+@phase("aggregation")
+def _add_self_loops(aggregated: torch.Tensor, scaled: torch.Tensor, missing_loop: torch.Tensor,
+                    scale: torch.Tensor) -> torch.Tensor:
+    return aggregated + missing_loop * scaled * scale
+
+
+class Layer(nn.Module):
+    """One GCN convolution (:mod:`supergcn.models.gcn`).
+
+    Args:
+        in_dim: input features.
+        out_dim: output features.
+        last: whether it is the model's last layer (nothing differs).
+        dense_dtype: the type the linear layer's GEMM runs in.
+        aggregate_first: aggregate input-width rows even where the output is not wider.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, last: bool = False, dense_dtype: torch.dtype = torch.float32,
+                 aggregate_first: bool = False, **_other_models_options) -> None:
+        super().__init__()
+        self.lin = nn.Linear(in_dim, out_dim, bias=False)
+        self.bias = nn.Parameter(torch.zeros(out_dim))
+        self.dense_dtype = dense_dtype
+        self.transform_first = CARD.layer_transforms_first(in_dim, out_dim, aggregate_first)
+
+    def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
+        """The layer on the rank's rows.
+
+        Args:
+            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.train.inputs.LabelledInput`).
+            ops: the rank's aggregations.
+
+        Returns:
+            n x ``out_dim`` float32 rows.
+        """
+        norm = ops.cached(Normalisation)
+        if self.transform_first:
+            aggregated = norm.aggregate(ops, projected(x, self.lin.weight, self.dense_dtype))
+        else:
+            aggregated = aggregate_and_project(x, ops, lambda rows: norm.aggregate(ops, rows), self.lin.weight, None,
+                                               self.dense_dtype)
+        return add(aggregated, self.bias)
+
+
+def pyg_conv(in_dim: int, out_dim: int, last: bool, heads: int) -> nn.Module:
+    """PyG's ``GCNConv`` for one layer.
+
+    Args:
+        in_dim: input features.
+        out_dim: output features.
+        last: whether it is the last layer.
+        heads: unused (attention heads).
+
+    Returns:
+        The PyG module.
+    """
+    from torch_geometric.nn import GCNConv
+
+    return GCNConv(in_dim, out_dim)
+
+
+@torch.no_grad()
+def copy_to_pyg(layer: Layer, conv: nn.Module) -> None:
+    """Give PyG's convolution exactly ``layer``'s parameters.
+
+    Args:
+        layer: ours.
+        conv: :func:`pyg_conv`'s.
+    """
+    conv.lin.weight.copy_(layer.lin.weight)
+    conv.bias.copy_(layer.bias)
