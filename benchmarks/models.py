@@ -224,8 +224,8 @@ def int2_error_rank(args) -> None:
     from mpi4py import MPI
 
     from supergcn.distributed.comm import Communicator
-    from supergcn.distributed.exchange import ExchangeSettings, RankOperators
     from supergcn.distributed.graph_ops import GraphOps
+    from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
     from supergcn.distributed.timing import PhaseTimer
     from supergcn.models.gat.layer import Layer, _project, _score
     from supergcn.models.gat.online_softmax import rank_attention

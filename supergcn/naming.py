@@ -26,7 +26,7 @@ ADAPTIVE_WEIGHT, ADAPTIVE_GROUP_SIZE, ADAPTIVE_PERIOD = 0.5, 100, 50
 #: Everything ``bits`` may be.
 BIT_CHOICES = (*PRECISIONS, ADAPTIVE)
 #: Exchange schedules while training: every epoch, DistGNN's delayed remote partial
-#: aggregates ``cd-<r>`` (:mod:`supergcn.distributed.delayed`; cd-0 is synchronous), or never.
+#: aggregates ``cd-<r>`` (:mod:`supergcn.methods.distgnn`; cd-0 is synchronous), or never.
 SYNCHRONOUS = "sync"
 NO_COMMUNICATION = "0c"
 #: A DistGNN schedule (one spelling per delay: no leading zeros) and any schedule.

@@ -1,13 +1,15 @@
 """Options written once: what values an option takes, and the option with everything about it.
 
-A training option is one field of :class:`~supergcn.train.config.TrainConfig`, declared with
+A training option is one field of :class:`~supergcn.train.config.TrainConfig`, a partition
+option one of :class:`~supergcn.partition.config.PartitionConfig`, declared with
 :func:`option`: its default, its help, the values it takes (choices or a :class:`Range`),
 its group on the command line, whether a study's config sets it and whether it changes the
 training trajectory. Everything else is derived from that declaration:
 
-* the command line of ``supergcn train`` (:func:`add_arguments`);
-* the ``training`` section of the study config's schema (:func:`schema_properties`), and
-  with it the defaults a study gets for keys it leaves out;
+* the command line of ``supergcn train`` and ``supergcn partition`` (:func:`add_arguments`),
+  and the words of it a workflow rule writes (:func:`command_line`);
+* the ``training`` and ``partition`` sections of the study config's schema
+  (:func:`schema_properties`), and with them the defaults a study gets for keys it leaves out;
 * the keys of a checkpoint's trajectory fingerprint (:func:`trajectory_keys`);
 * the check of a value of the API (:func:`problems`).
 
@@ -117,15 +119,16 @@ def option(default, help: str | None = None, *, values: Range | Callable | None 
            group: str = "model", study: bool = False, trajectory: bool = False, per_dataset: bool = False,
            study_values: Range | None = None, study_default=None, read_when: Callable[[dict], bool] | None = None,
            required: bool = False):
-    """A dataclass field declaring a training option (module docstring).
+    """A dataclass field declaring an option (module docstring).
 
     Args:
         default: the default (for a study too, where its config leaves the key out).
         help: the command line's help; None hides the option from ``--help``.
         values: a :class:`Range`, or a callable that parses the command line's text.
-        choices: the values allowed.
-        group: the command line's group (a key of :data:`GROUPS`).
-        study: a study's ``training`` section sets it (part of the schema).
+        choices: the values allowed (of each value, for an option taking several).
+        group: the command line's group (a key of the groups :func:`add_arguments` is
+            given: :data:`GROUPS` for the training options).
+        study: a study's config sets it (part of its section of the schema).
         trajectory: a change of it changes what is trained (part of the fingerprint).
         per_dataset: ``training_by_dataset`` may set it per dataset.
         study_values: the study's range where it is narrower than the command line's.
@@ -158,32 +161,50 @@ def declared(cls) -> list[tuple[dataclasses.Field, dict]]:
     return [(field, field.metadata["option"]) for field in dataclasses.fields(cls) if "option" in field.metadata]
 
 
-def _type_name(field: dataclasses.Field) -> str:
-    """The first type of a field's annotation, by name: ``int`` of ``int | str``, ``Path``."""
+def _annotation(field: dataclasses.Field) -> list[str]:
+    """The types of a field's annotation, as written: ``["bool", "None"]`` of ``bool | None``."""
     kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
-    return kind.split(" | ")[0].rpartition(".")[2]
+    return kind.split(" | ")
+
+
+def _type_name(field: dataclasses.Field) -> str:
+    """The first type of a field's annotation, by name: ``int`` of ``int | str``, ``Path``,
+    ``tuple`` of ``tuple[str, ...]`` (an option taking several values)."""
+    return _annotation(field)[0].split("[")[0].rpartition(".")[2]
+
+
+def _nullable(field: dataclasses.Field) -> bool:
+    """Whether a field's annotation allows None (``bool | None``)."""
+    return "None" in _annotation(field)
+
+
+def _shown(value) -> str:
+    """A default as the command line writes it: several values separated by spaces."""
+    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def add_arguments(parser: argparse.ArgumentParser, cls, file_type: Callable | None = None,
-                  only: tuple[str, ...] | None = None) -> None:
+                  only: tuple[str, ...] | None = None, groups: dict[str, str] = GROUPS) -> None:
     """One argument per option of ``cls``: ``--name-with-dashes``, a boolean as
-    ``--x/--no-x``, in its group. ``file_type`` checks the options that name files to write
-    (``Path`` fields of the ``io`` and ``execution`` groups).
+    ``--x/--no-x``, a tuple as ``--x [A ...]``, in its group. ``file_type`` checks the
+    options that name files to write (``Path`` fields of the ``io`` and ``execution`` groups).
 
     Args:
         parser: the parser to add the arguments to (one argument group per key of
-            :data:`GROUPS`, where it has options).
+            ``groups``, where it has options).
         cls: the dataclass whose options become arguments.
         file_type: an argparse type for the files the run writes; None keeps ``Path``.
         only: the options to add (another command reading some of them); None for all.
+        groups: the command line's groups, key -> title, in the order ``--help`` lists
+            them (:data:`GROUPS`, the training options').
     """
     options = [(field, spec) for field, spec in declared(cls) if only is None or field.name in only]
-    groups = {key: parser.add_argument_group(title) for key, title in GROUPS.items()
+    groups = {key: parser.add_argument_group(title) for key, title in groups.items()
               if any(spec["group"] == key for _, spec in options)}
     for field, spec in options:
         flag = "--" + field.name.replace("_", "-")
         kind = _type_name(field)
-        shown = spec["help"] if field.default is None else f"{spec['help']} (default: {field.default})"
+        shown = spec["help"] if field.default is None else f"{spec['help']} (default: {_shown(field.default)})"
         arguments: dict[str, Any] = {"help": argparse.SUPPRESS if spec["help"] is None else shown}
         if spec["required"]:
             arguments["required"] = True
@@ -192,7 +213,10 @@ def add_arguments(parser: argparse.ArgumentParser, cls, file_type: Callable | No
         if kind == "bool" and spec["values"] is None:
             arguments["action"] = argparse.BooleanOptionalAction
         else:
-            arguments["type"] = spec["values"] or {"int": int, "float": float, "str": str, "Path": Path}[kind]
+            if kind == "tuple":
+                arguments["nargs"] = "*"
+            arguments["type"] = spec["values"] or {"int": int, "float": float, "str": str, "Path": Path,
+                                                   "tuple": str}[kind]
             if kind == "Path" and file_type is not None and field.name != "init_weights" and spec["group"] != "io":
                 arguments["type"] = file_type
             if spec["choices"] is not None:
@@ -240,16 +264,50 @@ def from_values(cls, values: dict, source: str):
     return cls(**converted)
 
 
+def command_line(cls, values: dict) -> list[str]:
+    """The command-line words that give options of ``cls`` the ``values`` (what
+    :func:`add_arguments` parses back): ``--x value``, a boolean as ``--x`` or ``--no-x``,
+    several values as ``--x a b``; a None is left out (the default applies).
+
+    Args:
+        cls: the dataclass whose options the command takes.
+        values: option name -> value (a study's section of them).
+
+    Returns:
+        The words, in field order, each a separate argument (not quoted for a shell).
+
+    Raises:
+        ValueError: ``values`` holds a key that is no option of ``cls``.
+    """
+    fields = {field.name: field for field, _ in declared(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)}: no option of {cls.__name__}")
+    words = []
+    for name in (name for name in fields if name in values and values[name] is not None):
+        flag, value = "--" + name.replace("_", "-"), values[name]
+        if isinstance(value, bool):
+            words.append(flag if value else "--no-" + flag[2:])
+        else:
+            words += [flag, *map(str, value if _type_name(fields[name]) == "tuple" else [value])]
+    return words
+
+
 def _schema_of(field: dataclasses.Field, spec: dict) -> dict:
     values = spec["study_values"] or spec["values"]
     if spec["choices"] is not None:
-        keywords = {"enum": list(spec["choices"])}
+        keywords: dict[str, Any] = {"enum": list(spec["choices"])}
     elif isinstance(values, Range):
         keywords = values.schema()
     else:
-        json_types = {"bool": "boolean", "int": "integer", "float": "number", "str": "string"}
+        json_types = {"bool": "boolean", "int": "integer", "float": "number", "str": "string", "tuple": "string"}
         keywords = {"type": json_types[_type_name(field)]}
-    return {**keywords, "default": spec["study_default"], "description": spec["help"] or ""}
+        if _nullable(field):
+            keywords["type"] = [keywords["type"], "null"]
+    default = spec["study_default"]
+    if _type_name(field) == "tuple":  # several distinct values, each as above
+        keywords, default = {"type": "array", "uniqueItems": True, "items": keywords}, list(default)
+    return {**keywords, "default": default, "description": spec["help"] or ""}
 
 
 def schema_properties(cls, per_dataset: bool = False) -> dict:
@@ -310,8 +368,10 @@ def problems(instance) -> list[str]:
     for field, spec in declared(type(instance)):
         value = getattr(instance, field.name)
         flag = "--" + field.name.replace("_", "-")
-        if spec["choices"] is not None and value not in spec["choices"]:
-            found.append(f"{flag} must be one of {', '.join(map(str, spec['choices']))}, got {value!r}")
+        several = _type_name(field) == "tuple"
+        if spec["choices"] is not None and any(item not in spec["choices"] for item in (value if several else [value])):
+            found.append(f"{flag} must be {'each ' if several else ''}one of {', '.join(map(str, spec['choices']))}, "
+                         f"got {value!r}")
         elif isinstance(spec["values"], Range) and value is not None and not spec["values"].contains(value):
             found.append(f"{flag} must be {spec['values'].describe()}, got {value}")
     return found

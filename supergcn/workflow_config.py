@@ -29,14 +29,18 @@ class ConfigError(SuperGCNError):
 def load_schema(schema_path: str | Path) -> dict:
     """The config schema: the file's, with the ``training`` section's properties (and those
     ``training_by_dataset`` may set per dataset) derived from
-    :class:`~supergcn.train.config.TrainConfig` (:func:`supergcn.options.schema_properties`)."""
+    :class:`~supergcn.train.config.TrainConfig` (:func:`supergcn.options.schema_properties`),
+    and the ``partition`` section's from :class:`~supergcn.partition.config.PartitionConfig`
+    (:func:`supergcn.partition.config.schema_section`)."""
     import yaml
 
     from supergcn.options import schema_properties
+    from supergcn.partition.config import schema_section
     from supergcn.train.config import TrainConfig
 
     schema = yaml.safe_load(Path(schema_path).read_text())
     properties = schema["properties"]
+    properties["partition"].update(schema_section())
     properties["training"]["properties"] = schema_properties(TrainConfig)
     properties["training_by_dataset"]["additionalProperties"]["properties"] = schema_properties(TrainConfig,
                                                                                                 per_dataset=True)

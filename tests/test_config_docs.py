@@ -52,3 +52,16 @@ def test_every_training_option_is_documented_with_the_default_a_study_gets():
         expected = shipped.get(name, properties[name]["default"])
         assert documented[name] == yaml.safe_dump(expected).removesuffix("\n...\n").strip(), name
     assert properties["hidden"]["default"] == TrainConfig.__dataclass_fields__["hidden"].default
+
+
+def test_every_partition_option_is_documented_with_the_default_a_study_gets():
+    """The partition rows are the options PartitionConfig declares, each with its default,
+    or the value config/config.yaml sets where it sets one."""
+    from supergcn.partition.config import PartitionConfig
+
+    documented = documented_defaults("partition")
+    properties = load_schema(SCHEMA)["properties"]["partition"]["properties"]
+    assert sorted(documented) == sorted(properties) == sorted(PartitionConfig.__dataclass_fields__)
+    shipped = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["partition"]
+    for name, text in documented.items():
+        assert yaml.safe_load(text) == shipped.get(name, properties[name]["default"]), name

@@ -68,3 +68,12 @@ def test_no_file_points_to_an_issue_number():
                 if any("/" not in before for before in mentions):
                     pointing.append(f"{name}:{number}")
     assert not pointing, pointing
+
+
+def test_every_method_room_is_listed_in_the_methods_docstring():
+    """supergcn/methods/ holds one room per compared method; its docstring names each one."""
+    import supergcn.methods
+
+    rooms = {path.stem for path in (sources.PACKAGE_DIR / "methods").glob("*.py") if path.stem != "__init__"}
+    listed = set(re.findall(r":mod:`supergcn\.methods\.(\w+)`", supergcn.methods.__doc__))
+    assert rooms == listed

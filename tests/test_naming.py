@@ -122,3 +122,21 @@ def test_schema_machine_entries_are_exactly_the_profile_entries():
     assert set(entry["required"]) == {*PROFILE_KEYS, "sources"}
     assert set(entry["properties"]["by_num_ranks"]["additionalProperties"]["properties"]) == set(PROFILE_FIELDS)
     assert schema_at("perf", "local", "rounds")["default"] == CONFIG["perf"]["local"]["rounds"] == ROUNDS
+
+
+def test_the_default_config_partitions_with_the_python_defaults():
+    from supergcn.partition.config import default
+
+    for key, value in CONFIG["partition"].items():
+        assert value == (list(default(key)) if key == "constraints" else default(key)), key
+
+
+def test_the_partition_command_takes_its_defaults_from_partition_config():
+    from supergcn.cli import build_parser
+    from supergcn.options import values_given
+    from supergcn.partition.config import PartitionConfig
+    from supergcn.partition.store import Engine
+
+    args = build_parser(["partition"]).parse_args(["partition", "--graph", "g", "--parts", "2", "--out", "o"])
+    assert PartitionConfig(**values_given(args, PartitionConfig)) == PartitionConfig()
+    assert Engine.of(PartitionConfig()) == Engine()

@@ -13,6 +13,7 @@ from supergcn.errors import SuperGCNError
 from supergcn.options import (
     Range,
     add_arguments,
+    command_line,
     from_values,
     option,
     problems,
@@ -96,3 +97,33 @@ def test_a_job_gets_the_options_its_variant_reads():
     assert labelled["label_rate"] == 0.62 and labelled["label_draw"] == "bernoulli"
     assert labelled["adaptive_weight"] == 0.3 and labelled["bits"] == "adaptive"
     assert set(plain) | set(labelled) <= {field.name for field in dataclasses.fields(TrainConfig)}
+
+
+@dataclass(frozen=True)
+class Several:
+    """A made-up config with an option taking several values and a boolean that may be unset."""
+
+    kinds: tuple[str, ...] = option(("a", "b"), "kinds", choices=("a", "b", "c"), study=True)
+    strict: bool | None = option(None, "strict, or the mode's own", study=True)
+    level: int = option(2, "level", values=Range(int, 1), study=True)
+
+
+@pytest.mark.parametrize("values", [{}, {"kinds": (), "strict": False}, {"kinds": ("c",), "strict": True, "level": 5},
+                                    {"strict": None, "level": 1}])
+def test_the_command_line_words_of_values_parse_back_to_them(values):
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, Several)
+    parsed = values_given(parser.parse_args(command_line(Several, values)), Several)
+    expected = {name: value for name, value in values.items() if value is not None}
+    assert {name: tuple(value) if name == "kinds" else value for name, value in parsed.items()} == expected
+    assert "kinds (default: a b)" in parser.format_help()
+    with pytest.raises(ValueError, match="colour: no option of Several"):
+        command_line(Several, {"colour": 1})
+
+
+def test_several_values_and_an_unset_boolean_as_json_schema():
+    properties = schema_properties(Several)
+    assert properties["kinds"] == {"type": "array", "uniqueItems": True, "items": {"enum": ["a", "b", "c"]},
+                                   "default": ["a", "b"], "description": "kinds"}
+    assert properties["strict"]["type"] == ["boolean", "null"] and properties["strict"]["default"] is None
+    assert problems(Several(kinds=("a", "d"))) == ["--kinds must be each one of a, b, c, got ('a', 'd')"]

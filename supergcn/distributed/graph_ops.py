@@ -1,8 +1,8 @@
 """Distributed neighbour aggregation as a differentiable operator (:class:`GraphOps`).
 
-The exact aggregation runs through the rank's exchange (:mod:`supergcn.distributed.exchange`,
+The exact aggregation runs through the rank's exchange (:mod:`supergcn.distributed.rank_operators`,
 forward and, in autograd's backward, its transpose); under a DistGNN schedule the mean of
-training passes is the delayed one (:mod:`supergcn.distributed.delayed`).
+training passes is the delayed one (:mod:`supergcn.methods.distgnn`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Callable, TypeVar
 import numpy as np
 import torch
 
-from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
-from supergcn.distributed.exchange import RankOperators
+from supergcn.distributed.rank_operators import RankOperators
+from supergcn.methods.distgnn import DelayedAggregation, DelayedMean
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ class GraphOps:
     * ``sum(x, row_scale)[v] = row_scale[v] * sum_{u in N(v)} x[u]`` over the global
       in-neighbours of each owned v;
     * ``mean(x)``, the sum scaled by ``1/deg(v)`` (0 for isolated v), deg global; under a
-      DistGNN schedule (``delayed``, :mod:`supergcn.distributed.delayed`) the delayed mean
+      DistGNN schedule (``delayed``, :mod:`supergcn.methods.distgnn`) the delayed mean
       in training passes, evaluation staying exact.
 
     A model's own normalisation and per-rank state (GCN's degrees, GAT's routes) live in its
@@ -106,7 +106,7 @@ class GraphOps:
 
     def reassign_bits(self) -> dict:
         """AdaQP's re-assignment after a traced epoch (collective): per exchange, on rank 0,
-        rows per width, solver objective and seconds (:meth:`~supergcn.distributed.adaptive.AdaptiveBits.reassign`).
+        rows per width, solver objective and seconds (:meth:`~supergcn.methods.adaqp.AdaptiveBits.reassign`).
 
         Returns:
             The re-assignment's figures, per exchange.

@@ -1,1 +1,3 @@
-"""Partitioning: METIS parts, minimum vertex covers and the per-rank communication plans."""
+"""Partitioning: how a prepared graph's nodes are split into P parts (the options, the
+METIS and KaMinPar engines, the balance constraints) and the partition directory that
+records the split for the steps after it."""

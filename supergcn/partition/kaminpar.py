@@ -32,11 +32,10 @@ import numpy as np
 from supergcn.data.csr import ROW_BLOCK_ENTRIES
 from supergcn.data.graph import Graph, adjacency_blocks
 from supergcn.errors import SuperGCNError
+from supergcn.partition.config import LARGE_K
 from supergcn.partition.partition import Partition, capped_weight, check_num_parts, combined_weight, constraint_weights
 from supergcn.progress import running
 
-#: KaMinPar's own presets are tuned for k up to this; beyond it the large-k presets apply.
-LARGE_K = 1024
 #: Allowed imbalance: KaMinPar's default, and METIS's (ufactor 30 = 3 %).
 IMBALANCE = 0.03
 #: Most parts, as a fraction of all, that KaMinPar may leave empty to be filled (:func:`fill_empty_parts`).

@@ -18,7 +18,8 @@ import numpy as np
 from supergcn.data.graph import Graph
 from supergcn.data.storage import atomic_output_dir, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
-from supergcn.naming import PARTITION_CONSTRAINTS, PARTITION_ENGINES
+from supergcn.naming import PARTITION_ENGINES
+from supergcn.partition.config import PartitionConfig, default, engine_problems
 from supergcn.partition.kaminpar import kaminpar_partition, preset_for
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.partition import Partition, balance_report, edge_cut, part_totals
@@ -46,34 +47,60 @@ def read_part_totals(directory: str | Path) -> dict[str, np.ndarray]:
         return {name: arrays[name] for name in arrays.files}
 
 
+#: The partition option each field of :class:`Engine` holds.
+_OPTION_OF = {"name": "engine", "threads": "threads", "preset": "kaminpar_preset",
+              "large_k_preset": "kaminpar_large_k_preset", "separate_constraints": "separate_constraints"}
+
+
 @dataclass(frozen=True)
 class Engine:
     """Which partitioner runs and how: ``metis`` (pymetis, one thread) or ``kaminpar``
-    (:mod:`supergcn.partition.kaminpar`, ``threads`` threads, ``preset`` up to k = 1,024
-    and ``large_k_preset`` beyond).
+    (:mod:`supergcn.partition.kaminpar`, ``threads`` threads, ``preset`` up to k =
+    :data:`~supergcn.partition.config.LARGE_K` and ``large_k_preset`` beyond). The
+    defaults are those of :class:`~supergcn.partition.config.PartitionConfig`.
 
     Args:
         name: ``metis`` or ``kaminpar`` (:data:`supergcn.naming.PARTITION_ENGINES`).
         threads: KaMinPar's threads.
-        preset: KaMinPar's preset up to :data:`~supergcn.partition.kaminpar.LARGE_K` parts.
+        preset: KaMinPar's preset up to :data:`~supergcn.partition.config.LARGE_K` parts.
         large_k_preset: KaMinPar's preset beyond.
         separate_constraints: balance each constraint on its own (True) or their combined
             weight (False); None, the default, takes the engine's own: separate for METIS,
             combined for KaMinPar, which balances one weight.
     """
 
-    name: str = "metis"
-    threads: int = 1
-    preset: str = "terapart"
-    large_k_preset: str = "terapart-largek"
-    separate_constraints: bool | None = None
+    name: str = default(_OPTION_OF["name"])
+    threads: int = default(_OPTION_OF["threads"])
+    preset: str = default(_OPTION_OF["preset"])
+    large_k_preset: str = default(_OPTION_OF["large_k_preset"])
+    separate_constraints: bool | None = default(_OPTION_OF["separate_constraints"])
+
+    @classmethod
+    def of(cls, config: PartitionConfig) -> Engine:
+        """The engine ``config`` asks for.
+
+        Args:
+            config: the partition options.
+
+        Returns:
+            Its engine, threads, presets and choice of separate constraints.
+        """
+        return cls(**{field: getattr(config, name) for field, name in _OPTION_OF.items()})
+
+    def options(self) -> dict:
+        """The engine as the partition options it stands for (the inverse of :meth:`of`).
+
+        Returns:
+            Option name (:class:`~supergcn.partition.config.PartitionConfig`) -> value.
+        """
+        return {name: getattr(self, field) for field, name in _OPTION_OF.items()}
 
     @property
     def separate(self) -> bool:
         """Whether the constraints are balanced each on its own."""
         return self.name == "metis" if self.separate_constraints is None else self.separate_constraints
 
-    def describe(self, num_parts: int, constraints=PARTITION_CONSTRAINTS) -> dict:
+    def describe(self, num_parts: int, constraints=default("constraints")) -> dict:
         """The manifest's record of the engine as it ran for ``num_parts``.
 
         Args:
@@ -213,9 +240,11 @@ def load_partition(directory: str | Path, graph_hash: str | None = None,
     return partition, manifest
 
 
-def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constraints=PARTITION_CONSTRAINTS,
-                  seed: int = 0, edge_fraction: float = 1.0, engine: Engine = Engine()) -> dict:
-    """Partition ``graph`` with ``engine`` and write ``out_dir`` atomically.
+def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constraints=default("constraints"),
+                  seed: int = default("seed"), edge_fraction: float = default("edge_fraction"),
+                  engine: Engine = Engine()) -> dict:
+    """Partition ``graph`` with ``engine`` and write ``out_dir`` atomically (the defaults:
+    :class:`~supergcn.partition.config.PartitionConfig`'s).
 
     Args:
         graph: the prepared graph.
@@ -235,18 +264,17 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
         in ``part_totals.npz``), seconds, peak memory.
 
     Raises:
-        SuperGCNError: an unknown engine, an option KaMinPar does not take (separate
-            constraints, an edge fraction below 1), or what the engine and
+        SuperGCNError: an unknown engine, an option the engine does not take
+            (:data:`~supergcn.partition.config.ENGINE_LIMITS`: KaMinPar keeps no
+            constraints separate and sees every edge), or what the engine and
             :func:`save_partition` raise (P out of range, an unknown constraint, an empty
             part, an unwritable ``out_dir``).
     """
     started = time.perf_counter()
-    if engine.name == "kaminpar" and engine.separate:
-        raise SuperGCNError("KaMinPar balances one weight: it cannot keep the constraints separate",
-                            "set partition.separate_constraints to false, or partition.engine to metis")
-    if engine.name == "kaminpar" and edge_fraction != 1:
-        raise SuperGCNError("KaMinPar partitions the whole graph: an edge fraction is for METIS",
-                            "set partition.edge_fraction to 1 (--edge-fraction 1), or partition.engine to metis")
+    problems = engine_problems(PartitionConfig(tuple(constraints), seed, edge_fraction=edge_fraction,
+                                               **engine.options()))
+    if problems:
+        raise SuperGCNError("; ".join(problems))
     filled = 0
     if engine.name == "metis" or num_parts == 1:
         partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate)

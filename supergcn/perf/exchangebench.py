@@ -31,7 +31,7 @@ class TimedExchange(Measurement):
         import torch
 
         from supergcn.distributed.comm import Communicator
-        from supergcn.distributed.exchange import ExchangeSettings, RankOperators
+        from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
         from supergcn.distributed.timing import PhaseTimer
         from supergcn.plan.store import load_rank_plan
 

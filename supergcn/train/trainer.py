@@ -29,17 +29,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from supergcn.distributed.adaptive import AdaptiveSettings
 from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradients, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
-from supergcn.distributed.delayed import DelayedAggregation
-from supergcn.distributed.exchange import ExchangeSettings, RankOperators
 from supergcn.distributed.graph_ops import GraphOps
+from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
 from supergcn.distributed.ranks import CollectiveError, agree
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError, first_line
 from supergcn.kernels.simd import kernel_target
+from supergcn.methods.adaqp import AdaptiveSettings
+from supergcn.methods.distgnn import DelayedAggregation
 from supergcn.naming import schedule_delay
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer

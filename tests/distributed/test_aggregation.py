@@ -6,8 +6,8 @@ from mpi4py import MPI
 
 from supergcn.data.datasets import prepare_dataset
 from supergcn.distributed.comm import Communicator
-from supergcn.distributed.exchange import RankOperators
 from supergcn.distributed.graph_ops import GraphOps
+from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.partition.metis import partition_graph
 from supergcn.testing.plans import build_plans

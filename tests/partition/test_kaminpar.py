@@ -80,7 +80,8 @@ def test_unknown_preset_is_refused_before_work(tmp_path):
 
 
 def test_an_edge_fraction_is_refused_for_kaminpar(tmp_path):
-    with pytest.raises(SuperGCNError, match="an edge fraction is for METIS"):
+    with pytest.raises(SuperGCNError, match=r"KaMinPar partitions the whole graph: partition.edge_fraction "
+                       r"\(--edge-fraction\) cannot be 0.5 — set it to 1, or partition.engine to metis"):
         run_partition(grid_graph(), "hash", 2, tmp_path / "x", edge_fraction=0.5, engine=KAMINPAR)
 
 

@@ -109,5 +109,6 @@ def test_a_missing_library_is_named_with_the_fix(monkeypatch, tmp_path):
 
 
 def test_kaminpar_cannot_keep_constraints_separate(tmp_path):
-    with pytest.raises(SuperGCNError, match="KaMinPar balances one weight"):
+    with pytest.raises(SuperGCNError, match="KaMinPar balances one combined weight: .* cannot be true — set it to "
+                       "false or null"):
         run_partition(grid_graph(), "h", 2, tmp_path / "p", engine=Engine("kaminpar", separate_constraints=True))

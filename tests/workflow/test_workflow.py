@@ -246,7 +246,7 @@ def test_partition_parameter_change_reruns_partition_and_downstream(finished_stu
 
 def test_kernel_source_change_reruns_training(finished_study):
     _, package, _ = finished_study
-    source = package / "distributed" / "exchange.py"
+    source = package / "distributed" / "rank_operators.py"
     original = source.read_text()
     source.write_text(original + "\n_EDITED = 1\n")
     try:
@@ -261,7 +261,7 @@ def test_kernel_source_change_reruns_training(finished_study):
 
 def test_a_documentation_edit_reruns_nothing(finished_study):
     _, package, _ = finished_study
-    source = package / "distributed" / "exchange.py"
+    source = package / "distributed" / "rank_operators.py"
     original = source.read_text()
     source.write_text(original.replace('"""One rank\'s boundary exchange', '"""A rank\'s boundary exchange', 1)
                       + "\n# a comment\n")

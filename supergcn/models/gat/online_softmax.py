@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 
 from supergcn.distributed.comm import MESSAGE_KINDS
-from supergcn.distributed.exchange import RankOperators
+from supergcn.distributed.rank_operators import RankOperators
 from supergcn.kernels.attention import AttentionCsr, FusedAttention, Progress
 from supergcn.models.gat.routes import AttentionRoutes
 

@@ -5,9 +5,9 @@ import itertools
 import numpy as np
 import pytest
 
-from supergcn.distributed.adaptive import make_groups
-from supergcn.distributed.bit_assignment import Groups, solve
 from supergcn.errors import SuperGCNError
+from supergcn.methods.adaqp import make_groups
+from supergcn.methods.adaqp_solver import Groups, solve
 
 
 def random_groups(seed, num_groups=7, num_ranks=3, width=16):

@@ -1,4 +1,4 @@
-"""Run by tests/distributed/test_adaptive.py under ``mpiexec -n 3``: a hand-made assignment
+"""Run by tests/methods/test_adaqp.py under ``mpiexec -n 3``: a hand-made assignment
 of 2, 4 and 8 bits to the rows of one exchange. The bytes sent are those the assignment
 implies, nearest rounding stays within each row's own bound, and stochastic rounding gives
 the exact aggregation in expectation."""
@@ -8,11 +8,11 @@ import torch
 from mpi4py import MPI
 
 from supergcn.data.datasets import prepare_dataset
-from supergcn.distributed.adaptive import MixedLayout
 from supergcn.distributed.comm import Communicator
-from supergcn.distributed.exchange import ExchangeSettings, RankOperators
 from supergcn.distributed.graph_ops import GraphOps
+from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
 from supergcn.distributed.timing import PhaseTimer
+from supergcn.methods.adaqp import MixedLayout
 from supergcn.partition.metis import partition_graph
 from supergcn.testing.plans import build_plans
 

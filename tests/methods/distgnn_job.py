@@ -1,4 +1,4 @@
-"""Run by tests/distributed/test_delayed.py under ``mpiexec -n 2``: DistGNN's cd-2 on a
+"""Run by tests/methods/test_distgnn.py under ``mpiexec -n 2``: DistGNN's cd-2 on a
 hand-made graph, every aggregation and its gradient checked against values worked out by
 hand."""
 
@@ -8,9 +8,9 @@ from mpi4py import MPI
 
 from supergcn.data.graph import build_graph
 from supergcn.distributed.comm import Communicator
-from supergcn.distributed.delayed import DelayedAggregation, DelayedMean
-from supergcn.distributed.exchange import RankOperators
+from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
+from supergcn.methods.distgnn import DelayedAggregation, DelayedMean
 from supergcn.partition.partition import Partition
 from supergcn.testing.plans import build_plans
 

@@ -13,7 +13,7 @@ its own assignment of 2, 4 or 8 bits to each row it sends:
 2. Group. Each rank sorts its rows for each peer by beta, largest first, and cuts them
    into groups of ``group_size`` rows (AdaQP's grouping); a group's beta is the sum.
 3. Solve. Rank 0 gathers every rank's groups and solves Problem 12 for each exchange
-   (:mod:`supergcn.distributed.bit_assignment`, HiGHS), then scatters the widths.
+   (:mod:`supergcn.methods.adaqp_solver`, HiGHS), then scatters the widths.
 4. Tell. Every sender expands its groups' widths to its rows and sends each receiver the
    width of every row it will receive (one byte per row, once per assignment).
 
@@ -38,10 +38,10 @@ import numpy as np
 import torch
 
 from supergcn.data.ranges import block_starts, concatenated_ranges
-from supergcn.distributed.bit_assignment import WIDTHS, Groups, solve
 from supergcn.distributed.comm import Communicator
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
 from supergcn.kernels.wire import parameters_from_wire, parameters_to_wire
+from supergcn.methods.adaqp_solver import WIDTHS, Groups, solve
 from supergcn.naming import ADAPTIVE_GROUP_SIZE, ADAPTIVE_PERIOD, ADAPTIVE_WEIGHT
 
 #: Bits of every row before the first assignment: AdaQP's initial assignment.

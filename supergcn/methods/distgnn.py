@@ -3,7 +3,7 @@
 DistGNN sends the partial aggregates of boundary vertices (our ``pre`` rows) but not every
 epoch: cd-r sends a bucket of them per epoch and adds each at its destination r epochs
 later; 0c never communicates; cd-0 is the ordinary synchronous exchange (and is run by
-:class:`~supergcn.distributed.exchange.RankOperators`, gradients included, so that it
+:class:`~supergcn.distributed.rank_operators.RankOperators`, gradients included, so that it
 equals ``pre`` exactly). The public implementation is DGL's DRPA (``dgl/distgnn``, PR
 #3381); this module implements the same semantics on our edge-cut plans, where the owner
 of a destination plays DRPA's root and every sender a leaf. Exactly:
@@ -87,7 +87,7 @@ class _Bucket:
 
 class DelayedAggregation:
     """The mean aggregation of one rank under a cd-r (r >= 1) or 0c schedule (module
-    docstring), on the rank's :class:`~supergcn.distributed.exchange.RankOperators`."""
+    docstring), on the rank's :class:`~supergcn.distributed.rank_operators.RankOperators`."""
 
     def __init__(self, operators, schedule: str) -> None:
         delay = schedule_delay(schedule)

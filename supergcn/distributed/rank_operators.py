@@ -24,14 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from supergcn.distributed.adaptive import UNASSIGNED_BITS, AdaptiveBits, AdaptiveSettings, MixedLayout
-from supergcn.distributed.bit_assignment import WIDTHS
 from supergcn.distributed.buffers import BufferPool
 from supergcn.distributed.comm import Communicator, polls_to_finish
 from supergcn.distributed.operators import SparseOperator
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.quantization import Quantized, packed_rows
 from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
+from supergcn.methods.adaqp import UNASSIGNED_BITS, AdaptiveBits, AdaptiveSettings, MixedLayout
+from supergcn.methods.adaqp_solver import WIDTHS
 from supergcn.naming import ADAPTIVE, DEFAULT_PARAMETER_DTYPE
 from supergcn.plan.rank_plan import RankPlan
 
@@ -46,7 +46,7 @@ class ExchangeSettings:
 
     ``bits`` < 32 quantizes every exchanged row, embeddings forward and gradients
     backward (:mod:`supergcn.kernels.quantization`); ``adaptive`` bits are assigned per
-    message group by AdaQP's solver (:mod:`supergcn.distributed.adaptive`); ``overlap`` starts the exchange before the
+    message group by AdaQP's solver (:mod:`supergcn.methods.adaqp`); ``overlap`` starts the exchange before the
     local aggregation and waits for it afterwards.
     """
 

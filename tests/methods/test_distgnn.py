@@ -9,7 +9,7 @@ import torch
 
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import Graph, load_graph, save_graph
-from supergcn.distributed.delayed import bucket_rows
+from supergcn.methods.distgnn import bucket_rows
 from supergcn.partition.partition import Partition
 from supergcn.partition.store import load_partition, run_partition, save_partition
 from supergcn.plan.store import load_rank_plan, run_plan
@@ -62,12 +62,12 @@ def test_buckets_cut_every_peer_block_into_contiguous_chunks():
 
 
 def test_the_value_added_at_pass_t_is_the_partial_sum_of_pass_t_minus_r():
-    run_rank_job(Path(__file__).with_name("delayed_job.py"), 2)
+    run_rank_job(Path(__file__).with_name("distgnn_job.py"), 2)
 
 
 def test_cd0_runs_the_synchronous_pre_exchange(workspace, tmp_path):
     """cd-0 is DistGNN's name for the exact exchange: the same run as ``pre``, gradients
-    included (DRPA's own cd-0 drops the remote gradient; see supergcn.distributed.delayed)."""
+    included (DRPA's own cd-0 drops the remote gradient; see supergcn.methods.distgnn)."""
     logits = {}
     for name, schedule in (("sync", "sync"), ("cd0", "cd-0")):
         logits[name] = tmp_path / f"{name}.npy"

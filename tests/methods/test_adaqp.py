@@ -10,7 +10,7 @@ from conftest import run_mpi, run_rank_job
 
 
 def test_a_mixed_assignment_sends_its_bytes_and_is_unbiased():
-    run_rank_job(Path(__file__).with_name("adaptive_job.py"), 3)
+    run_rank_job(Path(__file__).with_name("adaqp_job.py"), 3)
 
 
 @pytest.mark.parametrize("weight, uniform_bits", [(1.0, 8), (0.0, 2)])

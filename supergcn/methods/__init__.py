@@ -1,0 +1,19 @@
+"""The compared methods, one room each, named for the method: what each changes of
+SuperGCN's exchange, stated once in its module's docstring.
+
+SuperGCN itself is the pipeline's default path, not a room here: its hybrid pre/post plan
+by a minimum vertex cover (:mod:`supergcn.plan.builder`), its exchange with Int2/4/8
+messages (:mod:`supergcn.distributed.rank_operators`, :mod:`supergcn.kernels.quantization`)
+and its masked label propagation (:mod:`supergcn.train.labels`).
+
+* :mod:`supergcn.methods.distgnn` — DistGNN's delayed remote partial aggregates
+  (``--schedule cd-<r>`` / ``0c``);
+* :mod:`supergcn.methods.adaqp` and :mod:`supergcn.methods.adaqp_solver` — AdaQP's
+  adaptive bit widths (``--bits adaptive``) and the solver that assigns them.
+
+The systems still to come get rooms of their own beside these: PipeGCN's stale exchange
+and BNS-GCN's boundary sampling as further exchange schedules (``methods/pipegcn.py``,
+``methods/bnsgcn.py``), MixGCN's mixture of parallelism (``methods/mixgcn.py``) and
+DistGNN-MB's mini-batch training (``methods/distgnn_mb.py``). ``tests/test_layout.py``
+holds this list to the modules present.
+"""
