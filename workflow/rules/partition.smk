@@ -1,4 +1,8 @@
 # METIS or KaMinPar partition of a prepared graph into P parts.
+import shlex
+
+from supergcn.options import command_line
+from supergcn.partition.config import PartitionConfig
 
 
 rule partition:
@@ -8,15 +12,11 @@ rule partition:
         directory(f"{DATA}/partitions/{{dataset}}/P{{P}}"),
     params:
         code=code("partition"),
-        constraints=" ".join(config["partition"]["constraints"]),
-        seed=config["partition"]["seed"],
-        engine=config["partition"]["engine"],
-        kaminpar_preset=config["partition"]["kaminpar_preset"],
-        kaminpar_large_k_preset=config["partition"]["kaminpar_large_k_preset"],
-        edge_fraction=config["partition"]["edge_fraction"],
-        separate={True: "--separate-constraints", False: "--no-separate-constraints", None: ""}[
-            config["partition"]["separate_constraints"]
-        ],
+        # The config's partition options as the command's flags (supergcn/partition/config.py),
+        # but the threads: the job's own, which the scheduler grants.
+        options=shlex.join(
+            command_line(PartitionConfig, {key: value for key, value in config["partition"].items() if key != "threads"})
+        ),
     threads: partition_threads
     # In the rule, not the profile's default-resources, which --default-resources replaces whole.
     resources:
@@ -29,7 +29,5 @@ rule partition:
     benchmark:
         "logs/benchmarks/partition/{dataset}/P{P}.tsv"
     shell:
-        "python -m supergcn.cli partition --graph {input:q} --parts {wildcards.P} --constraints {params.constraints} "
-        "--seed {params.seed} --engine {params.engine} --threads {threads} "
-        "--kaminpar-preset {params.kaminpar_preset:q} --kaminpar-large-k-preset {params.kaminpar_large_k_preset:q} "
-        "--edge-fraction {params.edge_fraction} {params.separate} --out {output:q} > {log:q} 2>&1"
+        "python -m supergcn.cli partition --graph {input:q} --parts {wildcards.P} {params.options} --threads {threads} "
+        "--out {output:q} > {log:q} 2>&1"
