@@ -34,10 +34,10 @@ import scipy.sparse as sp
 
 from supergcn.data.graph import load_graph, read_graph_meta
 from supergcn.naming import PARTITION_ENGINES
-from supergcn.partition.cover import minimum_vertex_cover
 from supergcn.partition.store import Engine, load_partition
 from supergcn.perf.steps import in_child, in_workdir, partition_step, plan_step, prepare_step
 from supergcn.plan.builder import rank_edges
+from supergcn.plan.cover import minimum_vertex_cover
 
 
 def pair_biadjacencies(graph, partition, count):

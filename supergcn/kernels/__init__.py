@@ -1,1 +1,3 @@
-"""Kernels: numba setup, the CSR gather behind every aggregation, and Int2/4/8 quantization with its wire format."""
+"""Kernels: Numba setup, the CSR gathers behind every aggregation, GAT's edge-level kernels,
+the fused activation, fixed-order sums, and Int2/4/8 quantization with its wire format.
+The API reference lists the modules."""

@@ -6,7 +6,7 @@ pair's bipartite cut graph: an edge is POST when u ∈ C, otherwise PRE (then v 
 sent j->i = ``|C|`` = maximum matching size (König), the fewest possible. Where a PRE row
 costs more than a POST row (GAT's, :mod:`supergcn.models.gat.online_softmax`), ``row_costs``
 makes the cover a cheapest one under those costs instead
-(:func:`~supergcn.partition.cover.minimum_weighted_vertex_cover`). (PRE, POST and the
+(:func:`~supergcn.plan.cover.minimum_weighted_vertex_cover`). (PRE, POST and the
 buffers: :mod:`supergcn.plan.rank_plan`.)
 
 Two passes, so that memory follows the largest rank's share, not the graph:
@@ -46,8 +46,8 @@ from supergcn.data.ranges import block_starts, concatenated_ranges, csr_pointers
 from supergcn.data.storage import release_pages, save_npz_columns
 from supergcn.errors import SuperGCNError
 from supergcn.naming import STRATEGIES
-from supergcn.partition.cover import MAX_CAPACITY, minimum_vertex_cover, minimum_weighted_vertex_cover
 from supergcn.partition.partition import Partition
+from supergcn.plan.cover import MAX_CAPACITY, minimum_vertex_cover, minimum_weighted_vertex_cover
 from supergcn.plan.pieces import SenderPieces
 from supergcn.plan.rank_plan import RankPlan
 from supergcn.plan.statistics import PAIR_STATISTICS, plan_totals

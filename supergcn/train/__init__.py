@@ -1,4 +1,5 @@
-"""Training: the GNN layers, the trainer loop, checkpoints, the metrics writer and the PyG reference.
+"""Training: the training options, the stack of a model's layers, the trainer loop, label
+propagation, checkpoints and the metrics writer.
 
 Sub-modules are imported where they are used (nothing is re-exported here), so that
 light modules such as :mod:`supergcn.train.config` load without torch.

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from supergcn.partition.cover import minimum_vertex_cover, minimum_weighted_vertex_cover
+from supergcn.plan.cover import minimum_vertex_cover, minimum_weighted_vertex_cover
 
 
 def random_biadjacency(rng, left, right, density):
