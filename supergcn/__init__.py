@@ -36,7 +36,7 @@ PUBLIC_MODULES = (
     "supergcn.kernels.gather",
     "supergcn.kernels.ordered",
     "supergcn.kernels.quantization",
-    "supergcn.perf.model",
+    "supergcn.perf.prediction",
     "supergcn.perf.kernelbench",
     "supergcn.report.tables",
     "supergcn.report.figures",

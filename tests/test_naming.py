@@ -115,7 +115,7 @@ def test_renamed_keys_are_named_with_their_new_name():
 
 def test_schema_machine_entries_are_exactly_the_profile_entries():
     from supergcn.perf.commbench import ROUNDS
-    from supergcn.perf.model import PROFILE_FIELDS, PROFILE_KEYS
+    from supergcn.perf.prediction import PROFILE_FIELDS, PROFILE_KEYS
 
     entry = SCHEMA["properties"]["machines"]["additionalProperties"]
     assert set(entry["properties"]) - {"description", "sources", "by_num_ranks"} == set(PROFILE_FIELDS)

@@ -130,8 +130,9 @@ def test_parsing_the_workflow_imports_nothing_heavy():
             words = line.split()
             if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] == "supergcn":
                 imported.add(words[1])
-    assert imported == {"supergcn.naming", "supergcn.models", "supergcn.plan.costs", "supergcn.sources",
-                        "supergcn.train.config", "supergcn.workflow_config", "supergcn.cluster.slurm"}
+    assert imported == {"supergcn.naming", "supergcn.models", "supergcn.options", "supergcn.partition.config",
+                        "supergcn.plan.costs", "supergcn.sources", "supergcn.train.config", "supergcn.workflow_config",
+                        "supergcn.cluster.slurm"}
     probe = (f"import sys\nimport {', '.join(sorted(imported))}\n"
              "supergcn.models.weighted_cover_models()\n"
              "[supergcn.sources.command_hash(name) for name in ('train', 'tables', 'perf_predict')]\n"

@@ -8,8 +8,6 @@ from pathlib import Path
 from supergcn.options import Range
 
 positive_int = Range(int, 1)
-non_negative_int = Range(int, 0)
-non_negative_float = Range(float, 0)
 #: A share in [0, 1) (a dropout probability, a label rate).
 fraction = Range(float, 0, 1, high_open=True)
 #: A share in (0, 1] (a relative accuracy target).

@@ -26,7 +26,7 @@ def run(args) -> None:
     ``--comm`` results and this machine's kernels (:func:`supergcn.perf.machines.measured_profile`)."""
     from supergcn.data.storage import read_json
     from supergcn.perf import machines
-    from supergcn.perf.model import MachineProfile
+    from supergcn.perf.prediction import MachineProfile
 
     if (args.entry is None) == (not args.comm):
         raise SuperGCNError("no profile to write",

@@ -65,6 +65,20 @@ def feed_file(path: str | os.PathLike, digest, what: str | None = None):
     return digest
 
 
+def bytes_digest(data: bytes, digest_size: int = 16) -> str:
+    """blake2b (of ``digest_size`` bytes) of ``data``: what :func:`file_digest` gives for a
+    file of these bytes.
+
+    Args:
+        data: the bytes.
+        digest_size: bytes of the digest.
+
+    Returns:
+        The digest in hexadecimal, twice ``digest_size`` digits.
+    """
+    return hashlib.blake2b(data, digest_size=digest_size).hexdigest()
+
+
 def file_digest(path: str | os.PathLike, digest_size: int = 16) -> str:
     """blake2b (of ``digest_size`` bytes) of the bytes of the file ``path`` (:func:`feed_file`).
 

@@ -9,7 +9,7 @@ which is checked with a clear error. Torch tensors are passed as zero-copy numpy
 Progress. MPICH moves a nonblocking exchange only inside MPI calls, and between ranks of
 one node it moves one shared-memory cell per call: with its default cells a 25 MB
 Alltoallv between two ranks took 3,062 ``Test`` calls, with 256 KiB cells 100 (and the
-blocking exchange ran 2-3x faster; measured figures in the README). So the ranks ask for
+blocking exchange ran 2-3x faster; docs/methods.md, "Where the epoch goes"). So the ranks ask for
 :data:`SHM_CELL_BYTES` cells (:func:`configure_mpi`, before MPI starts; a user's own
 setting wins), and a caller overlapping an exchange with work polls it about
 :func:`polls_to_finish` times (:meth:`PendingExchange.test`) while the work runs.

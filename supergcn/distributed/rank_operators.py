@@ -27,6 +27,7 @@ import torch
 from supergcn.distributed.buffers import BufferPool
 from supergcn.distributed.comm import Communicator, polls_to_finish
 from supergcn.distributed.operators import SparseOperator
+from supergcn.distributed.ranks import stream_seed
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.quantization import Quantized, packed_rows
 from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
@@ -127,7 +128,7 @@ class RankOperators:
     def _next_seed(self) -> int:
         """The seed of this rank's next quantization (its stochastic-rounding stream)."""
         self.quantize_calls += 1
-        return (self.settings.seed * 1_000_003 + self.communicator.rank) * 1_000_003 + self.quantize_calls - 1
+        return stream_seed(self.settings.seed, self.communicator.rank, self.quantize_calls - 1)
 
     def _exchange_float32(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> Exchange:
         with self.timer.phase("communication"):

@@ -71,3 +71,24 @@ def run_ranked(work: Callable[[object], None], comm, command: str, debug: bool =
             time.sleep(ABORT_GRACE_SECONDS)
             comm.Abort(code)
         return code
+
+
+#: The multiplier that folds a seed with the indices of a stream (a prime above any rank count).
+_SEED_STRIDE = 1_000_003
+
+
+def stream_seed(seed: int, *indices: int) -> int:
+    """The seed of one random stream of a run: the run's ``seed`` folded with the stream's
+    ``indices`` (a rank, then a call count), ``(seed · s + i_1) · s + i_2 ...`` with
+    s = 1,000,003, so that distinct ranks and calls draw distinct streams.
+
+    Args:
+        seed: the run's seed.
+        *indices: the stream's place: a rank, then a count.
+
+    Returns:
+        The stream's seed.
+    """
+    for index in indices:
+        seed = seed * _SEED_STRIDE + index
+    return seed

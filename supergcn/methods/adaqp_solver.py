@@ -10,7 +10,7 @@ multiplied by its coefficients alpha, so group g contributes
     V_g(b) = beta_g / (2^b - 1)^2,     beta_g = sum_{rows k in g} sum_v alpha_{v,k}^2 D (max_k - min_k)^2 / 6.
 
 The exchange's time is that of its slowest sender, each sender paying the cost of our
-performance model (:mod:`supergcn.perf.model`, Eq. 2): the latencies of its messages plus
+performance model (:mod:`supergcn.perf.prediction`, Eq. 2): the latencies of its messages plus
 its bytes over its bandwidth,
 
     T = max_i ( L + sum_{g sent by i} n_g D b_g / 8 / bandwidth_i ).

@@ -16,6 +16,9 @@ node weights (bit 1), 64-bit edge offsets (2), 64-bit node ids (3), 64-bit node 
 given as byte positions in the file (``header + (n+1)·8 + e·id_width``), the m neighbour
 ids, and n node weights. Self loops are left out, as for METIS.
 
+KaMinPar runs in a process of its own (:mod:`supergcn.partition.kaminpar_process`): its
+binding holds the interpreter lock while it works, which would silence the step's heartbeat.
+
 Constraints: KaMinPar balances one node weight, so the constraints are folded into one as
 for METIS (:func:`supergcn.partition.partition.combined_weight`); the partition manifest
 reports the balance of each constraint separately.
@@ -33,11 +36,9 @@ from supergcn.data.csr import ROW_BLOCK_ENTRIES
 from supergcn.data.graph import Graph, adjacency_blocks
 from supergcn.errors import SuperGCNError
 from supergcn.partition.config import LARGE_K
+from supergcn.partition.kaminpar_process import partition_file
 from supergcn.partition.partition import Partition, capped_weight, check_num_parts, combined_weight, constraint_weights
-from supergcn.progress import running
 
-#: Allowed imbalance: KaMinPar's default, and METIS's (ufactor 30 = 3 %).
-IMBALANCE = 0.03
 #: Most parts, as a fraction of all, that KaMinPar may leave empty to be filled (:func:`fill_empty_parts`).
 MAX_EMPTY_FRACTION = 0.01
 #: Graphs with this many nodes or more get 64-bit node ids in the file.
@@ -120,11 +121,12 @@ def preset_for(num_parts: int, preset: str, large_k_preset: str) -> str:
     return large_k_preset if num_parts > LARGE_K else preset
 
 
-def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed: int, threads: int,
-                   preset: str, scratch_dir: str | Path, scratch_prefix: str = ".kaminpar-") -> np.ndarray:
+def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed: int, threads: int, preset: str,
+                   scratch_dir: str | Path, scratch_prefix: str = ".kaminpar-") -> tuple[np.ndarray, float]:
     """KaMinPar's part of every node (int32), the graph handed over as a ParHIP file
-    written in ``scratch_dir`` (named ``scratch_prefix``...) and removed afterwards.
-    ``terapart`` presets read it compressed.
+    written in ``scratch_dir`` (named ``scratch_prefix``...) and removed once read, to a
+    process of its own (:mod:`supergcn.partition.kaminpar_process`), so that the step's
+    heartbeat shows while KaMinPar runs. ``terapart`` presets read it compressed.
 
     Args:
         graph: the prepared graph.
@@ -133,36 +135,35 @@ def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed:
         seed: KaMinPar's random seed.
         threads: KaMinPar's threads.
         preset: a KaMinPar preset (``kaminpar.context_names()``).
-        scratch_dir: where the graph file is written.
-        scratch_prefix: the start of the graph file's name.
+        scratch_dir: where the graph file (and the parts, meanwhile) are written.
+        scratch_prefix: the start of their names.
 
     Returns:
-        int32 part ids, one per node; parts may be empty.
+        ``(parts, peak_mib)``: int32 part ids, one per node (parts may be empty), and the
+        peak resident memory of KaMinPar's process in MiB.
 
     Raises:
-        SuperGCNError: KaMinPar has no such preset, or a neighbour id lies outside the
-            graph's nodes.
+        SuperGCNError: KaMinPar has no such preset, a neighbour id lies outside the
+            graph's nodes, or KaMinPar's process failed or was killed.
     """
     import kaminpar
 
     if preset not in kaminpar.context_names():
         raise SuperGCNError(f"KaMinPar has no preset {preset!r}",
                             f"choose one of {', '.join(sorted(kaminpar.context_names()))}")
-    handle, path = tempfile.mkstemp(prefix=scratch_prefix, suffix=".parhip", dir=scratch_dir)
-    os.close(handle)
+    files = []
     try:
-        write_parhip(graph, path, node_weights)
-        kaminpar.reseed(seed)
-        solver = kaminpar.KaMinPar(threads, kaminpar.context_by_name(preset))
-        with running("kaminpar: loading the ParHIP file"):
-            loaded = kaminpar.load_graph(path, kaminpar.GraphFileFormat.PARHIP,
-                                         compress=preset.startswith("terapart"))
+        for suffix in (".parhip", ".parts.npy"):
+            handle, path = tempfile.mkstemp(prefix=scratch_prefix, suffix=suffix, dir=scratch_dir)
+            os.close(handle)
+            files.append(Path(path))
+        graph_file, parts_file = files
+        write_parhip(graph, graph_file, node_weights)
+        return partition_file(graph_file, parts_file, num_parts, seed, threads, preset,
+                              on_loaded=lambda: graph_file.unlink(missing_ok=True))
     finally:
-        Path(path).unlink(missing_ok=True)
-    # The binding returns a Python list (about 36 B per node); it is converted and dropped at once.
-    with running(f"kaminpar: {preset} partitioning into {num_parts:,} parts on {threads} threads"):
-        parts = np.array(solver.compute_partition(loaded, num_parts, IMBALANCE), dtype=np.int32)
-    return parts
+        for path in files:
+            path.unlink(missing_ok=True)
 
 
 def fill_empty_parts(parts: np.ndarray, num_parts: int, node_weights: np.ndarray | None,
@@ -206,10 +207,10 @@ def fill_empty_parts(parts: np.ndarray, num_parts: int, node_weights: np.ndarray
 
 
 def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, threads: int, preset: str,
-                       out_dir: Path) -> tuple[Partition, int]:
+                       out_dir: Path) -> tuple[Partition, int, float]:
     """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS,
-    and how many parts it left empty and were given a node; its graph file is written beside
-    ``out_dir`` and removed.
+    how many parts it left empty and were given a node, and the peak memory of its process;
+    its graph file is written beside ``out_dir`` and removed.
 
     Args:
         graph: the prepared graph.
@@ -222,18 +223,20 @@ def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, thr
         out_dir: the partition directory to be; its parent holds the graph file meanwhile.
 
     Returns:
-        ``(partition, filled)``: the partition, and how many empty parts were given a node.
+        ``(partition, filled, peak_mib)``: the partition, how many empty parts were given a
+        node, and the peak resident memory of KaMinPar's process in MiB.
 
     Raises:
         SuperGCNError: P is out of range, a constraint is unknown, the preset does not
-            exist, or too many parts were left empty.
+            exist, KaMinPar's process failed or was killed, or too many parts were left
+            empty.
     """
     check_num_parts(graph, num_parts)
     weights = capped_weight(combined_weight(constraint_weights(graph, constraints)), num_parts) if constraints else None
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # Named as atomic_output_dir's staging directories, so the next attempt after a killed
     # job removes a left-over file (tens of GB at papers100M's size).
-    parts = kaminpar_parts(graph, num_parts, weights, seed, threads, preset, out_dir.parent,
-                           f".{out_dir.name}.tmp-kaminpar-")
+    parts, peak_mib = kaminpar_parts(graph, num_parts, weights, seed, threads, preset, out_dir.parent,
+                                     f".{out_dir.name}.tmp-kaminpar-")
     filled = fill_empty_parts(parts, num_parts, weights)
-    return Partition(parts, num_parts), filled
+    return Partition(parts, num_parts), filled, peak_mib

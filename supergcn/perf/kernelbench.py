@@ -92,19 +92,6 @@ def _parallel_copy(source, destination, parts):
         destination[start:stop] = source[start:stop]
 
 
-def memcpy_bandwidth(threads: int, nbytes: int = 2**30, repeats: int = 5) -> float:
-    """The bandwidth of a parallel copy of ``nbytes`` by ``threads`` threads (the median of
-    ``repeats`` copies), the reference the kernels' throughput is held to.
-
-    Returns:
-        GB/s (1e9 bytes per second) of the bytes copied.
-    """
-    source = np.ones(nbytes // 4, dtype=np.float32)
-    destination = np.empty_like(source)
-    _, seconds = timed(lambda: _parallel_copy(source, destination, threads), repeats)
-    return source.nbytes / seconds / 1e9
-
-
 def reorder(indptr, indices, num_nodes, method: str):
     """The square CSR ``indptr``/``indices`` of ``num_nodes`` nodes renumbered by ``method``:
     ``none`` or ``rcm`` (reverse Cuthill-McKee, scipy's), rows sorted.

@@ -14,7 +14,7 @@ from supergcn.data.storage import read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import FP32_BYTES
 from supergcn.perf.fits import fit_exchange, fit_quantization
-from supergcn.perf.model import PROFILE_FIELDS, MachineProfile
+from supergcn.perf.prediction import PROFILE_FIELDS, MachineProfile
 
 PROFILE_FORMAT = "supergcn-machine/1"
 

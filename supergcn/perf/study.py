@@ -22,9 +22,9 @@ from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, GNN_MODELS, PARAMETER_DTYPES, STRATEGIES
 from supergcn.partition.store import read_part_totals
-from supergcn.perf import model as perfmodel
+from supergcn.perf import prediction as perfmodel
 from supergcn.perf.machines import load_profile
-from supergcn.perf.model import MachineProfile
+from supergcn.perf.prediction import MachineProfile
 from supergcn.perf.traffic import epoch_traffic
 from supergcn.plan.statistics import strategy_row_kinds
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest, read_plan_pairs

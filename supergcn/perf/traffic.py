@@ -1,5 +1,5 @@
 """What one training epoch exchanges and gathers, per GNN model: the input of the
-performance model's epoch time (:func:`supergcn.perf.model.epoch_seconds`).
+performance model's epoch time (:func:`supergcn.perf.prediction.epoch_seconds`).
 
 Each layer makes the exchanges its model's card lists (:mod:`supergcn.models.card`), at
 the layer's exchanged width, forward; backward, the same exchanges transposed in reverse

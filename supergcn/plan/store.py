@@ -9,7 +9,6 @@ of ``rank_hashes.npy`` and ``pairs.npz``, so it vouches for every file of the pl
 
 from __future__ import annotations
 
-import hashlib
 import io
 import time
 from dataclasses import fields
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.digests import file_digest
+from supergcn.data.digests import bytes_digest, file_digest
 from supergcn.data.graph import Graph
 from supergcn.data.storage import atomic_output_dir, load_array, peak_memory_mib, read_json, write_json
 from supergcn.errors import SuperGCNError
@@ -39,18 +38,6 @@ def _rank_file(directory: Path, rank: int) -> Path:
 
 
 _HASH_BYTES = 16
-
-
-def file_hash(data: bytes) -> str:
-    """The content hash recorded for a rank file.
-
-    Args:
-        data: the file's bytes.
-
-    Returns:
-        32 hexadecimal digits of blake2b.
-    """
-    return hashlib.blake2b(data, digest_size=_HASH_BYTES).hexdigest()
 
 
 def _write_rank_file(directory: Path, plan: RankPlan, hashes: np.ndarray) -> None:
@@ -172,7 +159,7 @@ def load_rank_plan(directory: str | Path, rank: int) -> RankPlan:
         raise SuperGCNError(f"plan file {path} is missing", "rerun `supergcn plan`")
     hashes = load_array(directory, RANK_HASHES_FILE.removesuffix(".npy"), "plan", mmap=True)
     data = path.read_bytes()
-    if rank >= len(hashes) or hashes[rank].decode() != file_hash(data):
+    if rank >= len(hashes) or hashes[rank].decode() != bytes_digest(data, _HASH_BYTES):
         raise SuperGCNError(f"plan file {path} does not match the hash {RANK_HASHES_FILE} records for it (damaged, "
                             "truncated or from another plan)", "delete the plan directory and rerun `supergcn plan`")
     with np.load(io.BytesIO(data), allow_pickle=False) as arrays:

@@ -4,10 +4,10 @@ glibc's ``malloc`` serves every allocation above its mmap threshold (at most 32 
 fresh ``mmap`` and returns it with ``munmap`` on free, so each large tensor torch or numpy
 allocates in an epoch is mapped, faulted in page by page and zeroed by the kernel, again
 and again. On the arxiv-shaped graph that was half the wall time of a training run as
-system time (measured figures: README, "Where the epoch goes, and how fast it is"). jemalloc with page purging
-switched off (``MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1``) keeps freed pages
-and hands them out again, so an epoch after the first allocates almost nothing from the
-kernel.
+system time (measured figures: docs/results.md, "With the allocator that comes with the
+project"). jemalloc with page purging switched off
+(``MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1``) keeps freed pages and hands them
+out again, so an epoch after the first allocates almost nothing from the kernel.
 
 mimalloc with purging switched off does the same, and installs with the project: PyPI's
 ``cmeel-mimalloc`` ships ``libmimalloc.so`` in manylinux wheels for x86-64 and aarch64, so

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from supergcn.data.digests import file_digest
 from supergcn.data.graph import read_graph_meta
 from supergcn.errors import wrong_world_size
 from supergcn.partition.rows import load_rank_rows
@@ -57,7 +57,7 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     plan = load_rank_plan(config.plan, rank)
     rows = {name: torch.from_numpy(values) for name, values in
             load_rank_rows(config.partition, rank, plan.offset, plan.num_owned, part_manifest, rank == 0).items()}
-    plan_hash = hashlib.blake2b((Path(config.plan) / "plan.json").read_bytes(), digest_size=16).hexdigest()
+    plan_hash = file_digest(Path(config.plan) / "plan.json")
     return RankData(x=rows["features"], y=rows["labels"], train_mask=rows["train_mask"],
                     val_mask=rows["val_mask"], test_mask=rows["test_mask"], owned_old_ids=plan.owned_old_ids,
                     plan=plan, graph_name=meta["name"], strategy=plan_manifest["strategy"],

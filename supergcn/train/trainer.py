@@ -33,7 +33,7 @@ from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradient
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
-from supergcn.distributed.ranks import CollectiveError, agree
+from supergcn.distributed.ranks import CollectiveError, agree, stream_seed
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError, first_line
@@ -106,7 +106,7 @@ class Trainer:
             agree(comm, lambda: self.load_weights(config.init_weights))
         broadcast_parameters(self.model, comm)  # identical start on every rank
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        torch.manual_seed(config.seed * 1_000_003 + self.rank)  # this rank's dropout stream
+        torch.manual_seed(stream_seed(config.seed, self.rank))  # this rank's dropout stream
         counts = np.array([int(m.sum()) for m in (self.data.train_mask, self.data.val_mask, self.data.test_mask)],
                           dtype=np.int64)
         self.global_counts = self.communicator.allreduce_sum(counts)

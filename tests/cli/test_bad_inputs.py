@@ -389,8 +389,8 @@ def rewritten_partition(ws, bad, change) -> Path:
 def rewritten_plan(ws, bad, name, change) -> Path:
     """A copy of the plan with array ``name`` of rank 1's file changed and every hash
     above it (``rank_hashes.npy``, ``plan.json``) updated to match."""
-    from supergcn.data.digests import file_digest
-    from supergcn.plan.store import _HASH_BYTES, RANK_HASHES_FILE, file_hash
+    from supergcn.data.digests import bytes_digest, file_digest
+    from supergcn.plan.store import _HASH_BYTES, RANK_HASHES_FILE
 
     plan = copy_of(ws.plan, bad / "plan")
     rank_file = plan / "rank_00001.npz"
@@ -399,7 +399,7 @@ def rewritten_plan(ws, bad, name, change) -> Path:
     values[name] = change(values[name])
     np.savez(rank_file, **values)
     hashes = np.load(plan / RANK_HASHES_FILE)
-    hashes[1] = file_hash(rank_file.read_bytes())
+    hashes[1] = bytes_digest(rank_file.read_bytes(), _HASH_BYTES)
     np.save(plan / RANK_HASHES_FILE, hashes)
     manifest = json.loads((plan / "plan.json").read_text())
     manifest["file_hashes"][RANK_HASHES_FILE] = file_digest(plan / RANK_HASHES_FILE, _HASH_BYTES)

@@ -4,7 +4,7 @@ import pytest
 
 from supergcn.errors import SuperGCNError
 from supergcn.perf import study
-from supergcn.perf.model import MachineProfile
+from supergcn.perf.prediction import MachineProfile
 
 
 def test_predictions_never_favour_pre_or_post_over_hybrid(tiny_plans, tmp_path):

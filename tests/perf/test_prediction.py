@@ -6,8 +6,8 @@ import pytest
 from supergcn.errors import SuperGCNError
 from supergcn.models import card
 from supergcn.naming import GNN_MODELS
-from supergcn.perf import model as perfmodel
-from supergcn.perf.model import MachineProfile
+from supergcn.perf import prediction as perfmodel
+from supergcn.perf.prediction import MachineProfile
 from supergcn.perf.traffic import epoch_traffic
 
 
