@@ -20,7 +20,8 @@ import pandas as pd
 from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
-from supergcn.naming import DEFAULT_PARAMETER_DTYPE, GNN_MODELS, PARAMETER_DTYPES, STRATEGIES
+from supergcn.models import card
+from supergcn.naming import DEFAULT_MODEL, DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, STRATEGIES
 from supergcn.partition.store import read_part_totals
 from supergcn.perf import prediction as perfmodel
 from supergcn.perf.machines import load_profile
@@ -35,7 +36,7 @@ PREDICTION_FORMAT = "supergcn-prediction/2"  # 2: per model
 
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
             hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,
-            model: str = GNN_MODELS[0], heads: int = 1) -> dict:
+            model: str = DEFAULT_MODEL, heads: int = 1) -> dict:
     """Every strategy x bit width x machine prediction for one (graph, P, model);
     quantization parameters travel as ``parameter_dtype`` (bfloat16 or float32).
 
@@ -65,7 +66,8 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
                                     num_layers, width_bits, heads)
             loads = perfmodel.epoch_loads(traffic, parameter_dtype)
             # a forward hidden layer's score and scalar exchanges (GAT's; none for the others)
-            attention = [load for step, load in zip(traffic.exchanges[:3], loads) if step.kind == "attention"]
+            first_layer = zip(traffic.exchanges[:len(card(model).messages)], loads)
+            attention = [load for step, load in first_layer if step.kind == "attention"]
             for machine in machines:
                 layer = perfmodel.load_time(layer_load, machine)
                 epoch = perfmodel.epoch_seconds(traffic, totals["edges"], totals["nodes"], machine, parameter_dtype,
