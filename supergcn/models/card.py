@@ -124,7 +124,7 @@ class ModelCard:
     @property
     def weighted_cover(self) -> bool:
         """Whether a PRE and a POST row cost differently, so that the model's hybrid plan
-        holds a cover of its own (:func:`row_costs`)."""
+        holds a cover of its own (:func:`supergcn.plan.costs.row_costs`)."""
         return any(message.pre != message.post for message in self.messages)
 
     def layer_transforms_first(self, in_dim: int, out_dim: int, aggregate_first: bool = False) -> bool:

@@ -242,7 +242,7 @@ def study_options() -> list[str]:
 
 def with_model_defaults(values: dict, given) -> dict:
     """``values`` with the model's own training defaults
-    (:attr:`~supergcn.models.card.ModelCard.training_defaults`) for the options the user did
+    (``training_defaults`` of its :class:`~supergcn.models.card.ModelCard`) for the options the user did
     not set: GIN trains at its own learning rate unless one is given.
 
     Args:
