@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/kernels.py --authors-ops /tmp/super_gnn/super_gnn/ops \\
         [--shapes papers100M-rank-8192 synthetic-small arxiv products] [--features 256 128] [--threads 2] [--runs 2]
 
-Runs ``supergcn bench kernels`` (:func:`supergcn.perf.kernelbench.bench_kernels`) on each
+Runs ``supergcn bench kernels`` (:func:`supergcn.bench.kernels.bench_kernels`) on each
 synthetic shape and width, ``--runs`` times in one sitting, and prints one Markdown table:
 per case and run, the authors' and our forward times, ours over theirs, the transpose
 (backward) over the forward, ours over the roofline and the cache level the gathered
@@ -20,7 +20,7 @@ import argparse
 import json
 from pathlib import Path
 
-from supergcn.perf.kernelbench import SHAPES, bench_kernels
+from supergcn.bench.kernels import SHAPES, bench_kernels
 
 
 def row(result: dict) -> dict:
@@ -47,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     authors = None
     if args.authors_ops is not None:
-        from supergcn.perf.authors import load_authors_ops
+        from supergcn.bench.authors import load_authors_ops
 
         authors = load_authors_ops(args.authors_ops)
     results = []

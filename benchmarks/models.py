@@ -54,12 +54,12 @@ import numpy as np
 import torch
 from training import SHARED, allocator_environment, prepare, run_supergcn
 
+from supergcn.bench.harness import timed
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
 from supergcn.distributed.threads import set_threads
 from supergcn.models import card, weighted_cover_models
 from supergcn.partition.store import load_partition, run_partition
-from supergcn.perf.harness import timed
 from supergcn.plan.builder import plan_ranks
 from supergcn.plan.costs import row_costs
 from supergcn.testing.pyg import PyGModel, train_baseline

@@ -54,6 +54,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from supergcn.bench.harness import timed
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
 from supergcn.data.storage import peak_memory_mib
@@ -61,7 +62,6 @@ from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.models import weighted_cover_models
 from supergcn.partition.store import load_partition, run_partition
-from supergcn.perf.harness import timed
 from supergcn.plan.costs import row_costs
 from supergcn.plan.store import run_plan
 from supergcn.testing.pyg import PyGModel, copy_weights, train_baseline

@@ -37,7 +37,7 @@ PUBLIC_MODULES = (
     "supergcn.kernels.ordered",
     "supergcn.kernels.quantization",
     "supergcn.perf.prediction",
-    "supergcn.perf.kernelbench",
+    "supergcn.bench.kernels",
     "supergcn.report.tables",
     "supergcn.report.figures",
 )

@@ -114,7 +114,7 @@ def test_renamed_keys_are_named_with_their_new_name():
 
 
 def test_schema_machine_entries_are_exactly_the_profile_entries():
-    from supergcn.perf.commbench import ROUNDS
+    from supergcn.bench.comm import ROUNDS
     from supergcn.perf.prediction import PROFILE_FIELDS, PROFILE_KEYS
 
     entry = SCHEMA["properties"]["machines"]["additionalProperties"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from supergcn.bench.comm import ROUNDS
 from supergcn.cli._args import output_file, positive_int, print_json
 from supergcn.errors import SuperGCNError
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, PRECISIONS, QUANTIZED_BITS, STRATEGIES
-from supergcn.perf.commbench import ROUNDS
 
 HELP = "MPI latency, Alltoallv and quantization time vs size (run under mpiexec -n P)"
 
@@ -42,16 +42,16 @@ def parse_exchanges(items: list[str], bits: list[int]) -> list[tuple[str, Path, 
 
 
 def run(args) -> int:
-    """Every rank measures (:func:`supergcn.perf.commbench.bench_comm`); rank 0 prints and writes."""
+    """Every rank measures (:func:`supergcn.bench.comm.bench_comm`); rank 0 prints and writes."""
     from supergcn.distributed.comm import configure_mpi
 
     configure_mpi()  # the MPI settings training runs with
     from mpi4py import MPI
 
+    from supergcn.bench.comm import bench_comm
     from supergcn.cli.bench_exchange import check_plan_size
     from supergcn.distributed.ranks import agree, run_ranked
     from supergcn.distributed.threads import set_threads
-    from supergcn.perf.commbench import bench_comm
 
     exchanges = parse_exchanges(args.exchange, args.exchange_bits)
 

@@ -32,15 +32,15 @@ def check_plan_size(plan_dir: Path, size: int) -> None:
 
 
 def run(args) -> int:
-    """Every rank measures (:func:`supergcn.perf.exchangebench.bench_exchange`); rank 0 prints and writes."""
+    """Every rank measures (:func:`supergcn.bench.exchange.bench_exchange`); rank 0 prints and writes."""
     from supergcn.distributed.comm import configure_mpi
 
     configure_mpi()  # the MPI settings training runs with
     from mpi4py import MPI
 
+    from supergcn.bench.exchange import bench_exchange
     from supergcn.distributed.ranks import agree, run_ranked
     from supergcn.distributed.threads import set_threads
-    from supergcn.perf.exchangebench import bench_exchange
 
     def work(comm):
         set_threads(args.threads)

@@ -10,7 +10,7 @@ HELP = "our aggregation kernel vs its roofline, the authors' kernel, PyG, torch.
 
 
 def configure(parser) -> None:
-    from supergcn.perf.kernelbench import SHAPES
+    from supergcn.bench.kernels import SHAPES
 
     parser.description = ("Times are medians over --repeats rounds after a warm-up round; the kernels and the "
                           "roofline's passes are timed in turn within each round.")
@@ -30,12 +30,12 @@ def configure(parser) -> None:
 
 
 def run(args) -> None:
-    """Print (and write) :func:`supergcn.perf.kernelbench.bench_kernels`'s result."""
-    from supergcn.perf.kernelbench import bench_kernels
+    """Print (and write) :func:`supergcn.bench.kernels.bench_kernels`'s result."""
+    from supergcn.bench.kernels import bench_kernels
 
     authors = None
     if args.authors_ops is not None:
-        from supergcn.perf.authors import load_authors_ops
+        from supergcn.bench.authors import load_authors_ops
 
         authors = load_authors_ops(args.authors_ops)
     print_json(bench_kernels(args.graph, args.features, args.threads, args.repeats, args.reorder, not args.no_pyg,

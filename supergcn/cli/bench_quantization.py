@@ -19,8 +19,8 @@ def configure(parser) -> None:
 
 
 def run(args) -> None:
-    """Print (and write) :func:`supergcn.perf.kernelbench.bench_quantization`'s result."""
-    from supergcn.perf.kernelbench import bench_quantization
+    """Print (and write) :func:`supergcn.bench.kernels.bench_quantization`'s result."""
+    from supergcn.bench.kernels import bench_quantization
 
     print_json(bench_quantization(args.rows, args.features, args.threads, args.bits, args.rounding, args.repeats),
                args.json)

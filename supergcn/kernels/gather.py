@@ -317,7 +317,7 @@ class GatherCsr:
     def pure_gather(self, x: np.ndarray, scratch: np.ndarray) -> None:
         """Read every row :meth:`matmul` reads, in its order and the same way, but write each
         chunk's rows over one row of ``scratch`` (chunks x F, in cache): the product's reads
-        without its output (:mod:`supergcn.perf.roofline`).
+        without its output (:mod:`supergcn.bench.roofline`).
 
         Args:
             x: the dense input, as :meth:`matmul` takes it.

@@ -2,7 +2,7 @@
 
 A profile comes from the config (Fugaku, ABCI, a user's cluster: values in µs and GB/s,
 each with its source) or is measured here: the exchange and quantization terms fitted to
-``supergcn bench comm`` sweeps at every measured P (:mod:`supergcn.perf.commbench`), and
+``supergcn bench comm`` sweeps at every measured P (:mod:`supergcn.bench.comm`), and
 the aggregation throughput from our kernel on a graph, single rank.
 """
 
@@ -32,7 +32,7 @@ def load_profile(path: str | Path) -> MachineProfile:
 
 
 def _profile_entries(fit: dict) -> dict:
-    """The profile attributes in a :mod:`supergcn.perf.commbench` fit."""
+    """The profile attributes in a :mod:`supergcn.bench.comm` fit."""
     return {attribute: fit[attribute] for attribute in PROFILE_FIELDS.values() if attribute in fit}
 
 
@@ -43,7 +43,7 @@ def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: 
     At every measured P the profile keeps what was fitted there (the call cost folded into
     L, which one P cannot tell apart); elsewhere it uses (c, L, BW) fitted jointly over
     all P and the quantization measured at the smallest P."""
-    from supergcn.perf.kernelbench import bench_kernels
+    from supergcn.bench.kernels import bench_kernels
 
     multi = sorted((result for result in comm_results if result["num_ranks"] > 1), key=lambda r: r["num_ranks"])
     if not multi:

@@ -18,7 +18,7 @@ a cost per exchange a_q and a_d whatever its size:
 
 Departures from the paper, each because the model is checked against this
 implementation (``supergcn bench exchange``, the validation table) and its terms fitted
-on the machine at hand (``supergcn bench comm``, :mod:`supergcn.perf.commbench`):
+on the machine at hand (``supergcn bench comm``, :mod:`supergcn.bench.comm`):
 
 * c: posting and completing one Alltoallv from Python costs tens of microseconds
   whatever P, which the paper's per-peer L leaves out; where a profile is measured at one

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
+from supergcn.bench.harness import Measurement, cache_scratch, oversubscribed, random_rows, slowest_median
 from supergcn.distributed.buffers import aligned_array
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
-from supergcn.perf.harness import Measurement, cache_scratch, oversubscribed, random_rows, slowest_median
 
 #: The parts of an exchange's time, in the order :class:`TimedExchange` returns them.
 EXCHANGE_PARTS = ("total", "communication", "quantization")
@@ -23,7 +23,7 @@ EXCHANGE_PARTS = ("total", "communication", "quantization")
 
 class TimedExchange(Measurement):
     """One layer's forward exchange of a plan as training does it (no overlap): after
-    other work (``scratch``, as :mod:`supergcn.perf.commbench` measures), from rows
+    other work (``scratch``, as :mod:`supergcn.bench.comm` measures), from rows
     written just before; :meth:`run` returns its :data:`EXCHANGE_PARTS` in seconds."""
 
     def __init__(self, comm, plan_dir, features: int, bits: int, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from supergcn.bench.authors import load_authors_ops, row_split
 from supergcn.errors import SuperGCNError
-from supergcn.perf.authors import load_authors_ops, row_split
 
 
 def test_row_split_is_the_authors_greedy_split():

@@ -4,10 +4,10 @@
 synthetic shape (:data:`SHAPES`), in one process, on the same CSR arrays, features and
 threads, against:
 
-* the roofline of :mod:`supergcn.perf.roofline` (a pure gather of the same rows plus a
+* the roofline of :mod:`supergcn.bench.roofline` (a pure gather of the same rows plus a
   pure write of the output, measured in the same rounds) and the bound of the cache
   level holding the gathered matrix;
-* the authors' kernel (``supergnn_ops.spmm``, :mod:`supergcn.perf.authors`), forward and
+* the authors' kernel (``supergnn_ops.spmm``, :mod:`supergcn.bench.authors`), forward and
   on the transpose, where the user points to a built copy; its output is compared with
   ours;
 * PyG's default ``SAGEConv`` CPU path (``x[src]`` then ``torch_geometric.utils.scatter``
@@ -16,7 +16,7 @@ threads, against:
   skipped, with the reason, where it would not fit in memory).
 
 The kernel, its transpose, the authors' kernel and the roofline's passes are timed in
-turn, round after round (:func:`supergcn.perf.harness.interleaved`), each figure a median, so that this
+turn, round after round (:func:`supergcn.bench.harness.interleaved`), each figure a median, so that this
 machine's drifting memory bandwidth reaches them alike. ``first_call_seconds`` is our
 kernel's first call (compilation, or loading numba's on-disk cache).
 """
@@ -31,13 +31,13 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from supergcn.bench import roofline
+from supergcn.bench.harness import cache_sizes, interleaved, timed
 from supergcn.data.graph import load_graph
 from supergcn.distributed.threads import set_threads
 from supergcn.kernels.gather import GatherCsr, _gather_spmm
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import compiled_for
-from supergcn.perf import roofline
-from supergcn.perf.harness import cache_sizes, interleaved, timed
 
 #: Synthetic CSR shapes (nodes, entries): degrees Zipf(2.2) scaled to the mean, neighbours
 #: uniform at random (:func:`zipf_csr`).
@@ -160,7 +160,7 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
                   reordering: str = "none", with_pyg: bool = True, shape: str | None = None,
                   authors_ops=None, with_references: bool = True) -> dict:
     """Our kernel against its roofline, the authors' kernel (a module from
-    :func:`supergcn.perf.authors.load_authors_ops`) and the libraries (module docstring).
+    :func:`supergcn.bench.authors.load_authors_ops`) and the libraries (module docstring).
 
     Args:
         graph_dir: a prepared graph directory; or None, with ``shape``.
@@ -226,7 +226,7 @@ def _authors_contenders(module, forward: GatherCsr, backward: GatherCsr, x: np.n
                         result: dict) -> dict:
     """The authors' forward and transpose products as timed contenders; stores in
     ``result["_authors_check"]`` the function comparing their forward output with ours."""
-    from supergcn.perf.authors import AuthorsSpmm
+    from supergcn.bench.authors import AuthorsSpmm
 
     theirs = {direction: AuthorsSpmm(module, matrix.indptr, matrix.indices, threads)
               for direction, matrix in (("forward", forward), ("backward", backward))}

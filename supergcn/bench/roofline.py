@@ -19,15 +19,15 @@ each move only one kind of them, except by overlapping reads with writes, which 
 memory system shares. Beside it, the *level bound* says what the gathered bytes would
 cost at the streaming read rate of ``x`` itself (:func:`stream_read`, the same bytes read
 in address order) plus the output at the write rate: the bound of the cache level
-holding ``x`` (:func:`cache_level`, from :func:`supergcn.perf.harness.cache_sizes`) if
+holding ``x`` (:func:`cache_level`, from :func:`supergcn.bench.harness.cache_sizes`) if
 the gather reused every line it fetched.
 """
 
 from __future__ import annotations
 
+from supergcn.bench.harness import cache_sizes
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import prefer_wide_vectors
-from supergcn.perf.harness import cache_sizes
 
 
 @njit(parallel=True, fastmath=True, nogil=True, cache=True)

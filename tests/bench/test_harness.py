@@ -1,6 +1,6 @@
 """The shared timing harness: where the caches are, and timing in turn."""
 
-from supergcn.perf import harness
+from supergcn.bench import harness
 
 
 def fake_cpu_cache(root, entries):

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from supergcn.bench import roofline
+from supergcn.bench.kernels import roofline_figures
 from supergcn.kernels.gather import GatherCsr
-from supergcn.perf import roofline
-from supergcn.perf.kernelbench import roofline_figures
 
 
 def test_pure_write_and_stream_read():

@@ -13,7 +13,7 @@ of the slowest rank's time:
 * quantization: every rank quantizes n rows of F features addressed to its P - 1 peers
   and dequantizes as many (:func:`~supergcn.kernels.wire.quantize_to_wire`,
   :func:`~supergcn.kernels.wire.dequantize_from_wire`), n from 64 to 65,536;
-* optionally, real exchanges of plans (:class:`~supergcn.perf.exchangebench.TimedExchange`),
+* optionally, real exchanges of plans (:class:`~supergcn.bench.exchange.TimedExchange`),
   the measurements the model is checked against.
 
 Why that state. Between two ranks here, an 8 MiB exchange took 0.80 ms from a buffer
@@ -35,10 +35,10 @@ import time
 
 import numpy as np
 
+from supergcn.bench.harness import Measurement, cache_scratch, interleaved_slowest, oversubscribed, random_rows
 from supergcn.distributed.buffers import aligned_array
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.fits import fit_exchange, fit_quantization
-from supergcn.perf.harness import Measurement, cache_scratch, interleaved_slowest, oversubscribed, random_rows
 
 PING_PONG_BYTES = 8
 ALLTOALL_SIZES = tuple(8 * 4**k for k in range(11))  # 8 B .. 8 MiB per peer
@@ -140,11 +140,11 @@ def bench_comm(comm, features: int = 256, bits: int = 2, parameter_dtype: str = 
                quantization_rows=QUANTIZATION_ROWS) -> dict:
     """Ping-pong latency, the Alltoallv and quantization sweeps and the fits to them, and
     the time of each real exchange in ``exchanges`` (``(strategy, plan dir, bits)``: one
-    layer's, as :class:`~supergcn.perf.exchangebench.TimedExchange` does it), every one
+    layer's, as :class:`~supergcn.bench.exchange.TimedExchange` does it), every one
     timed once per round, so that the fit and the exchanges it is checked against see the
     same machine."""
+    from supergcn.bench.exchange import EXCHANGE_PARTS, TimedExchange
     from supergcn.distributed.comm import Communicator
-    from supergcn.perf.exchangebench import EXCHANGE_PARTS, TimedExchange
 
     size = comm.Get_size()
     communicator = Communicator(comm)
