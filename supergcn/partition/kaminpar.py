@@ -140,7 +140,8 @@ def kaminpar_parts(graph: Graph, num_parts: int, node_weights: np.ndarray, seed:
 
     Returns:
         ``(parts, peak_mib)``: int32 part ids, one per node (parts may be empty), and the
-        peak resident memory of KaMinPar's process in MiB.
+        step's peak resident memory while KaMinPar ran, in MiB (its process's and this
+        one's: :func:`~supergcn.partition.kaminpar_process.partition_file`).
 
     Raises:
         SuperGCNError: KaMinPar has no such preset, a neighbour id lies outside the
@@ -209,7 +210,7 @@ def fill_empty_parts(parts: np.ndarray, num_parts: int, node_weights: np.ndarray
 def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, threads: int, preset: str,
                        out_dir: Path) -> tuple[Partition, int, float]:
     """KaMinPar's k-way partition with the constraints folded into one weight, as for METIS,
-    how many parts it left empty and were given a node, and the peak memory of its process;
+    how many parts it left empty and were given a node, and the step's peak memory while it ran;
     its graph file is written beside ``out_dir`` and removed.
 
     Args:
@@ -224,7 +225,8 @@ def kaminpar_partition(graph: Graph, num_parts: int, constraints, seed: int, thr
 
     Returns:
         ``(partition, filled, peak_mib)``: the partition, how many empty parts were given a
-        node, and the peak resident memory of KaMinPar's process in MiB.
+        node, and the step's peak resident memory while KaMinPar ran (its process's and
+        this one's), in MiB.
 
     Raises:
         SuperGCNError: P is out of range, a constraint is unknown, the preset does not

@@ -10,8 +10,9 @@ and waits for it, which leaves the lock free:
 
 * the child loads the file, reports ``loaded`` on a status pipe (the step then removes the
   file, tens of GB at the paper's sizes), partitions, writes the parts as a ``.npy`` file
-  beside the graph file and reports its peak memory (``peak <MiB>``), which the manifest
-  adds to the step's own;
+  beside the graph file and reports its peak memory (``peak <MiB>``): with the step's own
+  resident memory meanwhile, the step's peak while KaMinPar ran, which the manifest's
+  peak takes where it is larger than the step process's own;
 * the calls and their order are those the step made itself (reseed, solver, load,
   partition), so a seed gives the parts it gave;
 * the child dies with the step (Linux's parent-death signal), and the step kills it when
@@ -23,6 +24,7 @@ No graph array is copied: the child reads the file the step wrote in any case.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -57,7 +59,8 @@ def partition_file(graph_file: str | Path, parts_file: str | Path, num_parts: in
 
     Returns:
         ``(parts, peak_mib)``: int32 part ids, one per node (parts may be empty), and the
-        child's peak resident memory in MiB.
+        step's peak resident memory while the child ran, in MiB: this process's resident
+        memory as it started the child (it only waits meanwhile) plus the child's peak.
 
     Raises:
         SuperGCNError: the child failed or was killed before it returned a partition.
@@ -67,6 +70,7 @@ def partition_file(graph_file: str | Path, parts_file: str | Path, num_parts: in
                str(threads), preset, str(write_end), str(os.getpid())]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_PACKAGE_ROOT,
                                                                               os.environ.get("PYTHONPATH")]))}
+    waiting_mib = _resident_mib()
     with os.fdopen(read_end) as status:
         try:
             child = subprocess.Popen(command, pass_fds=(write_end,), env=environment)
@@ -88,9 +92,18 @@ def partition_file(graph_file: str | Path, parts_file: str | Path, num_parts: in
         if child.returncode != 0 or not report.startswith("peak "):
             raise SuperGCNError(_failure(child.returncode), "fix what it says above, or if it ran out of memory, "
                                 "give the partition job more (Snakemake's mem_mb, a larger node)")
-        return np.load(parts_file), float(report.split()[1])
+        return np.load(parts_file), waiting_mib + float(report.split()[1])
     finally:
         Path(parts_file).unlink(missing_ok=True)
+
+
+def _resident_mib() -> float:
+    """This process's resident memory now, in MiB (0 where there is no ``/proc``)."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _failure(returncode: int) -> str:

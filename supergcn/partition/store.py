@@ -138,9 +138,9 @@ def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir:
         edge_fraction: the share of the edges METIS saw.
         engine: the engine that ran.
         empty_parts_filled: parts the engine left empty and were given a node.
-        engine_peak_mib: the peak memory of the process the engine ran in, where it ran in
-            one of its own (KaMinPar): the manifest's ``peak_memory_mib`` adds it to this
-            process's, the step's peak at most, as both ran at once.
+        engine_peak_mib: where the engine ran in a process of its own (KaMinPar), the
+            step's peak memory meanwhile (that process's and this one's): the manifest's
+            ``peak_memory_mib`` is the larger of it and this process's own peak.
 
     Returns:
         The manifest written as ``partition.json``.
@@ -170,7 +170,7 @@ def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir:
         np.save(staging / "parts.npy", partition.parts)
         np.savez(staging / _TOTALS_FILE, **totals)
         manifest["row_hashes_hash"] = write_rank_rows(graph, partition.offsets, partition.new_to_old, staging)
-        manifest["peak_memory_mib"] = peak_memory_mib() + engine_peak_mib
+        manifest["peak_memory_mib"] = max(peak_memory_mib(), engine_peak_mib)
         write_json(staging / "partition.json", manifest)
     return manifest
 
