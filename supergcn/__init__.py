@@ -17,6 +17,7 @@ PUBLIC_MODULES = (
     "supergcn.data.datasets",
     "supergcn.data.storage",
     "supergcn.data.digests",
+    "supergcn.partition.config",
     "supergcn.partition.partition",
     "supergcn.partition.store",
     "supergcn.partition.metis",
