@@ -558,3 +558,14 @@ def test_the_table2_study_plans_every_graph_at_every_process_count():
     # The volume table counts each trained graph at its own width.
     widths = " ".join(f"{dataset}={study['training_by_dataset'][dataset]['hidden']}" for dataset in study["datasets"])
     assert re.search(rf"supergcn.cli tables .*--hidden-by-dataset {widths} ", result.stdout)
+
+
+@pytest.mark.parametrize("training, gin_lr", [({}, 0.001), ({"lr": 0.02}, 0.02)])
+def test_a_models_own_defaults_reach_its_jobs_unless_the_config_sets_them(tmp_path, training, gin_lr):
+    """GIN's card sets its own learning rate: its jobs train at it where no config file sets
+    ``training.lr``; the other models keep the option's default, or the config's value."""
+    gin = {"strategy": "post", "bits": 32, "label_propagation": False, "model": "gin"}
+    overlay = write_overlay(tmp_path, variants=[gin, {**gin, "model": "sage"}], training=training)
+    settings = study_settings(tmp_path, "config/config.yaml", overlay)
+    assert settings["post-fp32-nolp-gin"]["lr"] == gin_lr
+    assert settings["post-fp32-nolp"]["lr"] == training.get("lr", 0.01)
