@@ -21,13 +21,70 @@ import re
 from pathlib import Path
 
 from supergcn.data.datasets import synthetic
+from supergcn.data.datasets.igb import SIZES as IGB_SIZES
+from supergcn.data.datasets.pyg import PLANETOID_NAMES
 from supergcn.data.graph import Graph
 from supergcn.errors import SuperGCNError
 
-_RMAT = re.compile(r"^rmat-(\d+)$")
-REAL_DATASETS = ("cora", "citeseer", "pubmed", "facebook", "reddit", "ogbn-arxiv", "ogbn-products", "ogbn-papers100M",
-                 "proteins", "ogb-lsc-mag240M", "uk-2007-05",
-                 "igb-tiny", "igb-small", "igb-medium", "igb-large", "igb260m")
+#: The R-MAT family's names (``rmat-<scale>``), as the config schema's dataset pattern spells it.
+RMAT_PATTERN = "rmat-[0-9]+"
+
+
+# Each loader takes (name, its folder under the raw root, seed) and imports its reader when
+# called, so that naming the datasets loads neither PyG nor ogb.
+def _planetoid(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.pyg import load_planetoid
+    return load_planetoid(name, root)
+
+
+def _facebook(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.facebook import load_facebook
+    return load_facebook(root, seed)
+
+
+def _reddit(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.pyg import load_reddit
+    return load_reddit(root)
+
+
+def _ogb(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.ogb import load_ogb
+    return load_ogb(name, root)
+
+
+def _proteins(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.proteins import load_proteins
+    return load_proteins(root, seed)
+
+
+def _mag240m(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.mag240m import load_mag240m
+    return load_mag240m(root)
+
+
+def _uk_2007_05(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.law import load_uk_2007_05
+    return load_uk_2007_05(root, seed)
+
+
+def _igb(name: str, root: Path, seed: int) -> Graph:
+    from supergcn.data.datasets.igb import load_igb
+    return load_igb(name, root)
+
+
+#: Every real dataset, in the order ``supergcn prepare --help`` lists them: its folder under
+#: the raw root and its loader. The config schema's dataset pattern is held to these names
+#: by ``tests/test_naming.py``.
+REAL_DATASETS = {
+    **{name: ("planetoid", _planetoid) for name in PLANETOID_NAMES},
+    "facebook": ("facebook_page_page", _facebook),
+    "reddit": ("reddit", _reddit),
+    **{name: ("ogb", _ogb) for name in ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")},
+    "proteins": ("proteins", _proteins),
+    "ogb-lsc-mag240M": ("ogb_lsc", _mag240m),
+    "uk-2007-05": ("law", _uk_2007_05),
+    **{name: ("igb", _igb) for name in IGB_SIZES},
+}
 
 
 def dataset_names() -> list[str]:
@@ -53,38 +110,15 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
     Raises:
         SuperGCNError: an unknown name, or raw files that are missing and cannot be fetched.
     """
-    raw_root = Path(raw_root)
     if name in synthetic.PLANTED_PRESETS:
         return synthetic.PLANTED_PRESETS[name].generate(name, seed)
-    match = _RMAT.match(name)
-    if match:
-        scale = int(match.group(1))
+    if re.fullmatch(RMAT_PATTERN, name):
+        scale = int(name.removeprefix("rmat-"))
         if not 1 <= scale <= 34:
             raise SuperGCNError(f"R-MAT scale {scale} is out of range", "use rmat-<scale> with 1 <= scale <= 34")
         return synthetic.rmat_graph(name, scale, synthetic.RMAT_EDGE_FACTOR, synthetic.RMAT_FEATURES,
                                     synthetic.RMAT_CLASSES, (0.6, 0.2, 0.2), seed)
-    if name in ("cora", "citeseer", "pubmed"):
-        from supergcn.data.datasets.pyg import load_planetoid
-        return load_planetoid(name, raw_root / "planetoid")
-    if name == "facebook":
-        from supergcn.data.datasets.facebook import load_facebook
-        return load_facebook(raw_root / "facebook_page_page", seed)
-    if name == "reddit":
-        from supergcn.data.datasets.pyg import load_reddit
-        return load_reddit(raw_root / "reddit")
-    if name == "proteins":
-        from supergcn.data.datasets.proteins import load_proteins
-        return load_proteins(raw_root / "proteins", seed)
-    if name == "uk-2007-05":
-        from supergcn.data.datasets.law import load_uk_2007_05
-        return load_uk_2007_05(raw_root / "law", seed)
-    if name == "ogb-lsc-mag240M":
-        from supergcn.data.datasets.mag240m import load_mag240m
-        return load_mag240m(raw_root / "ogb_lsc")
-    if name.startswith("igb") and name in REAL_DATASETS:
-        from supergcn.data.datasets.igb import load_igb
-        return load_igb(name, raw_root / "igb")
-    if name.startswith("ogbn-") and name in REAL_DATASETS:
-        from supergcn.data.datasets.ogb import load_ogb
-        return load_ogb(name, raw_root / "ogb")
-    raise SuperGCNError(f"unknown dataset {name!r}", f"choose one of {', '.join(dataset_names())}")
+    if name not in REAL_DATASETS:
+        raise SuperGCNError(f"unknown dataset {name!r}", f"choose one of {', '.join(dataset_names())}")
+    folder, load = REAL_DATASETS[name]
+    return load(name, Path(raw_root) / folder, seed)

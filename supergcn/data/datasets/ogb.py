@@ -27,8 +27,6 @@ from supergcn.data.graph import Graph, build_graph
 from supergcn.data.storage import reading_raw
 from supergcn.errors import SuperGCNError
 
-OGB_NAMES = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")
-
 
 def _no_prompt(prompt: str = "") -> str:
     raise SuperGCNError(f"ogb asked an interactive question ({prompt.strip()!r}); supergcn runs unattended",
