@@ -27,7 +27,7 @@ The figures drawn from them are :mod:`supergcn.report.figures`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,7 @@ from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
-from supergcn.naming import GNN_MODELS, SYNCHRONOUS, Variant, display_name
+from supergcn.naming import Variant, display_name
 from supergcn.partition.store import read_partition_manifest
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
@@ -69,25 +69,25 @@ def run_record(path: str | Path) -> dict:
     timed = timed_epochs(epochs)  # each process's first epoch pays one-off costs, as in the paper
     record = {
         "dataset": header["dataset"], "P": header["num_ranks"], "strategy": header["strategy"],
-        "bits": config.get("bits", 32), "label_propagation": config.get("label_rate", 0.0) > 0,
+        "bits": config["bits"], "label_propagation": config["label_rate"] > 0,
         "seed": config["seed"], "threads_per_rank": header["threads_per_rank"], "epochs": summary["epochs"],
         "epoch_seconds": float(np.mean([e["seconds"]["max"]["total"] for e in timed])),
         # The slowest rank's phases add up to the epoch time (per-phase maxima need not).
-        # Runs from before the finer phases existed have NaN there.
-        **{f"{phase}_seconds": float(np.mean([e["seconds"]["slowest_rank"].get(phase, np.nan) for e in timed]))
+        **{f"{phase}_seconds": float(np.mean([e["seconds"]["slowest_rank"][phase] for e in timed]))
            for phase in PHASE_COLUMNS},
-        "peak_memory_gib": max(summary.get("peak_memory_bytes_per_rank") or [np.nan]) / 2**30,
+        "peak_memory_gib": max(summary["peak_memory_bytes_per_rank"]) / 2**30,
         "bytes_sent_per_epoch": float(np.mean([e["bytes"]["sent_total"] for e in timed])),
-        # AdaQP's re-assignments run between epochs: their cost spread over all epochs.
-        "assignment_seconds_per_epoch": sum(e.get("bit_assignment", {}).get("seconds", 0.0) for e in epochs)
+        # AdaQP's re-assignments run between epochs (only those epochs have the record): their
+        # cost spread over all epochs.
+        "assignment_seconds_per_epoch": sum(e["bit_assignment"]["seconds"] for e in epochs if "bit_assignment" in e)
         / max(len(epochs), 1),
         "test_acc_at_best_val": summary["test_acc_at_best_val"], "best_val_acc": summary["best_val_acc"],
         # None where a run had no validation (or test) nodes.
-        "test_acc_at_min_val_loss": summary.get("test_acc_at_min_val_loss"),
+        "test_acc_at_min_val_loss": summary["test_acc_at_min_val_loss"],
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
     }
     record["variant"] = Variant(record["strategy"], record["bits"], record["label_propagation"],
-                                config.get("schedule", SYNCHRONOUS), config.get("model", GNN_MODELS[0])).name
+                                config["schedule"], config["model"]).name
     return record
 
 
@@ -351,3 +351,26 @@ def write_table(table: pd.DataFrame, stem: str | Path, caption: str) -> None:
     write_text(stem.with_suffix(".md"), f"{caption}\n\n{markdown}\n")
     write_text(stem.with_suffix(".tex"), table.to_latex(index=False, float_format="%.4g", na_rep="---",
                                                         caption=caption, label=f"tab:{stem.name}", escape=True))
+
+
+def write_named_tables(written: Mapping[str, tuple[pd.DataFrame, str]], declared: Sequence[str], out_dir: Path) -> None:
+    """Each table of ``written`` as ``out_dir/<name>`` (:func:`write_table`), in the order of
+    ``declared``: the names the workflow's rules expect (:data:`supergcn.naming.TABLES`,
+    :data:`supergcn.naming.PERF_TABLES`).
+
+    Args:
+        written: table name -> (table, caption).
+        declared: every name a table may have, in the order to write them.
+        out_dir: the tables' directory.
+
+    Raises:
+        ValueError: a table's name is not declared (declare it in :mod:`supergcn.naming`).
+        SuperGCNError: a file cannot be written, or the disk filled.
+    """
+    undeclared = sorted(set(written) - set(declared))
+    if undeclared:
+        raise ValueError(f"tables {', '.join(undeclared)} are not declared: add them to supergcn.naming")
+    for name in declared:
+        if name in written:
+            table, caption = written[name]
+            write_table(table, Path(out_dir) / name, caption)

@@ -2,8 +2,9 @@
 
 Lines, in order:
 
-* ``header`` — config, dataset, strategy, P, threads, hosts, the memory allocator of every
-  rank (:mod:`supergcn.train.allocator`), the MPI settings the ranks started with
+* ``header`` — the file's format (:data:`METRICS_FORMAT`), config, dataset, strategy, P,
+  threads, hosts, the memory allocator of every rank (:mod:`supergcn.train.allocator`),
+  the MPI settings the ranks started with
   (:data:`supergcn.distributed.comm.MPICH_SETTINGS`), what the aggregation kernels were
   built for (:func:`supergcn.kernels.simd.kernel_target`: CPU, vector features, SVE length,
   vector width), versions, git commit and the graph / partition / plan hashes;
@@ -40,6 +41,9 @@ from supergcn.errors import SuperGCNError
 from supergcn.train.allocator import allocator_in_use
 from supergcn.train.provenance import git_commit, host, package_versions
 
+#: The metrics file's format, in its header: a reader refuses any other (bumped when a record
+#: changes in a way the readers depend on).
+METRICS_FORMAT = "supergcn-metrics/1"
 #: Per-rank CPU seconds of an epoch (all threads), beside the wall-clock phases.
 CPU_TIMES = ("cpu_user", "cpu_system")
 #: Every time an epoch records per rank (the paper's categories repeat some phases).
@@ -69,7 +73,7 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
     allocators = comm.gather(allocator_in_use(), root=0)
     if comm.Get_rank() != 0:  # versions and the git commit are looked up once, not P times
         return None
-    return {"type": "header", "config": config_json, "dataset": dataset, "strategy": strategy,
+    return {"type": "header", "format": METRICS_FORMAT, "config": config_json, "dataset": dataset, "strategy": strategy,
             "num_ranks": comm.Get_size(), "threads_per_rank": threads, "hosts": hosts,
             "allocator": allocators[0], "allocator_per_rank": [a["name"] for a in allocators],
             "mpi_environment": {name: os.environ.get(name) for name in MPICH_SETTINGS},
@@ -201,8 +205,8 @@ def read_metrics(path: str | Path) -> tuple[dict, list[dict], dict]:
         ``(header, epochs, summary)``.
 
     Raises:
-        SuperGCNError: the file is missing, holds a line that is not JSON, or lacks the
-            header or the summary line.
+        SuperGCNError: the file is missing, holds a line that is not JSON, lacks the
+            header or the summary line, or is of another format than :data:`METRICS_FORMAT`.
     """
     path = Path(path)
     if not path.is_file():
@@ -219,5 +223,9 @@ def read_metrics(path: str | Path) -> tuple[dict, list[dict], dict]:
         lines.append(record if isinstance(record, dict) else {})
     if not lines or lines[0].get("type") != "header" or lines[-1].get("type") != "summary":
         raise SuperGCNError(f"{path} is not a complete metrics file (a header line, epoch lines and a summary line)",
+                            "delete it and rerun its training job")
+    if lines[0].get("format") != METRICS_FORMAT:
+        raise SuperGCNError(f"{path} is not a metrics file of this supergcn version (format "
+                            f"{lines[0].get('format')!r}, expected {METRICS_FORMAT!r})",
                             "delete it and rerun its training job")
     return lines[0], [r for r in lines if r.get("type") == "epoch"], lines[-1]

@@ -18,7 +18,15 @@ from supergcn.report.tables import (
     volume_table,
     write_table,
 )
-from supergcn.train.metrics import summary_record, write_metrics
+from supergcn.train.metrics import METRICS_FORMAT, summary_record, write_metrics
+
+
+def run_header(num_ranks, **config):
+    """A header with the fields the tables read, a float32 GraphSAGE run without label
+    propagation unless ``config`` says otherwise."""
+    return {"type": "header", "format": METRICS_FORMAT, "dataset": "g", "num_ranks": num_ranks,
+            "strategy": "hybrid", "threads_per_rank": 1,
+            "config": {"bits": 32, "label_rate": 0.0, "seed": 0, "schedule": "sync", "model": "sage", **config}}
 
 
 def write_run(path, num_ranks, epoch_phases, peaks, best=None):
@@ -28,8 +36,7 @@ def write_run(path, num_ranks, epoch_phases, peaks, best=None):
     seconds = timer.breakdown(sum(epoch_phases.values()) + 0.5)  # 0.5 s remainder
     records = [{"type": "epoch", "epoch": e, "seconds": {"max": seconds, "slowest_rank": seconds},
                 "bytes": {"sent_total": 100}} for e in (1, 2, 3)]
-    header = {"type": "header", "dataset": "g", "num_ranks": num_ranks, "strategy": "hybrid",
-              "threads_per_rank": 1, "config": {"bits": 32, "label_rate": 0.0, "seed": 0}}
+    header = run_header(num_ranks)
     best = best or {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}
     write_metrics(path, header, records, summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks, peaks))
     return path
@@ -100,11 +107,10 @@ def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp
 
 def write_curve(path, label_rate, seed, seconds, val, test):
     """A metrics file with these per-epoch times and accuracies."""
-    records = [{"type": "epoch", "epoch": e, "seconds": {"max": {"total": t}, "slowest_rank": {"total": t}},
-                "bytes": {"sent_total": 0}, "val_acc": v, "test_acc": a}
+    records = [{"type": "epoch", "epoch": e, "bytes": {"sent_total": 0}, "val_acc": v, "test_acc": a,
+                "seconds": {"max": {"total": t}, "slowest_rank": PhaseTimer().breakdown(t)}}
                for e, (t, v, a) in enumerate(zip(seconds, val, test), start=1)]
-    header = {"type": "header", "dataset": "g", "num_ranks": 2, "strategy": "hybrid", "threads_per_rank": 1,
-              "config": {"bits": 2, "label_rate": label_rate, "seed": seed}}
+    header = run_header(2, bits=2, label_rate=label_rate, seed=seed)
     best = {"val_acc": max(val), "epoch": 1, "test_acc": 0.5}
     write_metrics(path, header, records, summary_record(records, best, {"test_acc": 0.5}, ["h", "h"], [1, 1]))
     return path

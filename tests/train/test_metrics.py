@@ -8,7 +8,16 @@ from mpi4py import MPI
 
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError
-from supergcn.train.metrics import epoch_record, print_progress, read_metrics, summary_record, write_metrics
+from supergcn.train.metrics import (
+    METRICS_FORMAT,
+    epoch_record,
+    print_progress,
+    read_metrics,
+    summary_record,
+    write_metrics,
+)
+
+HEADER = {"type": "header", "format": METRICS_FORMAT}
 
 
 def seconds(total, aggregation):
@@ -61,10 +70,10 @@ def test_writer_writes_the_whole_file_at_once_and_prints_progress(tmp_path, caps
     assert not out.exists()
     assert capsys.readouterr().out.splitlines() == ["epoch 1: loss 0.5000 train 0.2500 (0.125 s)",
                                                     "epoch 2: loss 0.5000 train 0.2500 (0.125 s)"]
-    write_metrics(out, {"type": "header"}, epochs, {"type": "summary", "epochs": 2})
+    write_metrics(out, HEADER, epochs, {"type": "summary", "epochs": 2})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.jsonl"]  # no temporary left
     header, read, summary = read_metrics(out)
-    assert header == {"type": "header"} and [e["epoch"] for e in read] == [1, 2] and summary["epochs"] == 2
+    assert header == HEADER and [e["epoch"] for e in read] == [1, 2] and summary["epochs"] == 2
     assert len(out.read_text().splitlines()) == 4 and json.loads(out.read_text().splitlines()[0])
 
 
@@ -75,7 +84,7 @@ def test_writer_writes_the_whole_file_at_once_and_prints_progress(tmp_path, caps
 ])
 def test_a_damaged_metrics_file_is_refused_with_its_fix(tmp_path, damage, message):
     out = tmp_path / "m.jsonl"
-    write_metrics(out, {"type": "header", "pad": "x" * 10}, [{"type": "epoch", "epoch": 1, "pad": "y" * 200}],
+    write_metrics(out, {**HEADER, "pad": "x" * 10}, [{"type": "epoch", "epoch": 1, "pad": "y" * 200}],
                   {"type": "summary"})
     out.write_text(damage(out.read_text()))
     with pytest.raises(SuperGCNError, match=message) as caught:
@@ -86,3 +95,13 @@ def test_a_damaged_metrics_file_is_refused_with_its_fix(tmp_path, damage, messag
 def test_a_missing_metrics_file_names_the_job_to_run(tmp_path):
     with pytest.raises(SuperGCNError, match="not found — run its training job first"):
         read_metrics(tmp_path / "nowhere.jsonl")
+
+
+@pytest.mark.parametrize("header", [{"type": "header"}, {**HEADER, "format": "supergcn-metrics/0"}],
+                         ids=["no format", "another format"])
+def test_a_metrics_file_of_another_format_is_refused_with_its_fix(tmp_path, header):
+    out = tmp_path / "m.jsonl"
+    write_metrics(out, header, [{"type": "epoch", "epoch": 1}], {"type": "summary"})
+    with pytest.raises(SuperGCNError, match=f"not a metrics file of this supergcn version .*expected "
+                                            f"'{METRICS_FORMAT}'.* — delete it and rerun its training job"):
+        read_metrics(out)
