@@ -75,6 +75,33 @@ SELF_LOOPS = (KEEP_SELF_LOOPS, DROP_SELF_LOOPS)
 #: Config keys that were renamed: old -> new.
 RENAMED_CONFIG_KEYS = {"model": "perf"}
 
+#: The study's result tables, in the order ``supergcn tables`` writes them (each as CSV,
+#: Markdown and LaTeX: :func:`supergcn.report.tables.write_table`). The workflow's rules,
+#: the commands and the tests take the names from here.
+TABLES = ("runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume", "preprocessing")
+#: Tables written only when given their inputs: ``volume`` the plans, ``preprocessing`` the
+#: step directories (the workflow always gives both).
+OPTIONAL_TABLES = ("volume", "preprocessing")
+#: The tables of the plan-only performance-model study (:mod:`supergcn.perf.study`), in order;
+#: ``perf_validation`` only where benchmark results are given.
+PERF_TABLES = ("perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost", "perf_validation")
+#: The performance-model study's figures (PNG and PDF, :func:`supergcn.report.figures.plot_perf_study`).
+PERF_FIGURES = ("perf_comm_scaling", "perf_models", "perf_cost")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure of the study: the ``table`` of :data:`TABLES` it is drawn from, and the
+    ``section`` of Snakemake's HTML report that shows it."""
+
+    table: str
+    section: str
+
+
+#: The study's figures (``supergcn figures``; PNG and PDF each), in the order they are drawn.
+FIGURES = {"scaling": Figure("scaling", "Scaling"), "breakdown": Figure("breakdown", "Scaling"),
+           "accuracy_curves": Figure("runs", "Accuracy"), "volume": Figure("volume", "Communication")}
+
 
 def precision_name(bits: int | str) -> str:
     """``fp32``, ``int8``, ``int4``, ``int2`` or ``adaptive`` for 32, 8, 4, 2 or ``adaptive`` bits."""

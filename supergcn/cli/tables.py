@@ -32,9 +32,10 @@ def configure(parser) -> None:
 
 
 def run(args) -> None:
-    """Write runs, scaling, breakdown, accuracy, time_to_accuracy (and volume, with ``--plans``, and
-    preprocessing, with ``--graphs``) tables to ``args.out_dir``."""
+    """Write the tables of :data:`supergcn.naming.TABLES` to ``args.out_dir`` (volume only with
+    ``--plans``, preprocessing only with ``--graphs``)."""
     from supergcn.data.storage import files_written_together
+    from supergcn.naming import TABLES
     from supergcn.report import tables
 
     plans = [_pair(item, "--plans", "PLAN_DIR") for item in args.plans]
@@ -78,8 +79,7 @@ def run(args) -> None:
                                     "entry of the graph), from the manifests the steps write; partitions add the "
                                     "edge cut and the max/mean imbalance of nodes, edges and training nodes.")
     with files_written_together(args.out_dir):
-        for stem, (table, caption) in written.items():
-            tables.write_table(table, args.out_dir / stem, caption)
+        tables.write_named_tables(written, TABLES, args.out_dir)
 
 
 def _pair(item: str, option: str, value: str) -> tuple[str, str]:

@@ -21,7 +21,7 @@ from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
 from supergcn.models import card
-from supergcn.naming import DEFAULT_MODEL, DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, STRATEGIES
+from supergcn.naming import DEFAULT_MODEL, DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, PERF_TABLES, STRATEGIES
 from supergcn.partition.store import read_part_totals
 from supergcn.perf import prediction as perfmodel
 from supergcn.perf.machines import load_profile
@@ -29,7 +29,7 @@ from supergcn.perf.prediction import MachineProfile
 from supergcn.perf.traffic import epoch_traffic
 from supergcn.plan.statistics import strategy_row_kinds
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest, read_plan_pairs
-from supergcn.report.tables import write_table
+from supergcn.report.tables import write_named_tables
 
 PREDICTION_FORMAT = "supergcn-prediction/2"  # 2: per model
 
@@ -220,27 +220,44 @@ def validation_table(comm_results: list[dict], profile: MachineProfile) -> pd.Da
 
 
 def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir: Path) -> None:
+    """The study's tables (:data:`supergcn.naming.PERF_TABLES`) into ``out_dir``.
+
+    Args:
+        prediction_paths: the ``supergcn perf predict`` results.
+        validation: ``supergcn bench comm`` results to check the model against (none: no
+            ``perf_validation`` table).
+        profile_path: the measured profile of the machine that ran them.
+        out_dir: the tables' directory.
+
+    Raises:
+        SuperGCNError: an input cannot be read, or a table written.
+    """
     documents = _read_predictions(prediction_paths)
     predictions = prediction_table(documents)
     hidden = documents[0]["hidden"] if documents else 0
-    write_table(hybrid_table(documents), out_dir / "perf_hybrid",
-                "Rows sent per layer by pre, post and hybrid aggregation, and min(pre, post) / hybrid "
-                "(the paper's Table 5, mag240M at 2,048 ranks: 1,934.9 / 1,269.6 GB = 1.52x).")
-    write_table(predictions, out_dir / "perf_predictions",
-                f"Model predictions at width {hidden}: per-layer exchange (s) at the bottleneck rank and its "
-                "transfer, latency and quantization parts; aggregation + exchange per epoch (s).")
-    write_table(regime_table(predictions), out_dir / "perf_regime",
-                "Hybrid FP32 vs quantized per-layer exchange: the model's speedup, Eq. 8's, delta (latency : "
-                "quantized transfer) and which term bounds each exchange.")
-    write_table(crossover_table(predictions), out_dir / "perf_crossover",
-                "P from which the hybrid exchange stays latency-bound, and from which a quantized one is no "
-                "faster than FP32, over the study's process counts (empty: not in its range).")
-    write_table(cost_table(documents), out_dir / "perf_cost",
-                "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P.")
+    written = {
+        "perf_hybrid": (hybrid_table(documents),
+                        "Rows sent per layer by pre, post and hybrid aggregation, and min(pre, post) / hybrid "
+                        "(the paper's Table 5, mag240M at 2,048 ranks: 1,934.9 / 1,269.6 GB = 1.52x)."),
+        "perf_predictions": (predictions,
+                             f"Model predictions at width {hidden}: per-layer exchange (s) at the bottleneck rank "
+                             "and its transfer, latency and quantization parts; aggregation + exchange per epoch "
+                             "(s)."),
+        "perf_regime": (regime_table(predictions),
+                        "Hybrid FP32 vs quantized per-layer exchange: the model's speedup, Eq. 8's, delta (latency : "
+                        "quantized transfer) and which term bounds each exchange."),
+        "perf_crossover": (crossover_table(predictions),
+                           "P from which the hybrid exchange stays latency-bound, and from which a quantized one is "
+                           "no faster than FP32, over the study's process counts (empty: not in its range)."),
+        "perf_cost": (cost_table(documents),
+                      "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P."),
+    }
     if validation:
         profile = load_profile(profile_path)
         results = [read_json(Path(path), "bench comm result") for path in validation]
-        write_table(validation_table(results, profile), out_dir / "perf_validation",
-                    f"Model vs measured time of one exchange on {profile.name}, both taken in the same job "
-                    "(relative error = predicted / measured - 1); rows taken with more ranks than cores "
-                    "are marked oversubscribed: there the ranks share cores and the model does not hold.")
+        written["perf_validation"] = (validation_table(results, profile),
+                                      f"Model vs measured time of one exchange on {profile.name}, both taken in the "
+                                      "same job (relative error = predicted / measured - 1); rows taken with more "
+                                      "ranks than cores are marked oversubscribed: there the ranks share cores and "
+                                      "the model does not hold.")
+    write_named_tables(written, PERF_TABLES, out_dir)

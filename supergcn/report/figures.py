@@ -15,39 +15,73 @@ import pandas as pd
 from supergcn.data.storage import atomic_file
 from supergcn.distributed.timing import DETAIL
 from supergcn.errors import SuperGCNError, first_line
+from supergcn.naming import FIGURES, OPTIONAL_TABLES
 from supergcn.report.curves import accuracy_curve
 
-#: The tables every study has, and the one only a study with plans has.
-STUDY_TABLES = ("runs", "scaling", "breakdown")
-OPTIONAL_TABLES = ("volume",)
 
-
-def read_tables(directory: Path) -> dict[str, pd.DataFrame]:
-    """The CSV tables of ``supergcn tables`` in ``directory``, by name.
+def read_tables(paths) -> dict[str, pd.DataFrame]:
+    """The CSV tables of ``supergcn tables`` that the figures are drawn from, by name.
 
     Args:
-        directory: the tables' directory.
+        paths: ``<table>.csv`` files, one for each table of :data:`supergcn.naming.FIGURES`;
+            an optional one (:data:`supergcn.naming.OPTIONAL_TABLES`) left out leaves its
+            figure out.
 
     Returns:
-        Table name -> table: ``runs``, ``scaling``, ``breakdown`` and, where written,
-        ``volume``.
+        Table name (the file's stem) -> table.
 
     Raises:
-        SuperGCNError: a table is missing or unreadable.
+        SuperGCNError: a file is none of those tables or given twice, a table a figure
+            needs is not given, or a table is missing or unreadable.
     """
+    drawn_from = list(dict.fromkeys(figure.table for figure in FIGURES.values()))
+    expected = ", ".join(f"{name}.csv" + (" (optional)" if name in OPTIONAL_TABLES else "") for name in drawn_from)
+    given = {}
+    for path in map(Path, paths):
+        if path.suffix != ".csv" or path.stem not in drawn_from or path.stem in given:
+            raise SuperGCNError(f"{path} is not one of the tables the figures are drawn from, or is given twice",
+                                f"pass each of {expected} once")
+        given[path.stem] = path
+    needed = [name for name in drawn_from if name not in given and name not in OPTIONAL_TABLES]
+    if needed:
+        raise SuperGCNError(f"the {needed[0]} table is not among the tables given", f"pass each of {expected}")
     read = {}
-    for name in (*STUDY_TABLES, *OPTIONAL_TABLES):
-        path = Path(directory) / f"{name}.csv"
+    for name, path in given.items():
         if not path.is_file():
-            if name in OPTIONAL_TABLES:
-                continue
-            raise SuperGCNError(f"table {path} not found", f"run `supergcn tables --out-dir {directory}` first")
+            raise SuperGCNError(f"table {path} not found", f"run `supergcn tables --out-dir {path.parent}` first")
         try:
             read[name] = pd.read_csv(path)
         except (ValueError, OSError) as exc:  # pandas' ParserError and EmptyDataError are ValueErrors
             raise SuperGCNError(f"table {path} is damaged ({first_line(exc)})",
-                                f"rerun `supergcn tables --out-dir {directory}`") from exc
+                                f"rerun `supergcn tables --out-dir {path.parent}`") from exc
     return read
+
+
+def runs_with_metrics(runs: pd.DataFrame, metrics_files) -> pd.DataFrame:
+    """The ``runs`` table with each run's metrics file the one given of ``metrics_files``, so
+    that the accuracy curves read only files they were given.
+
+    Args:
+        runs: the ``runs`` table (its ``metrics`` column names the files).
+        metrics_files: the runs' metrics files.
+
+    Returns:
+        ``runs`` with its ``metrics`` column spelled as given.
+
+    Raises:
+        SuperGCNError: a given file is missing, or the table names a file not given.
+    """
+    given = {}
+    for path in map(Path, metrics_files):
+        if not path.is_file():
+            raise SuperGCNError(f"metrics file {path} not found", "run its training job first")
+        given[path.resolve()] = path
+    named = [Path(path) for path in runs["metrics"]]
+    missing = [path for path in named if path.resolve() not in given]
+    if missing:
+        raise SuperGCNError(f"the runs table names {len(missing)} metrics file(s) not given, {missing[0]} the first",
+                            "pass every metrics file of the runs table (`supergcn figures --runs`)")
+    return runs.assign(metrics=[str(given[path.resolve()]) for path in named])
 
 
 def pyplot():
@@ -143,12 +177,8 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
         rows = breakdown[(breakdown["dataset"] == dataset) & (breakdown["variant"] == variant)].sort_values("P")
         bottom = np.zeros(len(rows))
         # The paper's "other" drawn as its parts (dense, elementwise, ...): what a user can act on.
-        # Runs from before those parts existed have NaN there: their whole "other" is the remainder.
-        parts = rows[[f"{phase}_seconds" for phase in DETAIL]].copy()
-        unsplit = parts["remainder_seconds"].isna()
-        parts.loc[unsplit, "remainder_seconds"] = rows.loc[unsplit, "other_seconds"]
         for phase in DETAIL:
-            values = np.nan_to_num(parts[f"{phase}_seconds"].to_numpy())
+            values = rows[f"{phase}_seconds"].to_numpy()
             ax.bar([str(p) for p in rows["P"]], values, bottom=bottom, label=phase)
             bottom += values
         ax.set_title(f"{dataset}\n{variant}", fontsize="small")
@@ -214,6 +244,28 @@ def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
         ax.set_title(dataset)
         ax.legend(fontsize="small")
     save_figure(figure, stem)
+
+
+#: Each figure of :data:`supergcn.naming.FIGURES` and the function that draws it from its table.
+PLOTS = {"scaling": plot_scaling, "breakdown": plot_breakdown, "accuracy_curves": plot_accuracy_curves,
+         "volume": plot_volume}
+
+
+def plot_study(tables: dict[str, pd.DataFrame], out_dir: Path) -> None:
+    """Every figure of :data:`supergcn.naming.FIGURES` whose table is given, as
+    ``out_dir/<figure>`` (PNG and PDF).
+
+    Args:
+        tables: table name -> table (:func:`read_tables`, the runs table's metrics files
+            checked by :func:`runs_with_metrics`).
+        out_dir: the figures' directory.
+
+    Raises:
+        SuperGCNError: a metrics file cannot be read, or a figure file written.
+    """
+    for name, figure in FIGURES.items():
+        if figure.table in tables:
+            PLOTS[name](tables[figure.table], Path(out_dir) / name)
 
 
 def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:

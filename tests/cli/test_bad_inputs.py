@@ -273,9 +273,17 @@ CASES = [
                       ws.tables],
      "must be a percentage in (0, 100]"),
     ("figures: no tables", "cli",
-     lambda ws, bad: ["figures", "--tables-dir", bad / "nowhere", "--out-dir", bad / "figures"], "runs.csv not found"),
+     lambda ws, bad: figures(ws, bad, tables=bad / "nowhere"), "scaling.csv not found"),
+    ("figures: a table left out", "cli",
+     lambda ws, bad: figures(ws, bad, leave_out="breakdown"), "the breakdown table is not among the tables given"),
+    ("figures: a metrics file the runs table names left out", "cli",
+     lambda ws, bad: figures(ws, bad, runs=[shutil.copy(ws.run / "metrics.jsonl", bad / "other.jsonl")]),
+     "the runs table names 1 metrics file(s) not given"),
+    ("figures: a metrics file that is gone", "cli",
+     lambda ws, bad: figures(ws, bad, runs=[ws.run / "metrics.jsonl", bad / "gone.jsonl"]),
+     "gone.jsonl not found — run its training job first"),
     ("figures: an empty table", "cli",
-     lambda ws, bad: ["figures", "--tables-dir", empty_table(ws, bad), "--out-dir", bad / "figures"],
+     lambda ws, bad: figures(ws, bad, tables=empty_table(ws, bad)),
      "scaling.csv is damaged"),
     # pjm
     ("pjm submit: no site file", "cli",
@@ -450,6 +458,18 @@ def truncated_metrics(ws, bad) -> Path:
     return path
 
 
+def figures(ws, bad, tables=None, leave_out=None, runs=None) -> list:
+    """``supergcn figures`` on the good tables (those in ``tables``, but ``leave_out``; the good
+    study has no volume table) and the good run (or ``runs``), into ``bad/figures``."""
+    from supergcn.naming import FIGURES, OPTIONAL_TABLES
+
+    names = [name for name in dict.fromkeys(figure.table for figure in FIGURES.values())
+             if name != leave_out and name not in OPTIONAL_TABLES]
+    metrics = [ws.run / "metrics.jsonl"] if runs is None else runs
+    return ["figures", "--tables", *((tables or ws.tables) / f"{name}.csv" for name in names),
+            "--runs", *metrics, "--out-dir", bad / "figures"]
+
+
 def empty_table(ws, bad) -> Path:
     tables = copy_of(ws.tables, bad / "tables")
     (tables / "scaling.csv").write_text("")
@@ -560,8 +580,7 @@ FULL_DISK_CASES = [
                                                                small / "logits.npy")),
     ("tables", "cli", lambda ws, room, small: ["tables", "--runs", ws.run / "metrics.jsonl", "--out-dir",
                                                small / "tables"]),
-    ("figures", "cli", lambda ws, room, small: ["figures", "--tables-dir", ws.tables, "--out-dir",
-                                                small / "figures"]),
+    ("figures", "cli", lambda ws, room, small: figures(ws, small)),
 ]
 
 

@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from supergcn.naming import FIGURES, PERF_FIGURES, PERF_TABLES, TABLES
+
 from conftest import BIN, REPO, SNAKEMAKE, copy_workflow, snakemake
 
 
@@ -177,14 +179,17 @@ def edited_config(workdir, change):
 
 def test_outputs_of_the_study_exist_and_are_readable(finished_study):
     workdir, _, _ = finished_study
-    for table in ("runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume"):
-        for ext in ("csv", "md", "tex"):
-            assert (workdir / TINY_RESULTS / "tables" / f"{table}.{ext}").stat().st_size > 0
+    tables = workdir / TINY_RESULTS / "tables"
+    assert sorted(path.name for path in tables.iterdir()) == sorted(
+        f"{table}.{ext}" for table in TABLES for ext in ("csv", "md", "tex"))
+    assert all(path.stat().st_size > 0 for path in tables.iterdir())
     # The default targets, 0.95 and 0.99 of the best accuracy, each reached by some run.
     reached = pd.read_csv(workdir / TINY_RESULTS / "tables" / "time_to_accuracy.csv")
     assert set(reached["target"]) == {"0.95 x best", "0.99 x best"} and set(reached["split"]) == {"val", "test"}
     assert (reached.groupby(["split", "target"])["epoch_mean"].min() >= 1).all()
-    for figure in ("scaling", "breakdown", "accuracy_curves", "volume"):
+    assert sorted(path.name for path in (workdir / TINY_RESULTS / "figures").iterdir()) == sorted(
+        f"{figure}.{ext}" for figure in FIGURES for ext in ("png", "pdf"))
+    for figure in FIGURES:
         png = (workdir / TINY_RESULTS / "figures" / f"{figure}.png").read_bytes()
         assert png.startswith(b"\x89PNG")
         assert (workdir / TINY_RESULTS / "figures" / f"{figure}.pdf").read_bytes().startswith(b"%PDF")
@@ -201,10 +206,10 @@ def test_outputs_of_the_study_exist_and_are_readable(finished_study):
     assert row["bytes_per_entry"] == pytest.approx(partition["peak_memory_mib"] * 2**20 / row["adjacency_entries"])
     assert "prepare" in set(steps["step"]) and "plan (hybrid)" in set(steps["step"])
     perf = workdir / TINY_RESULTS / "perf"
-    for table in ("perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost",
-                  "perf_validation"):
-        assert (perf / "tables" / f"{table}.csv").stat().st_size > 0
-    for figure in ("perf_comm_scaling", "perf_models", "perf_cost"):
+    assert sorted(path.stem for path in (perf / "tables").glob("*.csv")) == sorted(PERF_TABLES)
+    assert all(path.stat().st_size > 0 for path in (perf / "tables").glob("*.csv"))
+    assert sorted(path.stem for path in (perf / "figures").glob("*.png")) == sorted(PERF_FIGURES)
+    for figure in PERF_FIGURES:
         assert (perf / "figures" / f"{figure}.png").read_bytes().startswith(b"\x89PNG")
     validation = pd.read_csv(perf / "tables" / "perf_validation.csv")
     assert len(validation) == 3 * 2  # pre, post, hybrid x FP32, Int2 at P = 2
@@ -505,10 +510,9 @@ def test_the_html_report_holds_the_tables_and_the_figures(finished_study):
 
     with zipfile.ZipFile(workdir / "report.zip") as archive:
         names = archive.namelist()
-        for table in ("runs", "scaling", "breakdown", "accuracy", "volume", "perf_hybrid", "perf_validation"):
+        for table in (*TABLES, *PERF_TABLES):
             assert any(name.endswith(f"/{table}.csv") for name in names), table
-        for figure in ("scaling", "breakdown", "accuracy_curves", "volume", "perf_comm_scaling", "perf_models",
-                       "perf_cost"):
+        for figure in (*FIGURES, *PERF_FIGURES):
             assert any(name.endswith(f"/{figure}.png") for name in names), figure
         scaling = next(name for name in names if name.endswith("/scaling.csv"))
         assert archive.read(scaling) == (workdir / TINY_RESULTS / "tables" / "scaling.csv").read_bytes()

@@ -8,7 +8,18 @@ import math
 import os
 import shlex
 
-from supergcn.naming import GNN_MODELS, PRECISIONS, STRATEGIES, VARIANT_PATTERN, Variant, precision_bits
+from supergcn.naming import (
+    FIGURES,
+    GNN_MODELS,
+    PERF_FIGURES,
+    PERF_TABLES,
+    PRECISIONS,
+    STRATEGIES,
+    TABLES,
+    VARIANT_PATTERN,
+    Variant,
+    precision_bits,
+)
 from supergcn.models import weighted_cover_models
 from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
@@ -21,8 +32,6 @@ CHECKPOINTS = config["checkpoint_root"]
 EXECUTION = config["execution"]
 TRAINING = config["training"]
 PERF = config["perf"]
-PERF_TABLES = ["perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost", "perf_validation"]
-PERF_FIGURES = ["perf_comm_scaling", "perf_models", "perf_cost"]
 
 
 wildcard_constraints:

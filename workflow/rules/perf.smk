@@ -137,27 +137,16 @@ rule perf_figures:
     input:
         expand(f"{RESULTS}/perf/tables/{{table}}.csv", table=PERF_TABLES),
     output:
-        scaling=report(
-            f"{RESULTS}/perf/figures/perf_comm_scaling.png",
-            caption="../report/perf_comm_scaling.rst",
-            category="Performance model",
-            subcategory="Figures",
-        ),
-        models=report(
-            f"{RESULTS}/perf/figures/perf_models.png",
-            caption="../report/perf_models.rst",
-            category="Performance model",
-            subcategory="Figures",
-        ),
-        cost=report(
-            f"{RESULTS}/perf/figures/perf_cost.png", caption="../report/perf_cost.rst", category="Performance model",
-            subcategory="Figures",
-        ),
+        png=[
+            report(f"{RESULTS}/perf/figures/{figure}.png", caption=f"../report/{figure}.rst",
+                   category="Performance model", subcategory="Figures")
+            for figure in PERF_FIGURES
+        ],
         pdf=expand(f"{RESULTS}/perf/figures/{{figure}}.pdf", figure=PERF_FIGURES),
     params:
         tables=lambda wildcards, input: os.path.dirname(input[0]),
         code=code("perf_figures"),
-        out_dir=lambda wildcards, output: os.path.dirname(output.scaling),
+        out_dir=lambda wildcards, output: os.path.dirname(output.png[0]),
     conda:
         "../envs/supergcn.yaml"
     log:

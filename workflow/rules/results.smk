@@ -7,10 +7,6 @@ localrules:
     figures,
 
 
-TABLES = ["runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume", "preprocessing"]
-FIGURES = ["scaling", "breakdown", "accuracy_curves", "volume"]
-
-
 rule tables:
     input:
         runs=all_run_files(),
@@ -45,28 +41,23 @@ rule tables:
 
 rule figures:
     input:
-        tables=expand(f"{RESULTS}/tables/{{table}}.csv", table=TABLES),
-        runs=all_run_files(),  # the accuracy curves read every run's epochs
+        # What `supergcn figures` reads: the tables the figures are drawn from, and every
+        # run's metrics file (the accuracy curves read the runs the runs table names).
+        tables=[f"{RESULTS}/tables/{table}.csv" for table in dict.fromkeys(f.table for f in FIGURES.values())],
+        runs=all_run_files(),
     output:
-        scaling=report(f"{RESULTS}/figures/scaling.png", caption="../report/scaling.rst", category="Scaling"),
-        breakdown=report(
-            f"{RESULTS}/figures/breakdown.png", caption="../report/breakdown.rst", category="Scaling"
-        ),
-        accuracy=report(
-            f"{RESULTS}/figures/accuracy_curves.png", caption="../report/accuracy.rst", category="Accuracy"
-        ),
-        volume=report(
-            f"{RESULTS}/figures/volume.png", caption="../report/volume.rst", category="Communication"
-        ),
-        pdf=expand(f"{RESULTS}/figures/{{figure}}.pdf", figure=FIGURES),
+        png=[
+            report(f"{RESULTS}/figures/{name}.png", caption=f"../report/{name}.rst", category=figure.section)
+            for name, figure in FIGURES.items()
+        ],
+        pdf=expand(f"{RESULTS}/figures/{{figure}}.pdf", figure=list(FIGURES)),
     params:
-        tables=lambda wildcards, input: os.path.dirname(input.tables[0]),
         code=code("figures"),
-        out_dir=lambda wildcards, output: os.path.dirname(output.scaling),
+        out_dir=lambda wildcards, output: os.path.dirname(output.png[0]),
     conda:
         "../envs/supergcn.yaml"
     log:
         "logs/results/figures.log",
     shell:
-        "python -m supergcn.cli figures --tables-dir {params.tables:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
-
+        "python -m supergcn.cli figures --tables {input.tables:q} --runs {input.runs:q} --out-dir {params.out_dir:q} "
+        "> {log:q} 2>&1"
