@@ -100,3 +100,10 @@ def test_every_method_room_is_listed_in_the_methods_docstring():
     rooms = {path.stem for path in (sources.PACKAGE_DIR / "methods").glob("*.py") if path.stem != "__init__"}
     listed = set(re.findall(r":mod:`supergcn\.methods\.(\w+)`", supergcn.methods.__doc__))
     assert rooms == listed
+
+
+def test_test_files_have_distinct_names():
+    """pytest imports test files by their base name (the test folders are no packages): two
+    of one name in different folders make the second fail to import."""
+    names = [path.name for path in (REPO / "tests").rglob("test_*.py")]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
