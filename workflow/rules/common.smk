@@ -18,7 +18,6 @@ from supergcn.naming import (
     TABLES,
     VARIANT_PATTERN,
     Variant,
-    precision_bits,
 )
 from supergcn.models import weighted_cover_models
 from supergcn.plan.costs import SHAPE_OPTIONS
