@@ -30,7 +30,7 @@ from supergcn.errors import SuperGCNError
 
 def _no_prompt(prompt: str = "") -> str:
     raise SuperGCNError(f"ogb asked an interactive question ({prompt.strip()!r}); supergcn runs unattended",
-                        "put the dataset's files in place as the README describes")
+                        "put the dataset's files in place as docs/datasets.md describes")
 
 
 @contextlib.contextmanager
