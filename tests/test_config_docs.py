@@ -65,3 +65,45 @@ def test_every_partition_option_is_documented_with_the_default_a_study_gets():
     shipped = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["partition"]
     for name, text in documented.items():
         assert yaml.safe_load(text) == shipped.get(name, properties[name]["default"]), name
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of a Markdown table row, a ``|`` inside backticks or escaped kept."""
+    cells, cell, code = [], "", False
+    body = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char == "\\" and index + 1 < len(body):
+            cell += body[index:index + 2]
+            index += 2
+            continue
+        if char == "`":
+            code = not code
+        if char == "|" and not code:
+            cells.append(cell.strip())
+            cell = ""
+        else:
+            cell += char
+        index += 1
+    return [*cells, cell.strip()]
+
+
+def test_table_cells_by_hand():
+    assert table_cells("| `a|b` | c \\| d | e |") == ["`a|b`", "c \\| d", "e"]
+
+
+def test_every_table_row_has_its_tables_columns():
+    """A row with a cell too many or too few renders wrongly (a default shown in the
+    wrong column, a phantom row): every row of every table has its header's cells."""
+    broken, columns = [], None
+    for number, line in enumerate((REPO / "config" / "README.md").read_text().splitlines(), 1):
+        if not line.startswith("|"):
+            columns = None
+            continue
+        cells = table_cells(line)
+        if columns is None:
+            columns = len(cells)
+        elif len(cells) != columns:
+            broken.append(f"config/README.md:{number}: {len(cells)} cells, the table has {columns}")
+    assert not broken, broken
