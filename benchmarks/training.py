@@ -169,7 +169,7 @@ def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
 def dense_floor(graph, hidden: int, layers: int, repeats: int) -> float:
     """Seconds of the model's linear layers alone, forward and backward, on all N rows:
     each SAGE layer's ``lin_neigh(h) + lin_self(h)`` (one GEMM with bias, one accumulating
-    GEMM, as :class:`supergcn.train.gnn.SAGELayer` runs them) with every weight gradient and the
+    GEMM, as :class:`supergcn.models.sage.layer.Layer` runs them) with every weight gradient and the
     input gradients from layer 2 on (the input features need none), as in training."""
     n = graph.num_nodes
     torch.manual_seed(0)

@@ -60,7 +60,7 @@ def edited_hashes(package_copy, relative_path, commands, edit="\n_EDITED = 1\n")
 
 
 def test_editing_a_module_imported_only_indirectly_changes_the_hash(package_copy):
-    # cli/train -> train/trainer -> distributed/aggregation -> kernels/gather -> kernels/jit
+    # cli/train -> train/trainer -> distributed/graph_ops -> distributed/rank_operators -> kernels/gather -> kernels/jit
     changed = edited_hashes(package_copy, "kernels/jit.py", ["train", "bench_exchange", "tables", "perf_figures"])
     assert changed == {"train": True, "bench_exchange": True, "tables": True, "perf_figures": False}
 
