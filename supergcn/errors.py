@@ -92,14 +92,14 @@ def wrong_world_size(what: str, ranks: int, started: int) -> SuperGCNError:
         machine (``mpiexec`` outside Slurm, ``srun --mpi=pmi2`` under it).
     """
     tasks = os.environ.get("SLURM_STEP_NUM_TASKS", os.environ.get("SLURM_NTASKS", ""))
+    problem = f"{what} is for {ranks} ranks but {started} {'was' if started == 1 else 'were'} started"
     if "SLURM_JOB_ID" not in os.environ:
-        return SuperGCNError(f"{what} is for {ranks} ranks but {started} were started", f"launch with "
-                             f"`mpiexec -n {ranks}`")
+        return SuperGCNError(problem, f"launch with `mpiexec -n {ranks}`")
     fix = f"launch with `srun --mpi=pmi2 -n {ranks}` (`srun --mpi=list` shows the MPI plugins of your Slurm)"
     if started == 1 and tasks.isdigit() and int(tasks) > 1:
         return SuperGCNError(f"srun started {tasks} separate single-process MPI jobs instead of one of {tasks} ranks "
                              "(Slurm's MpiDefault is none)", fix)
-    return SuperGCNError(f"{what} is for {ranks} ranks but {started} were started", fix)
+    return SuperGCNError(problem, fix)
 
 
 def debugging(requested: bool = False) -> bool:

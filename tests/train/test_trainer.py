@@ -109,13 +109,14 @@ def test_resume_reaches_the_same_weights_as_an_uninterrupted_run(workspace, tmp_
     assert losses[0] == losses[1] and len(losses[0]) == 6
 
 
-def test_wrong_world_size_is_one_clear_error(workspace, tmp_path):
+@pytest.mark.parametrize("started, verb", [(3, "were"), (1, "was")])
+def test_wrong_world_size_is_one_clear_error(workspace, tmp_path, started, verb):
     root, _ = workspace
-    result = run_mpi(3, *train_args(root, 2, "pre", tmp_path / "m.jsonl", "--epochs", 1), timeout=120)
+    result = run_mpi(started, *train_args(root, 2, "pre", tmp_path / "m.jsonl", "--epochs", 1), timeout=120)
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert errors == ["supergcn train: error: plan " + str(root / "p2pre") +
-                      " is for 2 ranks but 3 were started — launch with `mpiexec -n 2`"]
+                      f" is for 2 ranks but {started} {verb} started — launch with `mpiexec -n 2`"]
 
 
 def test_plan_of_another_partition_is_refused(workspace, tmp_path):
@@ -271,3 +272,24 @@ def test_a_run_without_validation_nodes_reports_no_best_epoch_not_zero(tmp_path)
     assert summary["best_val_acc"] is None and summary["best_epoch"] is None
     assert summary["test_acc_at_best_val"] is None and summary["test_acc_at_min_val_loss"] is None
     assert summary["final"]["test_acc"] > 0
+    assert "no validation nodes, so no best epoch" in result.stdout.splitlines()[-1]
+
+
+def test_a_finished_run_says_what_it_reached_and_leaves_no_checkpoint_folders(workspace, tmp_path):
+    """The last line rank 0 prints holds the run's figures, recomputed here from its epoch
+    records; the checkpoint and the folders made for it are gone, the folder holding
+    anything else is kept."""
+    root, _ = workspace
+    out = tmp_path / "m.jsonl"
+    checkpoint = tmp_path / "checkpoints" / "P2" / "hybrid" / "seed0.pt"
+    result = run_mpi(2, *train_args(root, 2, "hybrid", out, "--epochs", 4, "--checkpoint", checkpoint,
+                                    "--checkpoint-every", 2, "--save-model", tmp_path / "model.pt"))
+    assert result.returncode == 0, result.stderr
+    _, epochs, _ = read_metrics(out)
+    best = max(epochs, key=lambda e: (e["val_acc"], -e["epoch"]))
+    mean = np.mean([e["seconds"]["max"]["total"] for e in epochs[1:]])
+    assert result.stdout.splitlines()[-1] == (
+        f"trained 4 epochs (mean epoch {mean:.4f} s, each process's first excluded): best val acc "
+        f"{best['val_acc']:.4f} at epoch {best['epoch']}, test acc {best['test_acc']:.4f} there -> {out} "
+        f"(and {tmp_path / 'model.pt'})")
+    assert not (tmp_path / "checkpoints").exists() and out.exists()
