@@ -132,6 +132,9 @@ CASES = [
      lambda ws, bad: ["prepare", "facebook", "--raw-root", fake_facebook(bad / "raw", lambda raw: truncate(
          raw / "facebook.json")), "--out", ws.graph],
      "raw files of facebook"),
+    ("prepare: raw files missing, the archive named", "cli",
+     lambda ws, bad: ["prepare", "facebook", "--raw-root", bad / "raw", "--out", bad / "g"],
+     "download https://snap.stanford.edu/data/facebook_large.zip"),
     ("prepare: raw files that disagree", "cli",
      lambda ws, bad: ["prepare", "facebook", "--raw-root", fake_facebook(bad / "raw", lambda raw: (
          raw / "facebook_edges.csv").write_text("id_1,id_2\n0,1\n1,7\n")), "--out", bad / "g"],

@@ -19,6 +19,11 @@ from supergcn.data.storage import reading_raw
 from supergcn.errors import SuperGCNError
 
 RAW_FILES = ("facebook_edges.csv", "facebook_target.csv", "facebook.json")
+#: Where the files are published: SNAP's archive, whose names for them (the values) differ
+#: from the ones read here.
+ARCHIVE_URL = "https://snap.stanford.edu/data/facebook_large.zip"
+ARCHIVE_NAMES = dict(zip(RAW_FILES, ("musae_facebook_edges.csv", "musae_facebook_target.csv",
+                                     "musae_facebook_features.json")))
 SPLIT = (0.6, 0.2, 0.2)
 
 
@@ -26,9 +31,10 @@ def load_facebook(root: str | Path, seed: int) -> Graph:
     raw = Path(root) / "raw"
     missing = [name for name in RAW_FILES if not (raw / name).is_file()]
     if missing:
+        renames = ", ".join(f"{ARCHIVE_NAMES[name]} as {name}" for name in RAW_FILES)
         raise SuperGCNError(f"Facebook Page-Page raw files {missing} not found in {raw}",
-                            "download the MUSAE facebook_large archive and put its three files there "
-                            "(or pass --raw-root)")
+                            f"download {ARCHIVE_URL} and put its files there ({renames}), or pass the --raw-root "
+                            "that holds facebook_page_page/raw")
     with reading_raw("facebook", raw):
         edges = pd.read_csv(raw / "facebook_edges.csv")
         target = pd.read_csv(raw / "facebook_target.csv").sort_values("id")

@@ -26,9 +26,19 @@ def _from_pyg(name: str, data, provenance: dict) -> Graph:
                        data.val_mask.numpy(), data.test_mask.numpy(), provenance=provenance)
 
 
+def _quiet(dataset_class):
+    """``dataset_class`` without PyG's ``Processing...`` and ``Done!`` lines: ``supergcn
+    prepare`` says in its own line what it prepared. PyG prints them when the dataset's
+    ``log`` attribute is true, which its ``__init__`` sets and these datasets do not let a
+    caller pass; a download still says ``Downloading <url>``."""
+    return type(dataset_class.__name__, (dataset_class,), {"log": property(lambda self: False,
+                                                                            lambda self, value: None)})
+
+
 def _load_processed_copy(dataset_class, root: Path, raw_subdir: Path, **kwargs):
     """Instantiate ``dataset_class`` on a scratch copy of ``raw_subdir`` if it exists,
     otherwise on ``root`` itself (which downloads)."""
+    dataset_class = _quiet(dataset_class)
     if raw_subdir.is_dir() and any(raw_subdir.iterdir()):
         with tempfile.TemporaryDirectory(prefix="supergcn-pyg-") as scratch, reading_raw(dataset_class.__name__,
                                                                                           raw_subdir):
