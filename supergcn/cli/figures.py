@@ -30,3 +30,5 @@ def run(args) -> None:
     read["runs"] = figures.runs_with_metrics(read["runs"], args.runs)
     with files_written_together(args.out_dir):
         figures.plot_study(read, args.out_dir)
+    drawn = [name for name, figure in FIGURES.items() if figure.table in read]
+    print(f"drew the figures {', '.join(drawn)} (PNG, PDF) -> {args.out_dir}")

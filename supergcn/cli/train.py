@@ -52,7 +52,7 @@ def configure(parser) -> None:
     job.add_argument("--settings", type=Path, help="JSON file of options (as `name: value`, names with "
                      "underscores), e.g. the settings a study hands each job")
     job.add_argument("--launcher", help="start the ranks with this command, e.g. 'mpiexec -n 4' (leading "
-                     "NAME=value words set the environment), from a process that is not a rank")
+                     "NAME=value words set the environment), from a process that is not a rank; needs --log")
     job.add_argument("--rank-output", default="",
                      help="with --launcher: launcher options that write each rank's output to files named from "
                           "{log} (Fujitsu MPI: '-std-proc {log}'); the files are appended to --log")

@@ -147,6 +147,18 @@ class Checkpointer:
         return None
 
     def discard(self) -> None:
-        """Delete the checkpoint (rank 0): a finished run's must not short-cut a later rerun."""
-        if self.rank == 0 and self.path is not None:
-            self.path.unlink(missing_ok=True)
+        """Delete the checkpoint (rank 0): a finished run's must not short-cut a later rerun.
+        The folders above it that this leaves empty go too (a study's checkpoint root would
+        otherwise keep one empty folder per run), up to the first that holds anything else
+        and never the working directory or a folder above it."""
+        if self.rank != 0 or self.path is None:
+            return
+        self.path.unlink(missing_ok=True)
+        kept = {Path.cwd().resolve(), *Path.cwd().resolve().parents}
+        for folder in self.path.resolve().parents:
+            if folder in kept:
+                return
+            try:
+                folder.rmdir()  # only an empty folder can be removed: nothing else is lost
+            except OSError:  # not empty (another run's checkpoint), or never made
+                return

@@ -167,7 +167,8 @@ class TrainConfig:
         values=_AT_LEAST_1, group="exchange", study=True, trajectory=True, read_when=_adaptive)
     parameter_dtype: str = option(DEFAULT_PARAMETER_DTYPE, "wire type of the per-row zero point and scale",
                                   choices=tuple(PARAMETER_DTYPES), group="exchange", study=True, trajectory=True)
-    checkpoint: Path | None = option(None, "checkpoint file (written atomically)", group="execution")
+    checkpoint: Path | None = option(None, "checkpoint file (written atomically; deleted, with the folders "
+                                     "it leaves empty, when the run finishes)", group="execution")
     checkpoint_every: int = option(0, "epochs between checkpoints (0 = never)", values=_AT_LEAST_0,
                                    group="execution", study=True)
     resume: bool = option(False, "continue from --checkpoint when it exists", group="execution")

@@ -318,7 +318,7 @@ class Trainer:
         accuracy, logits = self.evaluate()
         hashes = self.comm.gather(parameter_hash(self.model), root=0)
         peak_memory = self.comm.gather(peak_memory_bytes(), root=0)
-        written = []
+        written, summary = [], {}
 
         def write_outputs():
             if self.rank != 0:
@@ -326,8 +326,8 @@ class Trainer:
             if self.config.save_model is not None:
                 exports.save_model(self.model, self.config.save_model)
                 written.append(self.config.save_model)
-            write_metrics(self.config.out, header, self.records,
-                          summary_record(self.records, self.best, accuracy, hashes, peak_memory))
+            summary.update(summary_record(self.records, self.best, accuracy, hashes, peak_memory))
+            write_metrics(self.config.out, header, self.records, summary)
         try:
             if self.config.save_logits is not None:
                 exports.save_logits(self.comm, self.data.owned_old_ids, logits, self.config.save_logits)
@@ -342,6 +342,27 @@ class Trainer:
             raise
         if self.rank == 0:
             self.checkpointer.discard()
+            print(summary_line(summary, self.config.out, written), flush=True)
+
+
+def summary_line(summary: dict, out: Path, written: list[Path]) -> str:
+    """The line rank 0 ends a run with: what the run reached, and where it wrote it.
+
+    Args:
+        summary: the metrics file's summary record.
+        out: the metrics file.
+        written: the other files the run wrote (model, logits).
+
+    Returns:
+        ``trained E epochs (mean epoch S s ...): best val ... -> OUT``.
+    """
+    test = summary["test_acc_at_best_val"]
+    best = ("no validation nodes, so no best epoch" if summary["best_val_acc"] is None else
+            f"best val acc {summary['best_val_acc']:.4f} at epoch {summary['best_epoch']}"
+            + ("" if test is None else f", test acc {test:.4f} there"))
+    also = f" (and {', '.join(map(str, written))})" if written else ""
+    return (f"trained {summary['epochs']} epochs (mean epoch {summary['mean_epoch_seconds']:.4f} s, each process's "
+            f"first excluded): {best} -> {out}{also}")
 
 
 def train(config: TrainConfig, comm) -> None:
