@@ -22,7 +22,17 @@ def configure(parser) -> None:
     parser.add_argument("--out", required=True, type=output_dir, help="output plan directory")
     # The model the hybrid cover is for: GAT's PRE rows cost more than its POST rows
     # (supergcn.plan.costs); the others' cost the same, and the cover takes the fewest rows.
-    add_arguments(parser, TrainConfig, only=COVER_OPTIONS)
+    from supergcn.models import weighted_cover_models
+    from supergcn.naming import GNN_MODELS
+
+    weighted = ", ".join(weighted_cover_models())
+    alike = ", ".join(name for name in GNN_MODELS if name not in weighted_cover_models())
+    parser.description = (f"{HELP}. The model options below weigh the cover of a hybrid plan for {weighted} only, "
+                          f"whose PRE and POST rows cost differently; for {alike} they change nothing: the cover "
+                          "takes the fewest rows.")
+    add_arguments(parser, TrainConfig, only=COVER_OPTIONS, groups={
+        "model": f"the model a hybrid cover is weighed for ({weighted} only)",
+        "exchange": f"the wire format of the rows it weighs ({weighted} only)"})
 
 
 def cover_costs(args, num_classes: int) -> tuple[int, int] | None:

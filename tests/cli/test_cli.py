@@ -1,6 +1,7 @@
 """The command line: each step end to end, and one clear line for each kind of bad input."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -45,6 +46,30 @@ def test_pipeline_steps_and_summary(workspace):
     assert set(summary) == {"pre", "post", "hybrid"}
     assert int(summary["hybrid"][0].replace(",", "")) == manifest["total_rows_sent"]
     assert int(summary["hybrid"][1].replace(",", "")) == manifest["max_rows_sent_by_rank"]
+
+
+def test_plan_help_names_the_models_its_model_options_weigh(workspace, tmp_path):
+    """The help's "(gat only)" is the models whose PRE and POST rows cost differently, and
+    for the others the options change no plan."""
+    from supergcn.naming import GNN_MODELS
+    from supergcn.plan.costs import row_costs
+
+    weighed = [model for model in GNN_MODELS if row_costs(model, 3, 16, 4, 7, in_features=8) is not None]
+    assert weighed and len(weighed) < len(GNN_MODELS)
+    groups = re.findall(r"^the .*\((.*) only\):$", run_cli("plan", "--help").stdout, re.M)
+    assert groups == [", ".join(weighed)] * 2
+    hashes = {}
+    for model in (next(m for m in GNN_MODELS if m not in weighed), weighed[0]):
+        for hidden in (16, 64):
+            out = tmp_path / f"{model}{hidden}"
+            result = run_cli("plan", "--graph", workspace / "g", "--partition", workspace / "p3", "--strategy",
+                             "hybrid", "--model", model, "--hidden", hidden, "--out", out)
+            assert result.returncode == 0, result.stderr
+            hashes[model, hidden] = (json.loads((out / "plan.json").read_text())["cover"],
+                                     (out / "rank_hashes.npy").read_bytes())
+    alike = [value for (model, _), value in hashes.items() if model not in weighed]
+    assert alike[0] == alike[1] and alike[0][0]["pre_row_cost"] == alike[0][0]["post_row_cost"]
+    assert hashes[weighed[0], 16][0] != hashes[weighed[0], 64][0]
 
 
 def test_unknown_dataset(tmp_path):
