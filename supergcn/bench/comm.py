@@ -35,10 +35,11 @@ import time
 
 import numpy as np
 
-from supergcn.bench.harness import Measurement, cache_scratch, interleaved_slowest, oversubscribed, random_rows
+from supergcn.bench.harness import Measurement, cache_scratch, interleaved_slowest, random_rows
 from supergcn.distributed.buffers import aligned_array
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.fits import fit_exchange, fit_quantization
+from supergcn.train.provenance import oversubscribed
 
 PING_PONG_BYTES = 8
 ALLTOALL_SIZES = tuple(8 * 4**k for k in range(11))  # 8 B .. 8 MiB per peer

@@ -13,9 +13,10 @@ import time
 
 import numpy as np
 
-from supergcn.bench.harness import Measurement, cache_scratch, oversubscribed, random_rows, slowest_median
+from supergcn.bench.harness import Measurement, cache_scratch, random_rows, slowest_median
 from supergcn.distributed.buffers import aligned_array
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
+from supergcn.train.provenance import oversubscribed
 
 #: The parts of an exchange's time, in the order :class:`TimedExchange` returns them.
 EXCHANGE_PARTS = ("total", "communication", "quantization")

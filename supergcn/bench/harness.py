@@ -9,8 +9,6 @@ figure is a median. Across ranks a call's time is the slowest rank's
 
 from __future__ import annotations
 
-import os
-import socket
 import statistics
 import time
 from pathlib import Path
@@ -47,17 +45,6 @@ def interleaved(functions: dict, repeats: int) -> dict[str, float]:
             if round_:
                 times[name].append(time.perf_counter() - started)
     return {name: statistics.median(t) for name, t in times.items()}
-
-
-def oversubscribed(comm, threads: int) -> dict:
-    """Whether the ranks of ``comm`` ask for more cores than they may run on: per host, its
-    ranks x ``threads`` against the CPUs in the union of their affinity masks (collective)."""
-    hosts: dict[str, list] = {}
-    for host, cpus in comm.allgather((socket.gethostname(), sorted(os.sched_getaffinity(0)))):
-        hosts.setdefault(host, []).append(cpus)
-    cores = {host: len(set().union(*masks)) for host, masks in hosts.items()}
-    return {"threads_per_rank": threads, "cores_by_host": cores,
-            "oversubscribed": any(len(hosts[host]) * threads > cores[host] for host in hosts)}
 
 
 class Measurement:

@@ -3,7 +3,10 @@
 Lines, in order:
 
 * ``header`` — the file's format (:data:`METRICS_FORMAT`), config, dataset, strategy, P,
-  threads, hosts, the memory allocator of every rank (:mod:`supergcn.train.allocator`),
+  threads, hosts, the CPUs each host lets its ranks run on and whether its ranks × threads
+  outnumber them (``cores_by_host``, ``oversubscribed``:
+  :func:`supergcn.train.provenance.oversubscribed`; absent from files written before they
+  were recorded, which read as unknown), the memory allocator of every rank (:mod:`supergcn.train.allocator`),
   the MPI settings the ranks started with
   (:data:`supergcn.distributed.comm.MPICH_SETTINGS`), what the aggregation kernels were
   built for (:func:`supergcn.kernels.simd.kernel_target`: CPU, vector features, SVE length,
@@ -39,10 +42,11 @@ from supergcn.distributed.comm import MPICH_SETTINGS
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.train.allocator import allocator_in_use
-from supergcn.train.provenance import git_commit, host, package_versions
+from supergcn.train.provenance import git_commit, host, oversubscribed, package_versions
 
 #: The metrics file's format, in its header: a reader refuses any other (bumped when a record
-#: changes in a way the readers depend on).
+#: changes in a way the readers depend on; a field added that readers take as unknown where
+#: it is absent, as ``oversubscribed``, keeps it).
 METRICS_FORMAT = "supergcn-metrics/1"
 #: Per-rank CPU seconds of an epoch (all threads), beside the wall-clock phases.
 CPU_TIMES = ("cpu_user", "cpu_system")
@@ -52,7 +56,7 @@ RECORDED_TIMES = tuple(dict.fromkeys((*DETAIL, *BREAKDOWN, *CPU_TIMES, "total"))
 
 def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: int, hashes: dict,
                kernels: dict) -> dict | None:
-    """The header line (collective: hosts are gathered; rank 0 gets it, the others None);
+    """The header line (collective: hosts and CPUs are gathered; rank 0 gets it, the others None);
     ``kernels`` is :func:`supergcn.kernels.simd.kernel_target` (passed in, so that readers
     of metrics files do not import the kernels).
 
@@ -70,11 +74,13 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
         The header record on rank 0, None on the others.
     """
     hosts = comm.gather(host(), root=0)
+    cores = oversubscribed(comm, threads)
     allocators = comm.gather(allocator_in_use(), root=0)
     if comm.Get_rank() != 0:  # versions and the git commit are looked up once, not P times
         return None
     return {"type": "header", "format": METRICS_FORMAT, "config": config_json, "dataset": dataset, "strategy": strategy,
             "num_ranks": comm.Get_size(), "threads_per_rank": threads, "hosts": hosts,
+            "cores_by_host": cores["cores_by_host"], "oversubscribed": cores["oversubscribed"],
             "allocator": allocators[0], "allocator_per_rank": [a["name"] for a in allocators],
             "mpi_environment": {name: os.environ.get(name) for name in MPICH_SETTINGS},
             "kernels": kernels,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -36,3 +37,24 @@ def git_commit() -> str | None:
 
 def host() -> str:
     return platform.node()
+
+
+def oversubscribed(comm, threads: int) -> dict:
+    """Whether the ranks of ``comm`` ask for more cores than they may run on: per host
+    (:func:`host`), its ranks x ``threads`` against the CPUs in the union of their affinity
+    masks (collective).
+
+    Args:
+        comm: the job's MPI communicator.
+        threads: threads per rank.
+
+    Returns:
+        ``threads_per_rank``, ``cores_by_host`` (host -> CPUs its ranks may run on) and
+        ``oversubscribed``.
+    """
+    hosts: dict[str, list] = {}
+    for name, cpus in comm.allgather((host(), sorted(os.sched_getaffinity(0)))):
+        hosts.setdefault(name, []).append(cpus)
+    cores = {name: len(set().union(*masks)) for name, masks in hosts.items()}
+    return {"threads_per_rank": threads, "cores_by_host": cores,
+            "oversubscribed": any(len(hosts[name]) * threads > cores[name] for name in hosts)}
