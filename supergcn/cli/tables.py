@@ -47,13 +47,11 @@ def run(args) -> None:
                                 "give a whole number of features, at least 1")
         widths[dataset] = int(width)
     runs = tables.runs_table(args.runs)
-    baseline = "" if args.baseline is None else f", and speed-up over {args.baseline} at the same P"
+    scaling = tables.scaling_table(runs, args.baseline)
     # Every table is built before any is written: a bad input leaves the old tables whole.
     written = {
         "runs": (runs, "All training runs."),
-        "scaling": (tables.scaling_table(runs, args.baseline),
-                    "Epoch time (s, max over ranks, mean over epochs after each process's first and over seeds), "
-                    f"speed-up and parallel efficiency relative to the smallest P{baseline}."),
+        "scaling": (scaling, tables.scaling_caption(scaling, args.baseline)),
         "breakdown": (tables.breakdown_table(runs),
                       "Seconds per epoch by phase, of the slowest rank (mean over epochs after each process's "
                       "first)."),
@@ -71,7 +69,9 @@ def run(args) -> None:
         written["volume"] = (tables.volume_table(plans, {dataset: widths.get(dataset, args.hidden)
                                                          for dataset, _ in plans}),
                              "Bytes exchanged by one layer at the dataset's hidden width: pre / post / hybrid (FP32) "
-                             "and hybrid with Int2 data plus bfloat16 parameters.")
+                             "and hybrid with Int2 data plus bfloat16 parameters (one zero point and scale a row); "
+                             "hybrid_reduction = min(pre, post) / hybrid, int2_reduction = hybrid / (Int2 data + "
+                             "parameters).")
     if args.graphs:
         written["preprocessing"] = (tables.preprocessing_table(args.graphs, args.partitions, args.plan_dirs),
                                     "Preprocessing steps per dataset and P: seconds of the step's own work and "
@@ -80,6 +80,8 @@ def run(args) -> None:
                                     "edge cut and the max/mean imbalance of nodes, edges and training nodes.")
     with files_written_together(args.out_dir):
         tables.write_named_tables(written, TABLES, args.out_dir)
+    print(f"wrote the tables {', '.join(name for name in TABLES if name in written)} (CSV, Markdown, LaTeX) "
+          f"-> {args.out_dir}")
 
 
 def _pair(item: str, option: str, value: str) -> tuple[str, str]:

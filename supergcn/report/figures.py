@@ -130,7 +130,8 @@ def _bar_positions(num_groups: int, num_bars: int):
 
 def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
     """Epoch-time bars per variant with each variant's speed-up as a line, one panel per
-    dataset (the paper's Figs. 9/10).
+    dataset (the paper's Figs. 9/10); a variant's speed-up relative to a P other than 1 is
+    named in the legend, and a P at which any run was oversubscribed is marked under its tick.
 
     Args:
         scaling: the ``scaling`` table.
@@ -148,12 +149,17 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
         speed = ax.twinx()
         for k, variant in enumerate(variants):
             rows = data[data["variant"] == variant].set_index("P").reindex(process_counts)
-            ax.bar(x + (k - (len(variants) - 1) / 2) * width, rows["epoch_seconds"], width, label=variant)
+            base = int(rows["speedup_base_P"].min())
+            # A variant without a P = 1 run scales from its smallest P: the legend says so, lest
+            # its 1.0 there read as perfect scaling.
+            label = variant if base == 1 else f"{variant} (speed-up vs P = {base})"
+            ax.bar(x + (k - (len(variants) - 1) / 2) * width, rows["epoch_seconds"], width, label=label)
             speed.plot(x, rows["speedup"], marker="o", linestyle="--")
-        ax.set_xticks(x, [str(p) for p in process_counts])
+        oversubscribed = [p for p in process_counts if data.loc[data["P"] == p, "oversubscribed"].eq(True).any()]
+        ax.set_xticks(x, [f"{p}\noversubscribed" if p in oversubscribed else str(p) for p in process_counts])
         ax.set_xlabel("processes P")
         ax.set_ylabel("epoch time (s), bars")
-        speed.set_ylabel("speed-up vs smallest P, lines")
+        speed.set_ylabel("speed-up vs P = 1 (or the P the legend names), lines")
         ax.set_title(dataset)
         ax.legend(fontsize="small")
     save_figure(figure, stem)
@@ -220,8 +226,8 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
 
 
 def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
-    """Bytes of one layer's exchange per strategy (and hybrid's Int2 data), per P above 1, one
-    panel per dataset (the paper's Table 5).
+    """Bytes of one layer's exchange per strategy (and hybrid's Int2 data and parameters), per
+    P above 1, one panel per dataset (the paper's Table 5).
 
     Args:
         volume: the ``volume`` table.
@@ -230,7 +236,7 @@ def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
     Raises:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
-    columns = [c for c in ("pre_bytes", "post_bytes", "hybrid_bytes", "hybrid_int2_data_bytes") if c in volume]
+    columns = [c for c in ("pre_bytes", "post_bytes", "hybrid_bytes", "hybrid_int2_bytes") if c in volume]
     figure, panels = _panels(volume)
     for ax, dataset in panels:
         rows = volume[(volume["dataset"] == dataset) & (volume["P"] > 1)].sort_values("P")

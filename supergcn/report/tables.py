@@ -3,9 +3,11 @@
 Tables (each as CSV, Markdown and LaTeX, :func:`write_table`):
 
 * ``scaling`` — mean epoch time (max over ranks, first epoch excluded) per dataset,
-  variant and P, with speed-up and parallel efficiency relative to the smallest P
-  (the data of the paper's Figs. 9/10), the largest peak memory of a rank, bytes sent
-  per epoch, AdaQP's re-assignment seconds per epoch, and optionally each variant's
+  variant and P, with speed-up and parallel efficiency relative to the variant's P = 1
+  run, or to its smallest P where it has none (``speedup_base_P`` says which; the data
+  of the paper's Figs. 9/10), whether the runs were oversubscribed, the largest peak
+  memory of a rank, bytes sent per epoch, AdaQP's re-assignment seconds per epoch, and
+  optionally each variant's
   speed-up over a baseline variant (Fig. 9's lines); variants the paper names, DistGNN's
   included, appear under its names (:func:`supergcn.naming.display_name`);
 * ``breakdown`` — aggregation / communication / quantization / synchronization / other
@@ -19,7 +21,9 @@ Tables (each as CSV, Markdown and LaTeX, :func:`write_table`):
   epoch included; evaluation excluded), mean over the seeds that reach it (the check of the
   paper's Fig. 11 claim that label propagation converges faster);
 * ``volume`` — bytes one layer exchanges at the hidden width under pre / post / hybrid
-  and hybrid + Int2, data and parameters separately (Table 5).
+  and hybrid + Int2, data and parameters separately and together (Table 5).
+
+What every column of every table means, in which unit: :mod:`supergcn.report.columns`.
 
 The figures drawn from them are :mod:`supergcn.report.figures`.
 """
@@ -56,7 +60,8 @@ def run_record(path: str | Path) -> dict:
         path: a finished run's metrics file.
 
     Returns:
-        Dataset, P, strategy, bits, label propagation, seed, threads and epochs; mean
+        Dataset, P, strategy, bits, label propagation, seed, threads, whether the ranks
+        outnumbered the cores (None where the file does not say) and epochs; mean
         epoch time and the slowest rank's seconds per phase (first epochs excluded); peak
         memory, bytes sent and re-assignment seconds per epoch; the accuracies; the
         variant's name and the file's path.
@@ -70,7 +75,9 @@ def run_record(path: str | Path) -> dict:
     record = {
         "dataset": header["dataset"], "P": header["num_ranks"], "strategy": header["strategy"],
         "bits": config["bits"], "label_propagation": config["label_rate"] > 0,
-        "seed": config["seed"], "threads_per_rank": header["threads_per_rank"], "epochs": summary["epochs"],
+        "seed": config["seed"], "threads_per_rank": header["threads_per_rank"],
+        # Metrics files written before it was recorded lack it: unknown, not False.
+        "oversubscribed": header.get("oversubscribed"), "epochs": summary["epochs"],
         "epoch_seconds": float(np.mean([e["seconds"]["max"]["total"] for e in timed])),
         # The slowest rank's phases add up to the epoch time (per-phase maxima need not).
         **{f"{phase}_seconds": float(np.mean([e["seconds"]["slowest_rank"][phase] for e in timed]))
@@ -108,9 +115,11 @@ def runs_table(metrics_files) -> pd.DataFrame:
 
 def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
     """Epoch time, bytes sent per epoch (all ranks) and AdaQP's re-assignment time per
-    epoch (outside the epoch time) per dataset, variant and P, speed-up and efficiency
-    against the smallest P; with ``baseline`` (a variant), also each variant's speed-up
-    over it at the same dataset and P, like the lines of the paper's Fig. 9.
+    epoch (outside the epoch time) per dataset, variant and P; speed-up and efficiency
+    against the variant's run at ``speedup_base_P``: P = 1, or its smallest P where it has
+    no P = 1 run (efficiency then relative to that P's); whether any of the runs was
+    oversubscribed (:func:`any_oversubscribed`); with ``baseline`` (a variant), also each
+    variant's speed-up over it at the same dataset and P, like the lines of the paper's Fig. 9.
 
     Args:
         runs: :func:`runs_table`'s rows.
@@ -123,15 +132,17 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
         SuperGCNError: ``baseline`` is not a variant of ``runs``.
     """
     table = (runs.groupby(["dataset", "variant", "P"], as_index=False)
-             .agg(epoch_seconds=("epoch_seconds", "mean"), peak_memory_gib=("peak_memory_gib", "max"),
+             .agg(epoch_seconds=("epoch_seconds", "mean"), oversubscribed=("oversubscribed", any_oversubscribed),
+                  peak_memory_gib=("peak_memory_gib", "max"),
                   bytes_sent_per_epoch=("bytes_sent_per_epoch", "mean"),
                   assignment_seconds_per_epoch=("assignment_seconds_per_epoch", "mean"))
              .sort_values(["dataset", "variant", "P"]))
     table.insert(2, "name", table["variant"].map(display_name))
-    base = table.groupby(["dataset", "variant"])["P"].transform("min")
-    base_time = table.groupby(["dataset", "variant"])["epoch_seconds"].transform("first")
-    table["speedup"] = base_time / table["epoch_seconds"]
-    table["efficiency"] = table["speedup"] / (table["P"] / base)
+    # Rows are sorted by P: each variant's first is its P = 1 run where it has one.
+    by_variant = table.groupby(["dataset", "variant"])
+    table["speedup_base_P"] = by_variant["P"].transform("first")
+    table["speedup"] = by_variant["epoch_seconds"].transform("first") / table["epoch_seconds"]
+    table["efficiency"] = table["speedup"] * table["speedup_base_P"] / table["P"]
     if baseline is not None:
         if baseline not in set(table["variant"]):
             raise SuperGCNError(f"the speed-up baseline {baseline!r} is not a variant of this study",
@@ -141,6 +152,54 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
         table = table.join(reference, on=["dataset", "P"])
         table[f"speedup_vs_{baseline}"] = table.pop("baseline_seconds") / table["epoch_seconds"]
     return table.reset_index(drop=True)
+
+
+def any_oversubscribed(flags) -> bool | None:
+    """Whether any of some runs was oversubscribed: True if one was, None (unknown) if none
+    was but one's metrics file does not say, else False.
+
+    Args:
+        flags: the runs' ``oversubscribed`` (True, False or None).
+
+    Returns:
+        True, False or None.
+    """
+    flags = [None if pd.isna(flag) else bool(flag) for flag in flags]
+    if True in flags:
+        return True
+    return None if None in flags else False
+
+
+def scaling_caption(table: pd.DataFrame, baseline: str | None = None) -> str:
+    """The caption of :func:`scaling_table`'s ``table``: what its figures are relative to,
+    and which of its rows' times are of ranks that shared cores.
+
+    Args:
+        table: :func:`scaling_table`'s rows.
+        baseline: the variant ``table`` gives every variant's speed-up over, or None.
+
+    Returns:
+        The caption.
+    """
+    caption = ("Epoch time (s, max over ranks, mean over epochs after each process's first and over seeds); "
+               "speed-up and parallel efficiency relative to the same variant at P = speedup_base_P")
+    if baseline is not None:
+        caption += f"; speed-up over {baseline} at the same P"
+    caption += "."
+    relative = table[table["speedup_base_P"] != 1]
+    if len(relative):
+        variants = ", ".join(f"{v} (P = {p})" for v, p in dict.fromkeys(zip(relative["variant"],
+                                                                             relative["speedup_base_P"])))
+        caption += (f" Without a P = 1 run, {variants}: speed-up and efficiency relative to that P, not to one "
+                    "process (efficiency 1 there by definition).")
+    marked = table.loc[table["oversubscribed"].eq(True), "P"]
+    if len(marked):
+        counts = ", ".join(f"P = {p}" for p in sorted(set(marked)))
+        caption += (f" Rows marked oversubscribed ({counts}): a host ran more ranks x threads than it has CPUs, "
+                    "so ranks shared cores and those times do not measure scaling.")
+    if table["oversubscribed"].isna().any():
+        caption += " oversubscribed empty: the runs' metrics files predate that record."
+    return caption
 
 
 def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -252,7 +311,8 @@ def volume_table(plans: list[tuple[str, str | Path]], widths: Mapping[str, int])
 
     Returns:
         One row per dataset and P: ``pre_bytes``, ``post_bytes`` and, from a hybrid plan,
-        ``hybrid_bytes``, Int2's data and parameter bytes and the reductions.
+        ``hybrid_bytes``, Int2's data and parameter bytes and their sum, and the
+        reductions: min(pre, post) / hybrid and hybrid / hybrid Int2 (parameters included).
 
     Raises:
         SuperGCNError: a plan's manifest or pair statistics cannot be read or trusted.
@@ -268,12 +328,15 @@ def volume_table(plans: list[tuple[str, str | Path]], widths: Mapping[str, int])
         if manifest["strategy"] == "hybrid":
             hybrid_rows = rows["hybrid"]
             row["hybrid_bytes"] = layer_bytes(hybrid_rows, width, 32)[0]
-            row["hybrid_int2_data_bytes"], row["hybrid_int2_param_bytes"] = layer_bytes(hybrid_rows, width, 2)
+            data, parameters = layer_bytes(hybrid_rows, width, 2)
+            row.update(hybrid_int2_data_bytes=data, hybrid_int2_param_bytes=parameters,
+                       hybrid_int2_bytes=data + parameters)
     table = pd.DataFrame.from_records(list(records.values())).sort_values(["dataset", "P"]).reset_index(drop=True)
     if "hybrid_bytes" in table:
         best_single = table[["pre_bytes", "post_bytes"]].min(axis=1)
         table["hybrid_reduction"] = best_single / table["hybrid_bytes"].replace(0, np.nan)
-        table["int2_reduction"] = table["hybrid_bytes"] / table["hybrid_int2_data_bytes"].replace(0, np.nan)
+        # What travels: the parameters are a message of their own (4 B a row against F / 4).
+        table["int2_reduction"] = table["hybrid_bytes"] / table["hybrid_int2_bytes"].replace(0, np.nan)
     return table
 
 

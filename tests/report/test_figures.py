@@ -47,3 +47,20 @@ def test_the_runs_metrics_files_are_the_ones_given(tmp_path, monkeypatch):
         runs_with_metrics(pd.DataFrame({"metrics": ["a.jsonl", "b.jsonl"]}), ["a.jsonl"])
     with pytest.raises(SuperGCNError, match="c.jsonl not found — run its training job first"):
         runs_with_metrics(runs, ["a.jsonl", "b.jsonl", "c.jsonl"])
+
+
+def test_the_scaling_figure_names_a_base_p_other_than_1_and_marks_oversubscribed_p(tmp_path, monkeypatch):
+    """Read back as ``supergcn figures`` reads it: a variant scaled from P = 2 is labelled so,
+    lest its speed-up of 1 there read as perfect scaling; P = 4 shared cores."""
+    from supergcn.report import figures
+
+    pd.DataFrame({"dataset": "g", "variant": ["a", "a", "b", "b"], "P": [1, 4, 2, 4],
+                  "epoch_seconds": [4.0, 2.0, 3.0, 2.0], "speedup_base_P": [1, 1, 2, 2],
+                  "speedup": [1.0, 2.0, 1.0, 1.5], "oversubscribed": ["False", "True", "", "True"]}
+                 ).to_csv(tmp_path / "scaling.csv", index=False)
+    drawn = {}
+    monkeypatch.setattr(figures, "save_figure", lambda figure, stem: drawn.setdefault("figure", figure))
+    figures.plot_scaling(pd.read_csv(tmp_path / "scaling.csv"), tmp_path / "scaling")
+    bars = drawn["figure"].axes[0]
+    assert bars.get_legend_handles_labels()[1] == ["a", "b (speed-up vs P = 2)"]
+    assert [label.get_text() for label in bars.get_xticklabels()] == ["1", "2", "4\noversubscribed"]

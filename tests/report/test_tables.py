@@ -8,11 +8,13 @@ import pytest
 
 from supergcn.distributed.timing import DETAIL, PhaseTimer
 from supergcn.errors import SuperGCNError
+from supergcn.report import tables as tables_module
 from supergcn.report.tables import (
     accuracy_table,
     breakdown_table,
     preprocessing_table,
     runs_table,
+    scaling_caption,
     scaling_table,
     time_to_accuracy_table,
     volume_table,
@@ -29,14 +31,15 @@ def run_header(num_ranks, **config):
             "config": {"bits": 32, "label_rate": 0.0, "seed": 0, "schedule": "sync", "model": "sage", **config}}
 
 
-def write_run(path, num_ranks, epoch_phases, peaks, best=None):
-    """A metrics file whose every epoch has the slowest rank's phases ``epoch_phases``."""
+def write_run(path, num_ranks, epoch_phases, peaks, best=None, header=(), **config):
+    """A metrics file whose every epoch has the slowest rank's phases ``epoch_phases``, with
+    :func:`run_header`'s header (its ``config`` updated by ``config``) updated by ``header``."""
     timer = PhaseTimer()
     timer.seconds.update(epoch_phases)
     seconds = timer.breakdown(sum(epoch_phases.values()) + 0.5)  # 0.5 s remainder
     records = [{"type": "epoch", "epoch": e, "seconds": {"max": seconds, "slowest_rank": seconds},
-                "bytes": {"sent_total": 100}} for e in (1, 2, 3)]
-    header = run_header(num_ranks)
+                "bytes": {"sent_total": 100}, "val_acc": 0.5, "test_acc": 0.4} for e in (1, 2, 3)]
+    header = {**run_header(num_ranks, **config), **dict(header)}
     best = best or {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}
     write_metrics(path, header, records, summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks, peaks))
     return path
@@ -103,6 +106,59 @@ def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp
     choices = "hybrid-int2-lp, post-fp32-nolp, pre-fp32-nolp-cd-5"
     with pytest.raises(SuperGCNError, match=f"not a variant of this study — choose one of {choices}"):
         scaling_table(runs, baseline="pre-fp32-nolp")
+
+
+def test_speedup_is_against_p1_or_says_which_p_and_oversubscribed_runs_are_marked(tmp_path):
+    """hybrid-fp32-nolp has a P = 1 run (4 s), post-fp32-nolp starts at P = 2 (3 s); epochs
+    are the dense seconds plus 0.5 s of remainder. The P = 4 runs shared cores; one P = 2
+    seed's metrics file predates the record."""
+    def run(name, parts, dense, oversubscribed, seed=0):
+        header = {} if oversubscribed == "unknown" else {"oversubscribed": oversubscribed}
+        strategy = {"hybrid": {}, "post": {"strategy": "post"}}[name]
+        return write_run(tmp_path / f"{name}{parts}-{seed}.jsonl", parts, {"dense": dense}, [1],
+                         header={**header, **strategy}, seed=seed)
+
+    runs = runs_table([run("hybrid", 1, 3.5, False), run("hybrid", 2, 2.0, False),
+                       run("hybrid", 2, 2.0, "unknown", seed=1), run("hybrid", 4, 1.1, True),
+                       run("post", 2, 2.5, False), run("post", 4, 1.5, True)])
+    assert runs["oversubscribed"].tolist() == [False, False, None, True, False, True]
+    table = scaling_table(runs).set_index(["variant", "P"])
+    hybrid, post = "hybrid-fp32-nolp", "post-fp32-nolp"
+    expected = {(hybrid, 1): (1, 1.0, 1.0, False), (hybrid, 2): (1, 4 / 2.5, 0.8, None),
+                (hybrid, 4): (1, 4 / 1.6, 0.625, True),
+                (post, 2): (2, 1.0, 1.0, False), (post, 4): (2, 1.5, 0.75, True)}
+    for key, (base, speedup, efficiency, oversubscribed) in expected.items():
+        row = table.loc[key]
+        assert row["speedup_base_P"] == base and row["oversubscribed"] is oversubscribed, key
+        assert row["speedup"] == pytest.approx(speedup) and row["efficiency"] == pytest.approx(efficiency), key
+    caption = scaling_caption(table.reset_index())
+    assert "Without a P = 1 run, post-fp32-nolp (P = 2): speed-up and efficiency relative to that P" in caption
+    assert "hybrid-fp32-nolp (P = 1)" not in caption
+    assert "Rows marked oversubscribed (P = 4)" in caption and "predate that record" in caption
+    known = scaling_table(runs[runs["seed"] == 0])
+    assert "predate" not in scaling_caption(known) and known["oversubscribed"].tolist() == [
+        False, False, True, False, True]
+
+
+def test_int2_reduction_counts_the_parameters_that_travel_with_the_data(monkeypatch):
+    """A hand-made hybrid plan of 8 rows from rank 0 to 1 and 4 back: FP32 sends 12 rows of
+    4F bytes, Int2 3 byte columns of F (4 rows a byte, no padding) and 4 B of bfloat16 zero
+    point and scale per row, so hybrid / Int2 = 16F / (F + 16), the published ratio with the
+    parameters (15.06 at F = 256, 12.8 at F = 64), not the 16 of the data alone."""
+    rows = {"pre": np.array([[0, 10], [6, 0]]), "post": np.array([[0, 8], [9, 0]]),
+            "hybrid": np.array([[0, 8], [4, 0]])}
+    monkeypatch.setattr(tables_module, "plan_strategy_rows",
+                        lambda directory: ({"num_ranks": 2, "strategy": "hybrid"}, rows))
+    table = volume_table([("wide", "plan"), ("narrow", "plan")], {"wide": 256, "narrow": 64}).set_index("dataset")
+    for dataset, width in (("wide", 256), ("narrow", 64)):
+        row = table.loc[dataset]
+        assert (row["pre_bytes"], row["post_bytes"], row["hybrid_bytes"]) == (16 * 4 * width, 17 * 4 * width,
+                                                                              12 * 4 * width)
+        assert (row["hybrid_int2_data_bytes"], row["hybrid_int2_param_bytes"]) == (3 * width, 12 * 4)
+        assert row["hybrid_int2_bytes"] == 3 * width + 48
+        assert row["hybrid_reduction"] == pytest.approx(16 / 12)
+        assert row["int2_reduction"] == pytest.approx(16 * width / (width + 16))
+    assert table.loc["wide", "int2_reduction"] == pytest.approx(15.0588, abs=1e-4)
 
 
 def write_curve(path, label_rate, seed, seconds, val, test):
