@@ -11,8 +11,11 @@ import sys
 import types
 from pathlib import Path
 
+from docutils import nodes
+from docutils.statemachine import StringList
 from sphinx.ext import napoleon
 from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
@@ -116,9 +119,27 @@ def _dead_package_reference(app, env, node, contnode):
                        target, location=node, type="supergcn", subtype="dead_reference")
 
 
+class ColumnGlossary(SphinxDirective):
+    """``{column-glossary} TABLE``: the columns of a result table, their units and meanings,
+    as :mod:`supergcn.report.columns` declares them beside the code that writes the tables."""
+
+    required_arguments = 1
+
+    def run(self):
+        from supergcn.report.columns import COLUMNS, glossary_markdown
+
+        table = self.arguments[0]
+        if table not in COLUMNS:
+            raise self.error(f"no table {table!r} in supergcn.report.columns: one of {', '.join(COLUMNS)}")
+        container = nodes.container()
+        self.state.nested_parse(StringList(glossary_markdown(table).splitlines()), self.content_offset, container)
+        return container.children
+
+
 def setup(app):
     for listener in list(app.events.listeners["autodoc-process-docstring"]):
         if listener.handler is napoleon._process_docstring:
             app.disconnect(listener.id)
     app.connect("autodoc-process-docstring", _google_sections_of_code)
     app.connect("missing-reference", _dead_package_reference)
+    app.add_directive("column-glossary", ColumnGlossary)

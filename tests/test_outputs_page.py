@@ -4,6 +4,7 @@ manifests have the keys of the manifests they write."""
 
 import json
 import os
+import platform
 import re
 import shlex
 import subprocess
@@ -81,3 +82,11 @@ def test_the_logs_tree_is_the_logs_the_rules_declare():
         logs = re.findall(r'"logs/([^"]+)"', rules.read_text())
         declared.update(re.sub(r"\{(\w+)\}", r"<\1>", path) for path in logs)
     assert trees()["logs/"] == declared
+
+
+def test_the_run_header_says_whether_its_ranks_shared_cores(written):
+    """The page's run: 2 ranks of one thread on this host, against the CPUs it may use."""
+    header = json.loads((written / "results/runs/synthetic-small/P2/hybrid-fp32-nolp/seed0.jsonl")
+                        .read_text().splitlines()[0])
+    cpus = len(os.sched_getaffinity(0))
+    assert header["cores_by_host"] == {platform.node(): cpus} and header["oversubscribed"] == (2 > cpus)
