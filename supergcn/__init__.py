@@ -15,6 +15,8 @@ PUBLIC_MODULES = (
     "supergcn.data.graph",
     "supergcn.data.csr",
     "supergcn.data.datasets",
+    "supergcn.data.datasets.own_arrays",
+    "supergcn.data.own_files",
     "supergcn.data.storage",
     "supergcn.data.digests",
     "supergcn.partition.config",

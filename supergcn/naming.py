@@ -72,6 +72,9 @@ VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), 
 #: (upstream SuperGCN's preprocessing).
 KEEP_SELF_LOOPS, DROP_SELF_LOOPS = "keep", "drop"
 SELF_LOOPS = (KEEP_SELF_LOOPS, DROP_SELF_LOOPS)
+#: A dataset's name as the workflow's paths take it: a built-in one's, and the names a study
+#: gives graphs of its own (``own_datasets``, :mod:`supergcn.data.own_files`).
+DATASET_NAME = r"[A-Za-z0-9_\-]+"
 #: Config keys that were renamed: old -> new.
 RENAMED_CONFIG_KEYS = {"model": "perf"}
 

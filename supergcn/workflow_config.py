@@ -2,18 +2,28 @@
 
 Snakemake's own ``validate`` prints the whole JSON schema beside a violation (hundreds of
 lines); the Snakefile runs :func:`check_config` instead, which raises a
-:class:`ConfigError` that Snakemake prints under its ``<type> in file Snakefile`` line as
+:class:`ConfigError`, and reads the rules inside :func:`config_errors_reported`, which
+prints such an error alone, as
 
     supergcn config: error: <key>: <what is wrong> — <how to fix it>
+
+and ends Snakemake with status 2. A key the schema does not know is named with the known
+key nearest to it (``training.epoch: unknown key (did you mean training.epochs?)``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import difflib
+import json
+import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from supergcn.errors import SuperGCNError
-from supergcn.naming import renamed_key_errors
+from supergcn.errors import USER_ERROR, SuperGCNError, debugging
+from supergcn.naming import RENAMED_CONFIG_KEYS, renamed_key_errors
 
 #: Where every key is explained.
 CONFIG_HELP = "fix it in your config file or overlay (every key is explained in config/README.md)"
@@ -30,10 +40,14 @@ def load_schema(schema_path: str | Path) -> dict:
     """The config schema: the file's, with the ``training`` section's properties (and those
     ``training_by_dataset`` may set per dataset) derived from
     :class:`~supergcn.train.config.TrainConfig` (:func:`supergcn.options.schema_properties`),
-    and the ``partition`` section's from :class:`~supergcn.partition.config.PartitionConfig`
-    (:func:`supergcn.partition.config.schema_section`)."""
+    the ``partition`` section's from :class:`~supergcn.partition.config.PartitionConfig`
+    (:func:`supergcn.partition.config.schema_section`), and an ``own_datasets`` entry's from
+    :class:`~supergcn.data.own_files.GraphFiles` (:func:`supergcn.data.own_files.schema_entry`)
+    under a name of :data:`~supergcn.naming.DATASET_NAME`."""
     import yaml
 
+    from supergcn.data.own_files import schema_entry
+    from supergcn.naming import DATASET_NAME
     from supergcn.options import schema_properties
     from supergcn.partition.config import schema_section
     from supergcn.train.config import TrainConfig
@@ -44,7 +58,18 @@ def load_schema(schema_path: str | Path) -> dict:
     properties["training"]["properties"] = schema_properties(TrainConfig)
     properties["training_by_dataset"]["additionalProperties"]["properties"] = schema_properties(TrainConfig,
                                                                                                 per_dataset=True)
+    properties["own_datasets"]["additionalProperties"].update(schema_entry())
+    schema["$defs"]["own_dataset_name"]["pattern"] = f"^{DATASET_NAME}$"
     return schema
+
+
+def declare_own_datasets(schema: dict, config: dict) -> None:
+    """Let ``schema`` (:func:`load_schema`) take, wherever it takes a dataset, the names
+    ``config`` declares under ``own_datasets`` besides the built-in ones; a name that is
+    neither is refused with the declared ones, to spot a typo."""
+    own = sorted(config.get("own_datasets") or {}) if isinstance(config.get("own_datasets"), dict) else []
+    schema["$defs"]["own_dataset"]["enum"] = own
+    schema["$defs"]["dataset"]["message"] += f" ({', '.join(own)})" if own else " (it declares none)"
 
 
 def fill_defaults(config: dict, schema: dict, root: dict | None = None) -> None:
@@ -76,20 +101,55 @@ def config_problems(config: dict, schema: dict) -> list[str]:
 
     validator = jsonschema.validators.validator_for(schema)(schema)
     violations = sorted(validator.iter_errors(config), key=lambda error: [str(p) for p in error.absolute_path])
-    return [*renamed_key_errors(config),
-            *(f"{'.'.join(map(str, error.absolute_path)) or 'the top level'}: {_wording(error)}"
-              for error in violations)]
+    return [*renamed_key_errors(config), *(problem for error in violations for problem in _problems(error))]
+
+
+def _problems(error) -> list[str]:
+    """The lines of one violation: one per unknown key (with the known key nearest to it),
+    else one naming the key and what is wrong with it."""
+    where = ".".join(map(str, error.absolute_path))
+    if error.validator != "additionalProperties" or error.validator_value is not False:
+        return [f"{where or 'the top level'}: {_wording(error)}"]
+    known = list(error.schema.get("properties", {}))
+    patterns = list(error.schema.get("patternProperties", {}))
+    unknown = [key for key in error.instance if key not in known and not any(re.search(p, key) for p in patterns)
+               and not (where == "" and key in RENAMED_CONFIG_KEYS)]  # those have their own line
+    lines = []
+    for key in unknown:
+        near = difflib.get_close_matches(str(key), known, n=1)
+        hint = f" (did you mean {'.'.join(filter(None, (where, near[0])))}?)" if near else ""
+        lines.append(f"{'.'.join(filter(None, (where, str(key))))}: unknown key{hint}")
+    return lines
 
 
 def _wording(error) -> str:
-    """The schema's own ``message`` for the rule ``error`` broke, else jsonschema's."""
-    return error.schema.get("message", error.message) if isinstance(error.schema, dict) else error.message
+    """The schema's own ``message`` for the rule ``error`` broke (``{value}`` in it: the value
+    that broke it), else jsonschema's."""
+    if not isinstance(error.schema, dict) or "message" not in error.schema:
+        return error.message
+    return error.schema["message"].replace("{value}", json.dumps(error.instance))
+
+
+@contextlib.contextmanager
+def config_errors_reported() -> Iterator[None]:
+    """Print a :class:`ConfigError` raised in the ``with`` block as its one line, and end
+    the process with status 2: Snakemake would print it under its own ``ConfigError in
+    file Snakefile, line N:`` line and above the stack of the workflow's code, which the
+    user's config did not break. With ``SUPERGCN_DEBUG=1`` the error passes unchanged."""
+    try:
+        yield
+    except ConfigError as exc:
+        if debugging():
+            raise
+        print(exc, file=sys.stderr, flush=True)
+        raise SystemExit(USER_ERROR) from None
 
 
 def check_config(config: dict, schema_path: str | Path) -> dict:
     """Raise a :class:`ConfigError` listing every problem of ``config``; else fill in its
     defaults (:func:`fill_defaults`) and return the schema."""
     schema = load_schema(schema_path)
+    declare_own_datasets(schema, config)
     problems = config_problems(config, schema)
     if problems:
         raise ConfigError("; ".join(problems))

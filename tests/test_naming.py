@@ -45,7 +45,7 @@ def test_schema_enums_equal_the_python_definitions(path, python):
 def test_schema_dataset_pattern_accepts_exactly_the_registered_datasets():
     from supergcn.data.datasets import REAL_DATASETS, RMAT_PATTERN, synthetic
 
-    pattern = SCHEMA["$defs"]["dataset"]["pattern"]
+    pattern = SCHEMA["$defs"]["builtin_dataset"]["pattern"]
     alternatives = re.fullmatch(r"\^\((.*)\)\$", pattern).group(1).split("|")
     assert alternatives == [*REAL_DATASETS, *synthetic.PLANTED_PRESETS, RMAT_PATTERN]  # the registry's order
 

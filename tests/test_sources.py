@@ -131,6 +131,7 @@ def test_parsing_the_workflow_imports_nothing_heavy():
             if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] == "supergcn":
                 imported.add(words[1])
     assert imported == {"supergcn.naming", "supergcn.models", "supergcn.options", "supergcn.partition.config",
+                        "supergcn.data.own_files",
                         "supergcn.plan.costs", "supergcn.sources", "supergcn.train.config", "supergcn.workflow_config",
                         "supergcn.cluster.slurm"}
     probe = (f"import sys\nimport {', '.join(sorted(imported))}\n"

@@ -1,4 +1,4 @@
-"""``supergcn prepare``: build the canonical graph directory of a dataset."""
+"""``supergcn prepare``: build the canonical graph directory of a dataset, built-in or your own."""
 
 from __future__ import annotations
 
@@ -8,14 +8,17 @@ from pathlib import Path
 from supergcn.cli._args import output_dir
 from supergcn.naming import KEEP_SELF_LOOPS, SELF_LOOPS
 
-HELP = "build the canonical graph directory of a dataset"
+HELP = "build the canonical graph directory of a dataset, built-in or your own"
 
 
 def configure(parser) -> None:
     from supergcn.data.datasets import dataset_names
+    from supergcn.data.own_files import GraphFiles
+    from supergcn.options import declared
 
-    parser.epilog = f"Datasets: {', '.join(dataset_names())}."
-    parser.add_argument("dataset", help="dataset name")
+    parser.epilog = (f"Datasets: {', '.join(dataset_names())}. Or your own graph from NumPy files: --name and "
+                     "its files instead of DATASET (docs/own-graph.md).")
+    parser.add_argument("dataset", nargs="?", help="a built-in dataset's name (below); left out for your own graph")
     parser.add_argument("--out", required=True, type=output_dir, help="output graph directory")
     parser.add_argument("--raw-root", type=Path, default=Path("data/raw"),
                         help="where original dataset files are (or are downloaded to); default data/raw")
@@ -26,17 +29,42 @@ def configure(parser) -> None:
     parser.add_argument("--allow-nonfinite-features", action="store_true",
                         help="keep feature values that are NaN or infinite (refused by default; counted in the graph "
                              "manifest): training then stops at its first epoch, its loss NaN")
+    own = parser.add_argument_group("your own graph, from NumPy .npy or .npz files (instead of DATASET)")
+    own.add_argument("--name", help="its name (letters, digits, - and _; no built-in dataset's), as the later "
+                                    "steps and the tables show it")
+    for field, spec in declared(GraphFiles):
+        own.add_argument(f"--{field.name}", metavar="FILE",
+                         help=spec["help"] + ("; required" if spec["required"] else ""))
 
 
 def run(args) -> None:
-    """Prepare ``args.dataset`` and write it to ``args.out`` (:func:`supergcn.data.graph.save_graph`)."""
-    from supergcn.data.datasets import prepare_dataset
+    """Prepare ``args.dataset`` (or your own graph, ``args.name`` from its files) and write
+    it to ``args.out`` (:func:`supergcn.data.graph.save_graph`)."""
     from supergcn.data.graph import save_graph, with_self_loop_policy
 
     started = time.perf_counter()
-    graph = with_self_loop_policy(prepare_dataset(args.dataset, raw_root=args.raw_root, seed=args.seed),
-                                  args.self_loops)
+    graph = with_self_loop_policy(_graph(args), args.self_loops)
     meta = save_graph(graph, args.out, seconds=time.perf_counter() - started,
                       allow_nonfinite_features=args.allow_nonfinite_features)
     print(f"prepared {meta['name']}: {meta['num_nodes']:,} nodes, {meta['num_edges_undirected']:,} undirected edges, "
           f"{meta['feature_dim']} features, {meta['num_classes']} classes, split {meta['split']} -> {args.out}")
+
+
+def _graph(args):
+    """The graph the arguments name: a built-in dataset, or your own (the two are exclusive)."""
+    from supergcn.data.datasets import prepare_dataset, prepare_own_dataset
+    from supergcn.data.own_files import GraphFiles, file_roles
+    from supergcn.errors import SuperGCNError
+
+    files = {role: getattr(args, role) for role in file_roles() if getattr(args, role) is not None}
+    own = [f"--{flag}" for flag in ("name", *files) if getattr(args, flag) is not None]
+    if args.dataset is not None and own:
+        raise SuperGCNError(f"{args.dataset!r} names a built-in dataset and {', '.join(own)} your own graph",
+                            "give one: the dataset's name, or --name and your graph's files (docs/own-graph.md)")
+    if args.dataset is not None:
+        return prepare_dataset(args.dataset, raw_root=args.raw_root, seed=args.seed)
+    if args.name is None:
+        given = f"{', '.join(own)} without --name" if own else "no dataset"
+        raise SuperGCNError(f"{given}: nothing to prepare", "name a built-in dataset (`supergcn prepare --help` "
+                            "lists them), or give --name and your own graph's files (docs/own-graph.md)")
+    return prepare_own_dataset(args.name, GraphFiles(**files), seed=args.seed)

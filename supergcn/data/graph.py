@@ -305,8 +305,11 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None,
     if nonfinite.count and not allow_nonfinite_features:
         row, column = nonfinite.first
         values = "value" if nonfinite.count == 1 else "values"
+        # A graph of your own names the file they came from (supergcn.data.datasets.own_arrays).
+        source = graph.provenance.get("files", {}).get("features", {}).get("path")
+        read = f", read from {source}" if source else ""
         raise SuperGCNError(f"graph {graph.name!r} has {nonfinite.count:,} NaN or infinite feature {values} "
-                            f"(the first at node {row:,}, feature {column:,})",
+                            f"(the first at node {row:,}, feature {column:,}{read})",
                             "repair the source files or the loader; or keep them with --allow-nonfinite-features "
                             "(training then stops at its first epoch, its loss NaN, unless no loss reaches them)")
     meta = {

@@ -1,7 +1,7 @@
 # Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
 # light modules supergcn.naming, supergcn.models (the cards), supergcn.plan.costs, supergcn.sources, supergcn.train.config,
-# supergcn.workflow_config and (in the onstart hook) supergcn.cluster.slurm, so parsing
-# the workflow pays for no scientific library.
+# supergcn.workflow_config, supergcn.options, supergcn.partition.config, supergcn.data.own_files and (in the
+# onstart hook) supergcn.cluster.slurm, so parsing the workflow pays for no scientific library.
 import errno
 import json
 import math
@@ -9,6 +9,7 @@ import os
 import shlex
 
 from supergcn.naming import (
+    DATASET_NAME,
     FIGURES,
     GNN_MODELS,
     PERF_FIGURES,
@@ -34,7 +35,7 @@ PERF = config["perf"]
 
 
 wildcard_constraints:
-    dataset=r"[A-Za-z0-9_\-]+",
+    dataset=DATASET_NAME,
     P=r"\d+",
     strategy="|".join(STRATEGIES),
     model="|".join(weighted_cover_models()),
@@ -55,7 +56,7 @@ def code(command):
 
 
 #: Peak resident bytes per directed adjacency entry of the graph-sized steps, measured on
-#: products- and papers100M-shaped graphs (README, "Preparing the paper's graphs") and
+#: products- and papers100M-shaped graphs (docs/results.md, "Bytes per adjacency entry") and
 #: rounded up, and the interpreter's own share. A plan holds one destination rank's edges at
 #: a time besides 16 B per entry, so its share shrinks with P (about 30 B per entry at P = 1),
 #: and about 24 B per pair of ranks with cut edges (at most P^2, at most the entries).

@@ -12,7 +12,9 @@ Real datasets read their original files from a *raw root* laid out as
     <raw_root>/igb/{tiny,small,medium,large,full}/processed/...
 
 (the layout of ``../shared/datasets``), downloading into it when files are missing and
-the internet is reachable. Synthetic datasets are generated from ``seed``.
+the internet is reachable. Synthetic datasets are generated from ``seed``. A graph of your
+own is read from its NumPy files under a name of your choosing that is none of these
+(:func:`prepare_own_dataset`, ``docs/own-graph.md``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from supergcn.data.datasets import synthetic
 from supergcn.data.datasets.igb import SIZES as IGB_SIZES
 from supergcn.data.datasets.pyg import PLANETOID_NAMES
 from supergcn.data.graph import Graph
+from supergcn.data.own_files import GraphFiles
 from supergcn.errors import SuperGCNError
 
 #: The R-MAT family's names (``rmat-<scale>``), as the config schema's dataset pattern spells it.
@@ -119,6 +122,41 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
         return synthetic.rmat_graph(name, scale, synthetic.RMAT_EDGE_FACTOR, synthetic.RMAT_FEATURES,
                                     synthetic.RMAT_CLASSES, (0.6, 0.2, 0.2), seed)
     if name not in REAL_DATASETS:
-        raise SuperGCNError(f"unknown dataset {name!r}", f"choose one of {', '.join(dataset_names())}")
+        raise SuperGCNError(f"unknown dataset {name!r}", f"choose one of {', '.join(dataset_names())}; or give your "
+                            "own graph's files and --name instead (docs/own-graph.md)")
     folder, load = REAL_DATASETS[name]
     return load(name, Path(raw_root) / folder, seed)
+
+
+def is_builtin(name: str) -> bool:
+    """Whether ``name`` names a dataset of :func:`dataset_names` (``rmat-<scale>`` any scale).
+
+    Args:
+        name: a dataset name.
+
+    Returns:
+        True for a real dataset, a synthetic preset or an R-MAT name.
+    """
+    return name in REAL_DATASETS or name in synthetic.PLANTED_PRESETS or re.fullmatch(RMAT_PATTERN, name) is not None
+
+
+def prepare_own_dataset(name: str, files: GraphFiles, seed: int = 0) -> Graph:
+    """Build the in-memory :class:`Graph` of your own from its NumPy ``files``
+    (:func:`~supergcn.data.datasets.own_arrays.load_own_graph`).
+
+    Args:
+        name: its name: letters, digits, ``-`` and ``_``, none of :func:`dataset_names`.
+        files: its files.
+        seed: seed of the random split drawn when ``files`` give none.
+
+    Returns:
+        The validated, canonical (undirected, de-duplicated) graph.
+
+    Raises:
+        SuperGCNError: ``name`` is a built-in dataset's, or a file is missing or wrong
+            (each message names the file and the fix).
+    """
+    if is_builtin(name):
+        raise SuperGCNError(f"--name {name!r} is a built-in dataset's name", "give your own graph another name")
+    from supergcn.data.datasets.own_arrays import load_own_graph
+    return load_own_graph(name, files, seed)
