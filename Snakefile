@@ -4,7 +4,7 @@
 # section derived from supergcn/train/config.py) before any job runs.
 from snakemake.utils import min_version
 
-from supergcn.workflow_config import check_config
+from supergcn.workflow_config import check_config, config_errors_reported
 
 min_version("9.0")
 
@@ -15,8 +15,6 @@ configfile: "config/config.yaml"
 # The training options the config files set, before the schema's defaults fill in the
 # others: a model's own defaults replace only those (supergcn.train.config.with_model_defaults).
 TRAINING_GIVEN = set(config.get("training") or {})
-# One line per problem, or the schema's defaults filled in.
-check_config(config, "workflow/schemas/config.schema.yaml")
 
 
 report: "workflow/report/workflow.rst"
@@ -27,13 +25,18 @@ report: "workflow/report/workflow.rst"
 shell.prefix(f"set -euo pipefail; export PYTHONPATH='{workflow.basedir}'${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")
 
 
-include: "workflow/rules/common.smk"
-include: "workflow/rules/prepare.smk"
-include: "workflow/rules/partition.smk"
-include: "workflow/rules/plan.smk"
-include: "workflow/rules/train.smk"
-include: "workflow/rules/results.smk"
-include: "workflow/rules/perf.smk"
+# A problem of the config (here, or found as the rules read it) is one line and status 2.
+with config_errors_reported():
+    # One line per problem, or the schema's defaults filled in.
+    check_config(config, "workflow/schemas/config.schema.yaml")
+
+    include: "workflow/rules/common.smk"
+    include: "workflow/rules/prepare.smk"
+    include: "workflow/rules/partition.smk"
+    include: "workflow/rules/plan.smk"
+    include: "workflow/rules/train.smk"
+    include: "workflow/rules/results.smk"
+    include: "workflow/rules/perf.smk"
 
 
 rule all:

@@ -301,7 +301,7 @@ CASES = [
     ("config: negative learning rate", "snakemake",
      lambda ws, bad: config_overlay(bad, training={"lr": -1}), "training.lr: -1 is less than"),
     ("config: unknown key", "snakemake",
-     lambda ws, bad: config_overlay(bad, learning_rate=0.1), "'learning_rate' was unexpected"),
+     lambda ws, bad: config_overlay(bad, learning_rate=0.1), "learning_rate: unknown key"),
     ("config: 3-bit variant", "snakemake",
      lambda ws, bad: config_overlay(bad, variants=[{"strategy": "hybrid", "bits": 3, "label_propagation": False}]),
      "variants.0.bits: 3 is not one of"),
