@@ -1,5 +1,5 @@
 """docs/outputs.md cannot drift from the code: its commands run, its trees are the files
-they write (and, for ``logs/``, the logs the workflow's rules declare), and its example
+they write (and, for the logs, the logs the workflow's rules declare), and its example
 manifests have the keys of the manifests they write."""
 
 import json
@@ -58,7 +58,7 @@ def written(tmp_path_factory):
 
 
 def test_every_tree_is_the_files_the_commands_write(written):
-    drawn = {root: files for root, files in trees().items() if root != "logs/"}
+    drawn = {root: files for root, files in trees().items() if not root.endswith("logs/")}
     assert len(drawn) == 6
     for root, files in drawn.items():
         directory = written / root
@@ -76,12 +76,16 @@ def test_every_example_manifest_has_the_keys_of_the_one_written(written):
         assert list(json.loads(example)) == list(json.loads(text)), path
 
 
-def test_the_logs_tree_is_the_logs_the_rules_declare():
-    declared = set()
+def test_the_logs_trees_are_the_logs_the_rules_declare():
+    """The data steps' logs under logs/, a study's under its results_root (results/ for the
+    default study's)."""
+    declared = {"logs/": set(), "results/logs/": set()}
     for rules in (REPO / "workflow" / "rules").glob("*.smk"):
-        logs = re.findall(r'"logs/([^"]+)"', rules.read_text())
-        declared.update(re.sub(r"\{(\w+)\}", r"<\1>", path) for path in logs)
-    assert trees()["logs/"] == declared
+        text = rules.read_text()
+        declared["logs/"].update(re.sub(r"\{(\w+)\}", r"<\1>", path) for path in re.findall(r'\s"logs/([^"]+)"', text))
+        declared["results/logs/"].update(re.sub(r"\{\{(\w+)\}\}", r"<\1>", path)
+                                         for path in re.findall(r'f"\{RESULTS\}/logs/([^"]+)"', text))
+    assert {root: files for root, files in trees().items() if root.endswith("logs/")} == declared
 
 
 def test_the_run_header_says_whether_its_ranks_shared_cores(written):

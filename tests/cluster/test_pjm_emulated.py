@@ -109,7 +109,7 @@ def test_a_tiny_study_runs_through_pjm(fugaku):
     # no rank output under output.<jobid>/, none left beside the logs.
     train = [job_id for job_id, job in submitted.items() if job["name"] == "smk-train"]
     assert len(train) == 2 and all((state / f"mpiexec-{job_id}").exists() for job_id in train)
-    assert not list(workdir.glob("output.*")) and not list((workdir / "logs/train").rglob("*.rank.*"))
+    assert not list(workdir.glob("output.*")) and not list((workdir / RESULTS / "logs/train").rglob("*.rank.*"))
     again = snakemake(workdir, state, f"{RESULTS}/tables/scaling.csv", "-n")
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
@@ -159,5 +159,5 @@ def test_interrupting_snakemake_cancels_its_jobs_with_pjdel(fugaku):
     overlay.write_text(yaml.safe_dump({"training": {"epochs": 3, "checkpoint_every": 1}}))
     finished = snakemake(workdir, state, target, *configs, str(overlay))
     assert finished.returncode == 0, finished.stderr[-3000:]
-    log = (workdir / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log").read_text()
+    log = (workdir / RESULTS / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log").read_text()
     assert "== " in log and "checkpoint" in log, log

@@ -64,6 +64,36 @@ def test_schema_violations_fail_before_any_job(tmp_path, override, key):
     assert "Job stats" not in result.stdout
 
 
+@pytest.mark.parametrize("override, message", [
+    ({"trainig": {}, "training": {"epoch": 3}}, "trainig: unknown key (did you mean training?); training.epoch: "
+     "unknown key (did you mean training.epochs?) — fix it in your config file or overlay"),
+    ({"speedup_baseline": "nope"}, "speedup_baseline 'nope' is not a variant of this study"),
+])
+def test_a_config_error_is_its_line_alone(tmp_path, override, message):
+    """Found by the schema or by the rules as they read the config: one line and status 2,
+    none of Snakemake's lines about where in the workflow's code it was raised."""
+    result = snakemake("-n", "--configfiles", "config/config.yaml", write_overlay(tmp_path, **override))
+    assert result.returncode == 2
+    lines = [line for line in (result.stdout + result.stderr).splitlines()
+             if line.strip() and not line.startswith("Config file config/config.yaml is extended")]
+    assert len(lines) == 1 and lines[0].startswith(f"supergcn config: error: {message}"), lines
+
+
+def test_two_studies_share_the_logs_of_the_data_steps_only():
+    """Two overlays train the same graphs: each writes its jobs' logs and benchmark records
+    of its own; only the steps they share (prepare, partition, plan: the same outputs)
+    log to the same files."""
+    logs = []
+    for overlays in ([], ["config/studies/paper-comparison-laptop.yaml"]):
+        result = plan_from_scratch("--configfiles", "config/config.yaml", *overlays)
+        assert result.returncode == 0, result.stderr
+        assert planned_jobs(result.stdout).get("train", 0) > 0
+        logs.append(set(re.findall(r"^\s+(?:log|benchmark): (\S+)", result.stdout, re.M)))
+    shared = logs[0] & logs[1]
+    assert shared and all(re.match(r"logs/(benchmarks/)?(prepare|partition|plan)/", path) for path in shared), \
+        sorted(shared)
+
+
 def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
     from supergcn.cluster.pjm import pjm_script, read_site
 
@@ -86,15 +116,15 @@ def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
         assert '#PJM --mpi "max-proc-per-node=4"' in script
 
 
-def test_profiles_resolve_by_name_once_installed(tmp_path):
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
-    subprocess.run(["make", "-s", "profiles"], cwd=REPO, check=True, env=env)
-    for name in ("fugaku", "fugaku-prepost", "slurm", "local"):
-        assert (tmp_path / "snakemake" / name / "config.yaml").is_file()
-    result = plan_from_scratch("--profile", "fugaku", env_extra={"XDG_CONFIG_HOME": str(tmp_path)})
+def test_a_profile_named_by_its_path_applies_with_nothing_installed(tmp_path):
+    # The docs name profiles by path: no profile in the user's config folder is needed or read.
+    empty = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    result = plan_from_scratch("--profile", "workflow/profiles/fugaku", env_extra=empty)
     assert result.returncode == 0, result.stderr
-    assert "Using profile fugaku" in result.stdout + result.stderr
+    assert "Using profile workflow/profiles/fugaku" in result.stdout + result.stderr
     assert train_jobs(result.stdout)[0]["resources"]["cpus_per_task"] == "12"
+    bare = plan_from_scratch("--profile", "fugaku", env_extra=empty)
+    assert bare.returncode != 0 and "no profile.yaml (or config.yaml) found" in bare.stderr
 
 
 def test_no_default_workflow_profile_can_override_a_cluster_profile():
@@ -193,12 +223,15 @@ def test_outputs_of_the_study_exist_and_are_readable(finished_study):
         png = (workdir / TINY_RESULTS / "figures" / f"{figure}.png").read_bytes()
         assert png.startswith(b"\x89PNG")
         assert (workdir / TINY_RESULTS / "figures" / f"{figure}.pdf").read_bytes().startswith(b"%PDF")
-    for log in ("prepare/synthetic-tiny.log", "train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"):
-        assert (workdir / "logs" / log).exists()
+    # The data steps log under logs/, the study's own jobs under its results_root.
+    for log in ("logs/prepare/synthetic-tiny.log", f"{TINY_RESULTS}/logs/tables.log",
+                f"{TINY_RESULTS}/logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"):
+        assert (workdir / log).exists()
     # Every step's cost: Snakemake's benchmark records, and the manifests' figures in a table.
-    for record in ("prepare/synthetic-tiny.tsv", "partition/synthetic-tiny/P2.tsv", "plan/synthetic-tiny/P2/hybrid.tsv",
-                   "train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.tsv"):
-        assert pd.read_csv(workdir / "logs" / "benchmarks" / record, sep="\t")["s"].iloc[0] > 0
+    for record in ("logs/benchmarks/prepare/synthetic-tiny.tsv", "logs/benchmarks/partition/synthetic-tiny/P2.tsv",
+                   "logs/benchmarks/plan/synthetic-tiny/P2/hybrid.tsv",
+                   f"{TINY_RESULTS}/logs/benchmarks/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.tsv"):
+        assert pd.read_csv(workdir / record, sep="\t")["s"].iloc[0] > 0
     steps = pd.read_csv(workdir / TINY_RESULTS / "tables" / "preprocessing.csv")
     partition = json.loads((workdir / "data" / "partitions" / "synthetic-tiny" / "P2" / "partition.json").read_text())
     row = steps[(steps["step"] == "partition (metis)") & (steps["P"] == 2)].iloc[0]
@@ -318,7 +351,7 @@ def test_interrupted_training_resumes_on_the_next_invocation(tmp_path):
 
     second = snakemake(run, "--profile", REPO / "workflow/profiles/local", "--cores", 2, cwd=workdir)
     assert second.returncode == 0, second.stderr[-3000:]
-    log = (workdir / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log").read_text()
+    log = (workdir / TINY_RESULTS / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log").read_text()
     resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log).group(1))
     assert resumed_after >= 5
     lines = [yaml.safe_load(line) for line in (workdir / run).read_text().splitlines()]
@@ -359,7 +392,7 @@ def test_a_killed_rank_ends_the_job_and_the_rerun_resumes_to_the_same_weights(tm
     config["training"] = {**TINY["training"], "hidden": 128, "epochs": epochs, "checkpoint_every": 5}
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     run = workdir / f"{TINY_RESULTS}/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
-    log = workdir / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"
+    log = workdir / TINY_RESULTS / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"
     checkpoints = workdir / "data/checkpoints/synthetic-tiny/P2/hybrid-fp32-nolp"
     profile = ["--profile", REPO / "workflow/profiles/local", "--cores", 2]
 

@@ -36,7 +36,7 @@ rule bench_comm:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/perf/bench_comm/P{P}.log",
+        f"{RESULTS}/logs/perf/bench_comm/P{{P}}.log",
     shell:
         "{resources.launch} python -m supergcn.cli bench comm --features {params.hidden} --bits {params.bits} "
         "--parameter-dtype {params.parameter_dtype} --threads {resources.cpus_per_task} "
@@ -62,7 +62,7 @@ rule local_machine:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/perf/machines/local.log",
+        f"{RESULTS}/logs/perf/machines/local.log",
     shell:
         "python -m supergcn.cli perf profile --name local --comm {input.comm:q} --graph {input.graph:q} "
         "--features {params.hidden} --threads {params.threads} --out {output:q} > {log:q} 2>&1"
@@ -77,7 +77,7 @@ rule machine_profile:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/perf/machines/{machine}.log",
+        f"{RESULTS}/logs/perf/machines/{{machine}}.log",
     shell:
         "python -m supergcn.cli perf profile --name {wildcards.machine} --entry {params.entry:q} "
         "--out {output:q} > {log:q} 2>&1"
@@ -101,7 +101,7 @@ rule predict:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/perf/predict/{dataset}/{gnn}/P{P}.log",
+        f"{RESULTS}/logs/perf/predict/{{dataset}}/{{gnn}}/P{{P}}.log",
     shell:
         "python -m supergcn.cli perf predict --graph {input.graph:q} --partition {input.partition:q} "
         "--plan {input.plan:q} --machine {input.machines:q} --model {wildcards.gnn} --hidden {params.hidden} "
@@ -127,7 +127,7 @@ rule perf_tables:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/perf/tables.log",
+        f"{RESULTS}/logs/perf/tables.log",
     shell:
         "python -m supergcn.cli perf tables --predictions {input.predictions:q} --validation {input.validation:q} "
         "--profile {input.profile:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -150,7 +150,7 @@ rule perf_figures:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/perf/figures.log",
+        f"{RESULTS}/logs/perf/figures.log",
     shell:
         "python -m supergcn.cli perf figures --tables-dir {params.tables:q} --out-dir {params.out_dir:q} "
         "> {log:q} 2>&1"

@@ -31,7 +31,7 @@ rule tables:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/results/tables.log",
+        f"{RESULTS}/logs/tables.log",
     shell:
         "python -m supergcn.cli tables --runs {input.runs:q} --plans {params.plans} --hidden {params.hidden} "
         "--hidden-by-dataset {params.hidden_by_dataset} "
@@ -57,7 +57,7 @@ rule figures:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/results/figures.log",
+        f"{RESULTS}/logs/figures.log",
     shell:
         "python -m supergcn.cli figures --tables {input.tables:q} --runs {input.runs:q} --out-dir {params.out_dir:q} "
         "> {log:q} 2>&1"

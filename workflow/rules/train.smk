@@ -1,4 +1,6 @@
 # Distributed training: one MPI job of P ranks per (dataset, P, variant, seed).
+# A study's own jobs (these, results.smk's and perf.smk's) log under its results_root, so
+# that two studies never write the same log; the data steps they share log under logs/.
 
 
 localrules:
@@ -14,7 +16,7 @@ rule train_settings:
     params:
         settings=train_settings,
     log:
-        "logs/train_settings/{dataset}/P{P}/{variant}/seed{seed}.log",
+        f"{RESULTS}/logs/train_settings/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}.log",
     conda:
         "../envs/supergcn.yaml"
     shell:
@@ -48,9 +50,9 @@ rule train:
     conda:
         "../envs/supergcn.yaml"
     log:
-        "logs/train/{dataset}/P{P}/{variant}/seed{seed}.log",
+        f"{RESULTS}/logs/train/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}.log",
     benchmark:
-        "logs/benchmarks/train/{dataset}/P{P}/{variant}/seed{seed}.tsv"
+        f"{RESULTS}/logs/benchmarks/train/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}.tsv"
     shell:
         # supergcn train starts the ranks with the launcher, writes their output to the log
         # and says when the job was killed (a rerun resumes from the last checkpoint).
