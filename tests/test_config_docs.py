@@ -107,3 +107,13 @@ def test_every_table_row_has_its_tables_columns():
         elif len(cells) != columns:
             broken.append(f"config/README.md:{number}: {len(cells)} cells, the table has {columns}")
     assert not broken, broken
+
+
+def test_the_files_table_lists_every_config_file():
+    """The Files table names every file of config/ and config/studies/, and no file that
+    is gone (docs/studies.md sends readers there for the list of overlays)."""
+    text = (REPO / "config" / "README.md").read_text()
+    table = text[text.index("## Files"):text.index("\n## ", text.index("## Files") + 1)]
+    listed = {cell for cell in re.findall(r"^\| `([^`]+)` \|", table, re.M) if cell.startswith("config/")}
+    present = {path.relative_to(REPO).as_posix() for path in (REPO / "config").rglob("*.yaml")}
+    assert listed == present
