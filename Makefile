@@ -1,26 +1,43 @@
 # Two commands set everything up on a fresh machine: `make run` and `make test`.
-# Both create .venv when it is missing.
+# Both create .venv when it is missing. Snakemake profiles are named by their path
+# (--profile workflow/profiles/local): nothing is installed outside the checkout.
 
 VENV ?= .venv
 PYTHON ?= python3
-# A CPU build of torch, installed before anything else so that no dependency pulls in a
-# multi-GB CUDA build. Off this machine, add e.g.
-#   TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu"
-TORCH ?= torch==2.13.0
-TORCH_INDEX ?=
-CORES ?= all
 STAMP := $(VENV)/.supergcn-installed
 BIN := $(VENV)/bin
+# What the venv was installed with (TORCH_INDEX and EXTRAS, remembered as defaults, and
+# INSTALLED), written by the install: later commands reinstall with the same settings, and
+# a value given on the command line that differs from them reinstalls.
+SETTINGS := $(VENV)/.supergcn-settings.mk
+-include $(SETTINGS)
+# torch first, so that no dependency pulls in another build. Which build pip's index
+# serves differs: on Linux x86-64, PyPI's torch is the CUDA build (several GB of NVIDIA
+# libraries); TORCH_INDEX="--index-url https://download.pytorch.org/whl/cpu" takes the
+# CPU build from PyTorch's own index.
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+# The project's extras; `mpich` is the MPI wheel that provides mpiexec. Where the site's
+# MPI was installed by hand (docs/getting-started.md), leave it out: EXTRAS=test,docs,cluster.
+EXTRAS ?= test,docs,mpich,cluster
+CORES ?= all
 
-.PHONY: venv run test lint docs profiles clean
+.PHONY: venv run test lint docs clean
 
 venv: $(STAMP)
+
+ifneq ($(strip $(TORCH) $(TORCH_INDEX) $(EXTRAS)),$(strip $(INSTALLED)))
+$(STAMP): FORCE
+endif
+FORCE:
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_INDEX) $(TORCH)
-	$(BIN)/python -m pip install --quiet -e '.[test,docs,mpich,cluster]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	printf 'TORCH_INDEX ?= %s\nEXTRAS ?= %s\nINSTALLED := %s\n' '$(TORCH_INDEX)' '$(EXTRAS)' \
+		'$(strip $(TORCH) $(TORCH_INDEX) $(EXTRAS))' > $(SETTINGS)
 	touch $@
 
 run: $(STAMP)
@@ -47,14 +64,6 @@ docs: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --lint
-
-# Makes `snakemake --profile fugaku|slurm|local` resolve from this directory: Snakemake 9
-# looks up profile names in $$XDG_CONFIG_HOME/snakemake (default ~/.config/snakemake).
-PROFILE_HOME := $(or $(XDG_CONFIG_HOME),$(HOME)/.config)/snakemake
-profiles:
-	mkdir -p "$(PROFILE_HOME)"
-	for dir in $(CURDIR)/workflow/profiles/*/; do ln -sfn "$${dir%/}" "$(PROFILE_HOME)/$$(basename "$$dir")"; done
-	@echo "installed profiles $(notdir $(wildcard workflow/profiles/*)) in $(PROFILE_HOME)"
 
 clean:
 	rm -rf data logs .snakemake docs/_build docs/_autosummary
