@@ -107,3 +107,22 @@ def test_test_files_have_distinct_names():
     of one name in different folders make the second fail to import."""
     names = [path.name for path in (REPO / "tests").rglob("test_*.py")]
     assert sorted({name for name in names if names.count(name) > 1}) == []
+
+
+def test_pointers_to_a_section_name_one_that_exists():
+    """A pointer written as text, ``(docs/methods.md, "The models")``, or the same to the
+    README, names a heading of that page (or the start of one): a section that moved to
+    another page, or never existed, fails here."""
+    tracked = subprocess.run(["git", "ls-files", "supergcn", "tests", "benchmarks", "workflow", "config", "docs",
+                              "Snakefile", "README.md"], cwd=REPO, capture_output=True, text=True, check=True)
+    pointer = re.compile(r"`?\b(README|docs/[\w/-]+\.md)`?(?:\.md)?,?\s+\"([^\"]+)\"")
+    dangling = []
+    for name in tracked.stdout.split():
+        if name.endswith((".py", ".smk", ".md", ".yaml", ".sbatch")) or name == "Snakefile":
+            for match in pointer.finditer((REPO / name).read_text()):
+                page = REPO / (match.group(1) + (".md" if match.group(1) == "README" else ""))
+                headings = re.findall(r"^#+\s+(.+?)\s*$", page.read_text(), re.M) if page.is_file() else []
+                section = " ".join(match.group(2).split())
+                if not any(heading.startswith(section) for heading in headings):
+                    dangling.append(f"{name}: {match.group(0)}")
+    assert not dangling, dangling
