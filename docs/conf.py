@@ -40,6 +40,8 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # docs/cli.md: every command's options, from the parsers the commands build.
+    "sphinxarg.ext",
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
@@ -51,6 +53,10 @@ templates_path = ["_templates"]
 # ([text](methods.md#quantized-exchange)); MyST checks every such link at build time.
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
+# Where a Markdown link looks for its target: sections and pages (std) and the API (py).
+# Left open, it asks every domain, and sphinx-argparse's (docs/cli.md) answers with a
+# warning that it cannot.
+myst_ref_domains = ["std", "py"]
 
 # The API reference walks the whole package (api.rst: a recursive autosummary of
 # supergcn), so a module moved, added or removed needs no edit here. The pages it

@@ -15,7 +15,7 @@ from conftest import REPO
 
 
 def test_the_documentation_builds_without_a_warning(tmp_path):
-    for module in ("sphinx", "myst_parser"):
+    for module in ("sphinx", "myst_parser", "sphinxarg"):
         try:
             __import__(module)
         except ImportError:
