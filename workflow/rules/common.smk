@@ -20,7 +20,9 @@ from supergcn.naming import (
     VARIANT_PATTERN,
     Variant,
 )
+from supergcn.data.own_files import GraphFiles
 from supergcn.models import weighted_cover_models
+from supergcn.options import command_line
 from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, job_settings
@@ -103,6 +105,22 @@ def cover_options(wildcards):
     weighed for float32 rows; quantized variants train on the same plan."""
     training = {**training_for(wildcards.dataset), "model": wildcards.model}
     return " ".join(f"--{name.replace('_', '-')} {training[name]}" for name in SHAPE_OPTIONS)
+
+
+def own_files(wildcards):
+    """The files of `wildcards.dataset` if the config declares it under own_datasets (`~`
+    expanded), by role; else none. They are the job's inputs: a changed file prepares it again."""
+    entry = config.get("own_datasets", {}).get(wildcards.dataset, {})
+    return {role: os.path.expanduser(path) for role, path in entry.items() if path is not None}
+
+
+def prepare_source(wildcards, input):
+    """What `supergcn prepare` reads: the built-in dataset of that name (from raw_root), or
+    your own graph's files."""
+    if not input.keys():
+        return f"{shlex.quote(wildcards.dataset)} --raw-root {shlex.quote(config['raw_root'])}"
+    files = command_line(GraphFiles, {role: input[role] for role in input.keys()})
+    return shlex.join(["--name", wildcards.dataset, *files])
 
 
 def partition_threads(wildcards):
