@@ -8,6 +8,9 @@ from pathlib import Path
 from supergcn.cli._args import output_dir
 from supergcn.naming import KEEP_SELF_LOOPS, SELF_LOOPS
 
+#: Where a built-in dataset's original files are, unless --raw-root says.
+DEFAULT_RAW_ROOT = Path("data/raw")
+
 HELP = "build the canonical graph directory of a dataset, built-in or your own"
 
 
@@ -20,8 +23,9 @@ def configure(parser) -> None:
                      "its files instead of DATASET (docs/own-graph.md).")
     parser.add_argument("dataset", nargs="?", help="a built-in dataset's name (below); left out for your own graph")
     parser.add_argument("--out", required=True, type=output_dir, help="output graph directory")
-    parser.add_argument("--raw-root", type=Path, default=Path("data/raw"),
-                        help="where original dataset files are (or are downloaded to); default data/raw")
+    parser.add_argument("--raw-root", type=Path,
+                        help=f"where a built-in dataset's original files are (or are downloaded to); default "
+                             f"{DEFAULT_RAW_ROOT}")
     parser.add_argument("--seed", type=int, default=0, help="seed of generators and random splits")
     parser.add_argument("--self-loops", choices=SELF_LOOPS, default=KEEP_SELF_LOOPS,
                         help="keep self loops (once) or drop them, as upstream SuperGCN's preprocessing does; "
@@ -62,9 +66,12 @@ def _graph(args):
         raise SuperGCNError(f"{args.dataset!r} names a built-in dataset and {', '.join(own)} your own graph",
                             "give one: the dataset's name, or --name and your graph's files (docs/own-graph.md)")
     if args.dataset is not None:
-        return prepare_dataset(args.dataset, raw_root=args.raw_root, seed=args.seed)
+        return prepare_dataset(args.dataset, raw_root=args.raw_root or DEFAULT_RAW_ROOT, seed=args.seed)
     if args.name is None:
         given = f"{', '.join(own)} without --name" if own else "no dataset"
         raise SuperGCNError(f"{given}: nothing to prepare", "name a built-in dataset (`supergcn prepare --help` "
                             "lists them), or give --name and your own graph's files (docs/own-graph.md)")
+    if args.raw_root is not None:  # a graph of your own is read from its files alone
+        raise SuperGCNError("--raw-root is for a built-in dataset's original files, not your own graph's",
+                            "leave it out: --edges, --features, --labels and --split name your files")
     return prepare_own_dataset(args.name, GraphFiles(**files), seed=args.seed)

@@ -301,6 +301,8 @@ def test_a_negative_node_id_is_refused_too(good, tmp_path):
     ((), "no dataset: nothing to prepare"),
     (("--name", "x", "--edges", "e.npy"), "your own graph 'x' needs --features and --labels too"),
     (("--name", "a/b", "--edges", "e", "--features", "f", "--labels", "l"), "--name 'a/b' is not a dataset name"),
+    (("--name", "x", "--edges", "e", "--features", "f", "--labels", "l", "--raw-root", "raw"),
+     "--raw-root is for a built-in dataset's original files, not your own graph's"),
 ])
 def test_the_two_forms_are_exclusive_and_the_own_one_complete(tmp_path, words, message):
     result = run_cli("prepare", *words, "--out", tmp_path / "g")
