@@ -7,6 +7,7 @@ study's exchange-time and cost figures (Fig. 7).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -96,10 +97,92 @@ def pyplot():
     return plt
 
 
-def _panels(table: pd.DataFrame):
-    """A figure with one panel per dataset of ``table``: (figure, [(axes, dataset), ...])."""
+#: Markers, line styles and bar hatches that tell variants apart where colours do not (a
+#: greyscale print, a reader who cannot tell red from green). Eleven markers beside tab10's
+#: ten colours: the (colour, marker) pairs repeat only after 110 variants.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2, 2, 2)),
+              (0, (5, 3, 1, 3, 1, 3)))
+HATCHES = ("", "//", "\\\\", "xx", "..", "++", "--", "||", "oo", "**")
+#: Inches a legend entry takes per character of its label, and for its handle and gaps (the
+#: small font), from which the columns of a legend that fits the figure's width follow.
+LEGEND_INCHES_PER_CHAR, LEGEND_HANDLE_INCHES = 0.068, 0.8
+
+
+@dataclass(frozen=True)
+class VariantStyle:
+    """How one variant is drawn in every figure: its colour, and its marker, line style and
+    bar hatch, which alone tell it apart in greyscale."""
+
+    color: tuple[float, float, float]
+    marker: str
+    linestyle: str | tuple
+    hatch: str
+
+
+def variant_styles(variants) -> dict[str, VariantStyle]:
+    """The k-th variant (in order of first appearance) gets tab10's colour k mod 10, marker
+    k mod 11, line style k mod 9 and hatch k mod 10: the same style in every panel, and
+    distinct (colour, marker) pairs for up to 110 variants.
+
+    Args:
+        variants: variant names, repeats allowed.
+
+    Returns:
+        Variant name -> its style.
+    """
+    import matplotlib
+
+    colors = matplotlib.colormaps["tab10"].colors
+    return {variant: VariantStyle(colors[k % len(colors)], MARKERS[k % len(MARKERS)],
+                                  LINESTYLES[k % len(LINESTYLES)], HATCHES[k % len(HATCHES)])
+            for k, variant in enumerate(dict.fromkeys(variants))}
+
+
+def legend_columns(labels, width_inches: float) -> int:
+    """How many columns a legend of ``labels`` can have within ``width_inches``: as many as
+    entries of the longest label fit side by side, at least 1.
+
+    Args:
+        labels: the legend's labels.
+        width_inches: the figure's width.
+
+    Returns:
+        The number of columns, 1 to ``len(labels)``.
+    """
+    entry = LEGEND_HANDLE_INCHES + LEGEND_INCHES_PER_CHAR * max(map(len, labels), default=0)
+    return max(1, min(len(labels), int(width_inches // entry)))
+
+
+def shared_legend(figure, handles, labels, **options) -> None:
+    """One legend for the whole figure, below its panels and outside every axes (the figure
+    must use the constrained layout, which makes room for it).
+
+    Args:
+        figure: the figure.
+        handles: the legend's artists (a tuple draws its parts side by side).
+        labels: their labels.
+        **options: passed to :meth:`matplotlib.figure.Figure.legend`.
+    """
+    from matplotlib.legend_handler import HandlerTuple
+
+    columns = legend_columns(labels, figure.get_figwidth())
+    figure.legend(handles, labels, loc="outside lower center", ncols=columns, fontsize="small",
+                  handler_map={tuple: HandlerTuple(ndivide=None)}, **options)
+
+
+def _legend_inches(entries: int, columns: int) -> float:
+    """The height a legend of ``entries`` in ``columns`` adds below the panels."""
+    return 0.3 + 0.22 * -(-entries // columns)
+
+
+def _panels(table: pd.DataFrame, legend_labels=()):
+    """A figure with one panel per dataset of ``table``, taller by the shared legend of
+    ``legend_labels`` below them: (figure, [(axes, dataset), ...])."""
     datasets = _datasets(table)
-    figure, axes = pyplot().subplots(1, len(datasets), figsize=(6 * len(datasets), 4), squeeze=False)
+    width = 6 * len(datasets)
+    height = 4 + (_legend_inches(len(legend_labels), legend_columns(legend_labels, width)) if legend_labels else 0)
+    figure, axes = pyplot().subplots(1, len(datasets), figsize=(width, height), squeeze=False, layout="constrained")
     return figure, list(zip(axes[0], datasets))
 
 
@@ -128,10 +211,22 @@ def _bar_positions(num_groups: int, num_bars: int):
     return np.arange(num_groups), width
 
 
+def _speedup_label(variant: str, bases: dict[str, int]) -> str:
+    """A variant's legend label: its name, and the P its speed-up is relative to where that
+    is not 1 (dataset by dataset where they differ), lest a 1.0 there read as perfect scaling."""
+    if set(bases.values()) <= {1}:
+        return variant
+    if len(set(bases.values())) == 1:
+        return f"{variant} (speed-up vs P = {next(iter(bases.values()))})"
+    return f"{variant} (speed-up vs " + ", ".join(f"P = {base} on {name}" for name, base in bases.items()) + ")"
+
+
 def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
     """Epoch-time bars per variant with each variant's speed-up as a line, one panel per
-    dataset (the paper's Figs. 9/10); a variant's speed-up relative to a P other than 1 is
-    named in the legend, and a P at which any run was oversubscribed is marked under its tick.
+    dataset (the paper's Figs. 9/10); one legend below the panels, each variant's bar and
+    line in its :func:`variant_styles` style; a variant's speed-up relative to a P other
+    than 1 is named in the legend, and a P at which any run was oversubscribed is marked
+    under its tick.
 
     Args:
         scaling: the ``scaling`` table.
@@ -140,7 +235,12 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
     Raises:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
-    figure, panels = _panels(scaling)
+    styles = variant_styles(scaling["variant"])
+    labels = {variant: _speedup_label(variant, {dataset: int(rows["speedup_base_P"].min()) for dataset, rows in
+                                                 scaling[scaling["variant"] == variant].groupby("dataset", sort=False)})
+              for variant in styles}
+    figure, panels = _panels(scaling, list(labels.values()))
+    handles = {}
     for ax, dataset in panels:
         data = scaling[scaling["dataset"] == dataset]
         process_counts = sorted(data["P"].unique())
@@ -149,25 +249,33 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
         speed = ax.twinx()
         for k, variant in enumerate(variants):
             rows = data[data["variant"] == variant].set_index("P").reindex(process_counts)
-            base = int(rows["speedup_base_P"].min())
-            # A variant without a P = 1 run scales from its smallest P: the legend says so, lest
-            # its 1.0 there read as perfect scaling.
-            label = variant if base == 1 else f"{variant} (speed-up vs P = {base})"
-            ax.bar(x + (k - (len(variants) - 1) / 2) * width, rows["epoch_seconds"], width, label=label)
-            speed.plot(x, rows["speedup"], marker="o", linestyle="--")
+            style = styles[variant]
+            bars = ax.bar(x + (k - (len(variants) - 1) / 2) * width, rows["epoch_seconds"], width,
+                          label=labels[variant], color=style.color, hatch=style.hatch, edgecolor="black",
+                          linewidth=0.5)
+            line, = speed.plot(x, rows["speedup"], color=style.color, marker=style.marker,
+                               linestyle=style.linestyle, markeredgecolor="black", markeredgewidth=0.5,
+                               label=labels[variant])
+            handles.setdefault(variant, (bars, line))
         oversubscribed = [p for p in process_counts if data.loc[data["P"] == p, "oversubscribed"].eq(True).any()]
         ax.set_xticks(x, [f"{p}\noversubscribed" if p in oversubscribed else str(p) for p in process_counts])
         ax.set_xlabel("processes P")
         ax.set_ylabel("epoch time (s), bars")
         speed.set_ylabel("speed-up vs P = 1 (or the P the legend names), lines")
         ax.set_title(dataset)
-        ax.legend(fontsize="small")
+    shared_legend(figure, list(handles.values()), [labels[variant] for variant in handles],
+                  title="variant: epoch time (bar), speed-up (line)", handlelength=3)
     save_figure(figure, stem)
+
+
+#: The most panels in a row of the breakdown figure, which has one per dataset and variant.
+BREAKDOWN_COLUMNS = 5
 
 
 def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
     """The slowest rank's seconds per phase, stacked, per P, one panel per dataset and variant
-    (the paper's Fig. 12, its ``other`` drawn as its parts).
+    in rows of at most :data:`BREAKDOWN_COLUMNS` (the paper's Fig. 12, its ``other`` drawn
+    as its parts), the phases' legend below the panels.
 
     Args:
         breakdown: the ``breakdown`` table.
@@ -176,28 +284,37 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
     Raises:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
-    plt = pyplot()
     groups = list(dict.fromkeys(zip(breakdown["dataset"], breakdown["variant"])))
-    figure, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 4), squeeze=False, sharey=False)
-    for ax, (dataset, variant) in zip(axes[0], groups):
+    columns = min(len(groups), BREAKDOWN_COLUMNS)
+    rows_of_panels = -(-len(groups) // columns)
+    width = max(3.2 * columns, 6)
+    height = 3.6 * rows_of_panels + _legend_inches(len(DETAIL), legend_columns(DETAIL, width))
+    figure, axes = pyplot().subplots(rows_of_panels, columns, figsize=(width, height), squeeze=False,
+                                     layout="constrained")
+    for ax, (dataset, variant) in zip(axes.flat, groups):
         rows = breakdown[(breakdown["dataset"] == dataset) & (breakdown["variant"] == variant)].sort_values("P")
         bottom = np.zeros(len(rows))
         # The paper's "other" drawn as its parts (dense, elementwise, ...): what a user can act on.
-        for phase in DETAIL:
+        for k, phase in enumerate(DETAIL):
             values = rows[f"{phase}_seconds"].to_numpy()
-            ax.bar([str(p) for p in rows["P"]], values, bottom=bottom, label=phase)
+            ax.bar([str(p) for p in rows["P"]], values, bottom=bottom, label=phase, hatch=HATCHES[k % len(HATCHES)],
+                   edgecolor="black", linewidth=0.5)
             bottom += values
         ax.set_title(f"{dataset}\n{variant}", fontsize="small")
         ax.set_xlabel("processes P")
-    axes[0][0].set_ylabel("seconds per epoch (slowest rank)")
-    axes[0][-1].legend(fontsize="small")
+    for ax in axes.flat[len(groups):]:
+        ax.set_axis_off()
+    for ax in axes[:, 0]:
+        ax.set_ylabel("seconds per epoch (slowest rank)")
+    shared_legend(figure, *axes[0][0].get_legend_handles_labels(), title="phase")
     save_figure(figure, stem)
 
 
 def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
     """Test accuracy of every variant at the largest P (its first seed) against the epoch
     (top row) and against the training seconds until then (bottom row, the paper's Fig. 11
-    question: which variant gets there first in time, not only in epochs).
+    question: which variant gets there first in time, not only in epochs); each variant in
+    its :func:`variant_styles` style, one legend below the panels.
 
     Args:
         runs: the ``runs`` table (its ``metrics`` column names the files read).
@@ -207,21 +324,29 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
         SuperGCNError: a metrics file cannot be read, or a figure file written.
     """
     datasets = _datasets(runs)
-    figure, axes = pyplot().subplots(2, len(datasets), figsize=(6 * len(datasets), 8), squeeze=False,
-                                     constrained_layout=True)
+    styles = variant_styles(runs["variant"])
+    width = 6 * len(datasets)
+    height = 8 + _legend_inches(len(styles), legend_columns(styles, width))
+    figure, axes = pyplot().subplots(2, len(datasets), figsize=(width, height), squeeze=False, layout="constrained")
+    handles = {}
     for column, dataset in enumerate(datasets):
         data = runs[runs["dataset"] == dataset]
         largest = data["P"].max()
         for variant in dict.fromkeys(data["variant"]):
             chosen = data[(data["variant"] == variant) & (data["P"] == largest)].sort_values("seed").iloc[0]
             curve = accuracy_curve(chosen["metrics"])
+            style = styles[variant]
             for ax, x in zip(axes[:, column], ("epoch", "seconds")):
-                ax.plot(curve[x], 100 * curve["test_acc"], label=variant)
+                # Markers every tenth of the line's length: on every epoch they would hide it.
+                line, = ax.plot(curve[x], 100 * curve["test_acc"], label=variant, color=style.color,
+                                marker=style.marker, linestyle=style.linestyle, markevery=0.1,
+                                markeredgecolor="black", markeredgewidth=0.5)
+                handles.setdefault(variant, line)
         for ax, label in zip(axes[:, column], ("epoch", "training seconds (epoch times summed)")):
             ax.set_xlabel(label)
             ax.set_ylabel("test accuracy (%)")
             ax.set_title(f"{dataset}, P = {largest}")
-            ax.legend(fontsize="small")
+    shared_legend(figure, list(handles.values()), list(handles), title="variant")
     save_figure(figure, stem)
 
 

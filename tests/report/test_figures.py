@@ -64,3 +64,68 @@ def test_the_scaling_figure_names_a_base_p_other_than_1_and_marks_oversubscribed
     bars = drawn["figure"].axes[0]
     assert bars.get_legend_handles_labels()[1] == ["a", "b (speed-up vs P = 2)"]
     assert [label.get_text() for label in bars.get_xticklabels()] == ["1", "2", "4\noversubscribed"]
+
+
+#: Display names of the paper-comparison study's nine variants, as long as they get.
+NINE_VARIANTS = ["SuperGCN w/ comm optimizations", "SuperGCN FP32", "SuperGCN Int2 + LP", "DistGNN (cd-0)",
+                 "DistGNN (cd-5)", "AdaQP", "BNS-GCN (p = 0.1)", "BNS-GCN (p = 0.01)", "PipeGCN"]
+
+
+def nine_variant_scaling() -> pd.DataFrame:
+    """Two datasets, nine variants at P = 1, 2, 4 and 8 (PipeGCN from P = 2), speed-ups that
+    rise to the top right of the panel, where a legend inside would sit."""
+    rows = []
+    for dataset in ("products", "reddit"):
+        for k, variant in enumerate(NINE_VARIANTS):
+            base = 2 if variant == "PipeGCN" else 1
+            for p in (1, 2, 4, 8):
+                if p >= base:
+                    rows.append({"dataset": dataset, "variant": variant, "P": p, "epoch_seconds": (10 + k) / p,
+                                 "speedup_base_P": base, "speedup": p / base, "oversubscribed": p == 8})
+    return pd.DataFrame(rows)
+
+
+def test_nine_variants_get_one_legend_outside_every_panel_and_a_colour_and_marker_each(tmp_path, monkeypatch):
+    from matplotlib.colors import to_rgba
+
+    from supergcn.report import figures
+
+    drawn = {}
+    save = figures.save_figure
+    monkeypatch.setattr(figures, "save_figure", lambda figure, stem: drawn.setdefault("figure", figure))
+    figures.plot_scaling(nine_variant_scaling(), tmp_path / "scaling")
+    figure = drawn["figure"]
+    figure.canvas.draw()  # lays the figure out (constrained layout) where the saved files have it
+    renderer = figure.canvas.get_renderer()
+    (legend,) = figure.legends
+    assert all(ax.get_legend() is None for ax in figure.axes)
+    assert [text.get_text() for text in legend.get_texts()] == [*NINE_VARIANTS[:-1], "PipeGCN (speed-up vs P = 2)"]
+    box = legend.get_window_extent(renderer)
+    for ax in figure.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
+    # Within the figure: nothing of it cut off at the canvas's edge.
+    assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1 and figure.bbox.y0 <= box.y0
+    panels, twins = [ax for ax in figure.axes if ax.containers], [ax for ax in figure.axes if ax.get_lines()]
+    assert len(panels) == len(twins) == 2
+    for bars, speed in zip(panels, twins):
+        lines = speed.get_lines()
+        assert [line.get_label() for line in lines] == [text.get_text() for text in legend.get_texts()]
+        # Told apart by colour and marker; and by marker and line style alone, as in greyscale.
+        assert len({(to_rgba(line.get_color()), line.get_marker()) for line in lines}) == 9
+        assert len({(line.get_marker(), str(line.get_linestyle())) for line in lines}) == 9
+        assert len({line.get_marker() for line in lines}) == 9
+        assert len({container.patches[0].get_hatch() for container in bars.containers}) == 9
+    save(figure, tmp_path / "scaling")
+    assert (tmp_path / "scaling.png").stat().st_size > 0 and (tmp_path / "scaling.pdf").stat().st_size > 0
+
+
+def test_a_base_p_that_differs_by_dataset_is_named_for_each_in_the_shared_legend(tmp_path, monkeypatch):
+    from supergcn.report import figures
+
+    drawn = {}
+    monkeypatch.setattr(figures, "save_figure", lambda figure, stem: drawn.setdefault("figure", figure))
+    figures.plot_scaling(pd.DataFrame({"dataset": ["g", "g", "h", "h", "h"], "variant": ["a", "a", "a", "b", "b"],
+                                       "P": [2, 4, 1, 1, 2], "epoch_seconds": 1.0, "speedup_base_P": [2, 2, 1, 1, 1],
+                                       "speedup": 1.0, "oversubscribed": False}), tmp_path / "scaling")
+    (legend,) = drawn["figure"].legends
+    assert [text.get_text() for text in legend.get_texts()] == ["a (speed-up vs P = 2 on g, P = 1 on h)", "b"]
