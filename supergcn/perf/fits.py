@@ -4,8 +4,9 @@
 the cost of one call whatever P (posting and completing it from Python), told apart from
 the per-peer L only by sweeps at several P. :func:`fit_quantization` fits
 ``a + values x (4 + b/8) / TH`` to each half of the quantization sweep: ``a`` is its cost
-per exchange at any size. Fits minimise relative error, so small and large sizes count
-alike, with no coefficient below zero.
+per exchange at any size. :func:`fit_dense` fits ``g + flops / TH_g`` to GEMMs timed at
+several sizes (:func:`supergcn.perf.machines.dense_sweep`). Fits minimise relative
+error, so small and large sizes count alike, with no coefficient below zero.
 """
 
 from __future__ import annotations
@@ -72,3 +73,25 @@ def fit_quantization(result: dict) -> dict:
                                 "rerun `supergcn bench comm` on an idle machine")
         fit.update({f"{half}_call_s": float(call), f"{name}_bytes_per_s": float(1.0 / inverse_throughput)})
     return fit
+
+
+def fit_dense(sweep: list[dict]) -> dict:
+    """``dense_call_s`` (g) and ``dense_flops_per_s`` (TH_g) of seconds = g + flops / TH_g
+    over GEMMs timed at several sizes.
+
+    Args:
+        sweep: one ``{"flops", "seconds"}`` per timed size.
+
+    Returns:
+        The two attributes.
+
+    Raises:
+        SuperGCNError: the timings do not grow with the flops.
+    """
+    flops = np.array([point["flops"] for point in sweep], dtype=np.float64)
+    seconds = np.array([point["seconds"] for point in sweep])
+    call, inverse_throughput = _relative_nnls(np.stack([np.ones_like(flops), flops], axis=1), seconds)
+    if inverse_throughput <= 0:
+        raise SuperGCNError(f"the GEMM timings do not grow with the flops (call {call:.3g} s)",
+                            "rerun `supergcn perf profile` on an idle machine")
+    return {"dense_call_s": float(call), "dense_flops_per_s": float(1.0 / inverse_throughput)}

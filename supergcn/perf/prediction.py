@@ -69,9 +69,10 @@ PROFILE_FIELDS = {"latency_us": "latency_s", "bandwidth_gb_per_s": "bandwidth_by
                   "quantization_gb_per_s": "quantization_bytes_per_s",
                   "aggregation_gb_per_s": "aggregation_bytes_per_s", "call_us": "call_s",
                   "quantize_call_us": "quantize_call_s", "dequantization_gb_per_s": "dequantization_bytes_per_s",
-                  "dequantize_call_us": "dequantize_call_s"}
+                  "dequantize_call_us": "dequantize_call_s", "dense_gflop_per_s": "dense_flops_per_s",
+                  "dense_call_us": "dense_call_s"}
 PROFILE_KEYS = tuple(PROFILE_FIELDS)[:4]
-_UNITS = {"_us": 1e-6, "_gb_per_s": 1e9}
+_UNITS = {"_us": 1e-6, "_gb_per_s": 1e9, "_gflop_per_s": 1e9}
 
 
 def _unit(key: str) -> float:
@@ -108,6 +109,9 @@ class MachineProfile:
         quantize_call_s: a_q, seconds of quantizing for one exchange whatever its size.
         dequantization_bytes_per_s: TH_d of dequantizing received rows (None: TH_q).
         dequantize_call_s: a_d, seconds of dequantizing for one exchange whatever its size.
+        dense_flops_per_s: TH_g, float32 flops per second of the dense layers' GEMMs (None:
+            not known; the dense layers are then left out, :mod:`supergcn.perf.methods`).
+        dense_call_s: g, seconds of one GEMM call whatever its size.
         by_num_ranks: P -> {attribute: value} measured at P ranks, used there instead (:meth:`at`).
     """
 
@@ -122,6 +126,8 @@ class MachineProfile:
     quantize_call_s: float = 0.0     # a_q: cost of quantizing for one exchange, whatever its size
     dequantization_bytes_per_s: float | None = None  # TH of dequantizing received rows (default: TH)
     dequantize_call_s: float = 0.0   # a_d
+    dense_flops_per_s: float | None = None  # TH_g of the dense layers' GEMMs
+    dense_call_s: float = 0.0        # g: cost of one GEMM call, whatever its size
     # Entries measured at particular process counts (attribute -> value), used there instead.
     by_num_ranks: dict = field(default_factory=dict)
 
@@ -166,7 +172,7 @@ class MachineProfile:
         """
         def config_entries(values: dict) -> dict:
             return {key: values[attribute] / _unit(key) for key, attribute in PROFILE_FIELDS.items()
-                    if attribute in values}
+                    if values.get(attribute) is not None}
         by_num_ranks = {str(p): config_entries(overrides) for p, overrides in sorted(self.by_num_ranks.items())}
         return {"description": self.description, **config_entries(vars(self)), "sources": self.sources,
                 "by_num_ranks": by_num_ranks}
