@@ -6,6 +6,8 @@ from pathlib import Path
 
 from supergcn.cli._args import output_file, positive_int
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, GNN_MODELS, PARAMETER_DTYPES, QUANTIZED_BITS
+from supergcn.options import Range
+from supergcn.perf.methods import DEFAULT_BOUNDARY_RATES
 from supergcn.train.config import default
 
 HELP = "predicted exchange and epoch times of one (graph, P, model)"
@@ -24,6 +26,9 @@ def configure(parser) -> None:
     parser.add_argument("--bits", type=int, nargs="*", choices=QUANTIZED_BITS, default=[2])
     parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=DEFAULT_PARAMETER_DTYPE,
                         help="wire type of the quantization parameters")
+    parser.add_argument("--boundary-rates", type=Range(float, 0, 1, what="a boundary rate"), nargs="+",
+                        default=list(DEFAULT_BOUNDARY_RATES),
+                        help="BNS-GCN's rates p predicted beside SuperGCN (with --model sage)")
     parser.add_argument("--out", required=True, type=output_file)
 
 
@@ -34,4 +39,5 @@ def run(args) -> None:
 
     profiles = [machines.load_profile(path) for path in args.machine]
     write_json(args.out, study.predict(args.graph, args.partition, args.plan, profiles, args.hidden, args.num_layers,
-                                       args.bits, args.parameter_dtype, args.model, args.heads))
+                                       args.bits, args.parameter_dtype, args.model, args.heads,
+                                       args.boundary_rates))

@@ -5,7 +5,8 @@ Three steps, each a ``supergcn perf`` sub-command and a pipeline rule:
 * ``profile`` — a machine profile as JSON (:mod:`supergcn.perf.machines`);
 * ``predict`` — for one (graph, P): Comm[i][j] of pre, post and hybrid from the hybrid
   plan's manifest, and the model's per-layer exchange and per-epoch times on every
-  machine for FP32 and each quantized width;
+  machine for FP32 and each quantized width; for GraphSAGE also BNS-GCN's and PipeGCN's
+  epochs beside SuperGCN's (:mod:`supergcn.perf.methods`);
 * ``tables`` / ``figures`` — the study's tables (hybrid vs pre/post, predicted times,
   latency-bound regime, partition and plan cost, model vs measurement) and figures.
 """
@@ -23,6 +24,7 @@ from supergcn.errors import SuperGCNError
 from supergcn.models import card
 from supergcn.naming import DEFAULT_MODEL, DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, PERF_TABLES, STRATEGIES
 from supergcn.partition.store import read_part_totals
+from supergcn.perf import methods
 from supergcn.perf import prediction as perfmodel
 from supergcn.perf.machines import load_profile
 from supergcn.perf.prediction import MachineProfile
@@ -31,14 +33,16 @@ from supergcn.plan.statistics import strategy_row_kinds
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest, read_plan_pairs
 from supergcn.report.tables import write_named_tables
 
-PREDICTION_FORMAT = "supergcn-prediction/2"  # 2: per model
+PREDICTION_FORMAT = "supergcn-prediction/3"  # 2: per model; 3: the compared methods (GraphSAGE)
 
 
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
             hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,
-            model: str = DEFAULT_MODEL, heads: int = 1) -> dict:
+            model: str = DEFAULT_MODEL, heads: int = 1, boundary_rates=methods.DEFAULT_BOUNDARY_RATES) -> dict:
     """Every strategy x bit width x machine prediction for one (graph, P, model);
     quantization parameters travel as ``parameter_dtype`` (bfloat16 or float32).
+    For GraphSAGE, ``methods`` holds each machine's epoch of SuperGCN's hybrid + Int2 and
+    post FP32, and of BNS-GCN at each of ``boundary_rates`` and PipeGCN (:func:`method_records`).
 
     ``plan_dir`` is the hybrid plan ``model`` trains on (GAT's holds the cover weighted by
     its row costs; its manifest's ``cover`` is recorded). Pre and post follow from any plan.
@@ -53,7 +57,8 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
         raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan",
                             "pass a hybrid plan: the study reads pre, post and hybrid volumes from its manifest")
     num_ranks = plan["num_ranks"]
-    kinds = strategy_row_kinds(read_plan_pairs(plan_dir), num_ranks, "hybrid")
+    pairs = read_plan_pairs(plan_dir)
+    kinds = strategy_row_kinds(pairs, num_ranks, "hybrid")
     rows = {strategy: pre + post for strategy, (pre, post) in kinds.items()}
     totals = read_part_totals(partition_dir)
     predictions = []
@@ -87,6 +92,9 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
                     record.update(perfmodel.paper_ratios(rows[strategy], hidden, width_bits, machine))
                 predictions.append(record)
     peers = (rows["hybrid"] > 0).sum(axis=1)
+    layers = methods.Layers(meta["feature_dim"], hidden, meta["num_classes"], num_layers)
+    compared = (method_records(kinds, pairs, totals, layers, machines, boundary_rates, parameter_dtype)
+                if model == methods.METHODS_MODEL else [])
     return {
         "format": PREDICTION_FORMAT, "graph": meta["name"], "graph_hash": meta["hash"],
         "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges_directed"], "num_ranks": num_ranks,
@@ -97,8 +105,45 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
         "max_peers_by_rank": int(peers.max()), "mean_peers_by_rank": float(peers.mean()),
         "partition_seconds": partition["seconds"], "partition_peak_memory_mib": partition.get("peak_memory_mib"),
         "plan_seconds": plan["seconds"], "plan_peak_memory_mib": plan.get("peak_memory_mib"),
-        "predictions": predictions,
+        "predictions": predictions, "methods": compared,
     }
+
+
+def method_records(kinds: dict, pairs: dict, totals: dict, layers: methods.Layers, machines: list[MachineProfile],
+                   boundary_rates, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> list[dict]:
+    """One record per machine and method of :func:`supergcn.perf.methods.method_epochs`:
+    its epoch's exchange, aggregation, dense (None where the profile has no GEMM
+    throughput) and total seconds, bytes and Alltoallv calls.
+
+    Args:
+        kinds: strategy -> (PRE rows, POST rows) of the hybrid plan.
+        pairs: the plan's per-pair statistics (``src``, ``dst``, ``cut_edges``).
+        totals: the partition's ``nodes`` and ``edges`` per rank.
+        layers: the model's widths.
+        machines: the profiles.
+        boundary_rates: BNS-GCN's rates.
+        parameter_dtype: the wire type of Int2's per-row parameters.
+
+    Returns:
+        The records.
+
+    Raises:
+        ValueError: a rate is outside [0, 1].
+    """
+    num_ranks = kinds["post"][1].shape[0]
+    cut = np.zeros((num_ranks, num_ranks), dtype=np.int64)
+    cut[pairs["src"], pairs["dst"]] = pairs["cut_edges"]
+    records = []
+    for epoch in methods.method_epochs(kinds, cut, totals["edges"], layers, boundary_rates, parameter_dtype):
+        for machine in machines:
+            seconds = methods.method_seconds(epoch, totals["nodes"], layers, machine)
+            records.append({"machine": machine.name, "method": epoch.method,
+                            "epoch_exchange_seconds": seconds["exchange"],
+                            "epoch_aggregation_seconds": seconds["aggregation"],
+                            "epoch_dense_seconds": None if np.isnan(seconds["dense"]) else seconds["dense"],
+                            "epoch_seconds": seconds["total"], "epoch_bytes": epoch.bytes,
+                            "epoch_calls": epoch.calls})
+    return records
 
 
 def _read_predictions(paths) -> list[dict]:
@@ -138,6 +183,16 @@ def prediction_table(documents: list[dict]) -> pd.DataFrame:
     records = [{"dataset": d["graph"], "P": d["num_ranks"], **p} for d in documents for p in d["predictions"]]
     return pd.DataFrame.from_records(records).sort_values(["dataset", "machine", "model", "P", "strategy", "bits"],
                                                           kind="stable")
+
+
+def methods_table(documents: list[dict]) -> pd.DataFrame:
+    """One row per dataset, P, machine and method (:mod:`supergcn.perf.methods`), from the
+    GraphSAGE predictions, in the order the methods are predicted."""
+    records = [{"dataset": d["graph"], "P": d["num_ranks"], **m} for d in documents for m in d.get("methods", [])]
+    columns = ["dataset", "P", "machine", "method", "epoch_exchange_seconds", "epoch_aggregation_seconds",
+               "epoch_dense_seconds", "epoch_seconds", "epoch_bytes", "epoch_calls"]
+    return pd.DataFrame.from_records(records, columns=columns).sort_values(["dataset", "machine", "P"],
+                                                                           kind="stable")
 
 
 def regime_table(predictions: pd.DataFrame) -> pd.DataFrame:
@@ -251,6 +306,12 @@ def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir
                            "no faster than FP32, over the study's process counts (empty: not in its range)."),
         "perf_cost": (cost_table(documents),
                       "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P."),
+        "perf_methods": (methods_table(documents),
+                         f"GraphSAGE at width {hidden}: SuperGCN's hybrid + Int2 and post FP32 beside BNS-GCN "
+                         "(boundary rate p) and PipeGCN, both on the post plan with layer 0 precomputed; vanilla: "
+                         "their synchronous exchange. Per epoch: exchange, aggregation and dense seconds at the "
+                         "slowest rank (dense empty where the profile has no GEMM throughput), epoch seconds "
+                         "(compute + exchange; PipeGCN: their maximum), bytes sent by all ranks, Alltoallv calls."),
     }
     if validation:
         profile = load_profile(profile_path)

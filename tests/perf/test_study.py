@@ -1,5 +1,6 @@
 """The plan-only study's predictions from real plans."""
 
+import pandas as pd
 import pytest
 
 from supergcn.errors import SuperGCNError
@@ -48,3 +49,31 @@ def test_gat_is_predicted_on_its_weighted_plan_beside_sage(tiny_plans):
     assert (hybrid["post_over_hybrid_bytes"] >= 1).all()
     table = study.prediction_table(list(documents.values()))
     assert set(study.regime_table(table)["model"]) == set(study.crossover_table(table)["model"]) == {"sage", "gat"}
+
+
+def test_sages_prediction_holds_the_compared_methods_beside_supergcns(tiny_plans):
+    """BNS-GCN and PipeGCN on the real plan: SuperGCN's rows are perf_predictions' epochs,
+    sampling sends fewer bytes, PipeGCN is never slower than its synchronous exchange."""
+    machines = [MachineProfile("fast", 1e-7, 1e10, 5e10, 5e10),
+                MachineProfile("gemm", 1e-4, 1e8, 1e9, 1e9, dense_flops_per_s=1e9, dense_call_s=1e-6)]
+    document = study.predict(tiny_plans / "graph", tiny_plans / "P2", tiny_plans / "P2-hybrid", machines,
+                             hidden=32, num_layers=3, bits=[2], boundary_rates=[0.5, 0.0])
+    table = study.methods_table([document])
+    assert list(table["method"].unique()) == ["hybrid-int2", "post-fp32", "vanilla", "bns-0.5", "bns-0", "pipegcn"]
+    predictions = study.prediction_table([document]).set_index(["machine", "strategy", "bits"])
+    for machine, rows in table.groupby("machine"):
+        rows = rows.set_index("method")
+        for method, strategy, bits in (("hybrid-int2", "hybrid", 2), ("post-fp32", "post", 32)):
+            predicted = predictions.loc[(machine, strategy, bits)]
+            assert rows.loc[method, "epoch_bytes"] == predicted["epoch_bytes"]
+            assert rows.loc[method, "epoch_exchange_seconds"] == pytest.approx(predicted["epoch_exchange_seconds"])
+            if machine == "fast":  # no dense term: aggregation + exchange, as perf_predictions has it
+                assert rows.loc[method, "epoch_seconds"] == pytest.approx(predicted["epoch_seconds"])
+        assert rows.loc["bns-0", "epoch_bytes"] == 0 and rows.loc["bns-0", "epoch_calls"] == 0
+        assert rows.loc["bns-0.5", "epoch_bytes"] < rows.loc["vanilla", "epoch_bytes"] == rows.loc["pipegcn",
+                                                                                                  "epoch_bytes"]
+        assert rows.loc["pipegcn", "epoch_seconds"] <= rows.loc["vanilla", "epoch_seconds"]
+        assert pd.isna(rows.loc["pipegcn", "epoch_dense_seconds"]) == (machine == "fast")
+    gat = study.predict(tiny_plans / "graph", tiny_plans / "P2", tiny_plans / "P2-hybrid-gat", machines[:1],
+                        hidden=32, num_layers=3, bits=[2], model="gat", heads=4)
+    assert gat["methods"] == [] and study.methods_table([gat]).empty
