@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 #: How cut edges are served (:mod:`supergcn.plan.builder`).
@@ -26,12 +27,21 @@ ADAPTIVE_WEIGHT, ADAPTIVE_GROUP_SIZE, ADAPTIVE_PERIOD = 0.5, 100, 50
 #: Everything ``bits`` may be.
 BIT_CHOICES = (*PRECISIONS, ADAPTIVE)
 #: Exchange schedules while training: every epoch, DistGNN's delayed remote partial
-#: aggregates ``cd-<r>`` (:mod:`supergcn.methods.distgnn`; cd-0 is synchronous), or never.
+#: aggregates ``cd-<r>`` (:mod:`supergcn.methods.distgnn`; cd-0 is synchronous) or never,
+#: or PipeGCN's exchange one epoch stale (:mod:`supergcn.methods.pipegcn`).
 SYNCHRONOUS = "sync"
 NO_COMMUNICATION = "0c"
-#: A DistGNN schedule (one spelling per delay: no leading zeros) and any schedule.
+#: A DistGNN schedule (one spelling per delay: no leading zeros).
 DELAYED_PATTERN = rf"{NO_COMMUNICATION}|cd-(?:0|[1-9][0-9]*)"
-SCHEDULE_PATTERN = rf"{SYNCHRONOUS}|{DELAYED_PATTERN}"
+#: PipeGCN's schedules and the names its paper gives them: rows and gradients one epoch
+#: stale, with the received features (f), gradients (g) or both smoothed by a moving average.
+PIPELINED_SCHEDULES = {"pipe": "PipeGCN", "pipe-f": "PipeGCN-F", "pipe-g": "PipeGCN-G", "pipe-fg": "PipeGCN-GF"}
+PIPELINED_PATTERN = "|".join(sorted(PIPELINED_SCHEDULES, key=len, reverse=True))
+#: Any schedule.
+SCHEDULE_PATTERN = rf"{SYNCHRONOUS}|{DELAYED_PATTERN}|{PIPELINED_PATTERN}"
+#: BNS-GCN's share of boundary rows sampled each epoch, as a variant's name spells it
+#: (``bns0.1``; 1, every row, is the plain exchange and has no suffix).
+BOUNDARY_RATE_PATTERN = r"0|0\.[0-9]*[1-9]"
 #: How label propagation picks each epoch's label inputs: exactly the rate's share of the
 #: training nodes, or each node independently with that probability (upstream's draw).
 LABEL_DRAWS = ("exact", "bernoulli")
@@ -63,10 +73,11 @@ PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 PARTITION_ENGINES = ("metis", "kaminpar")
 #: Masked label propagation on / off, as it appears in variant names.
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
-#: A variant's label: strategy-precision-lp[-schedule][-model] (:class:`Variant`; the model
+#: A variant's label: strategy-precision-lp[-schedule][-bns<rate>][-model] (:class:`Variant`; the model
 #: only where it is not GraphSAGE, the default).
 VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
-                   f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}))?"
+                   f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}|{PIPELINED_PATTERN}))?"
+                   f"(?:-bns({BOUNDARY_RATE_PATTERN}))?"
                    f"(?:-({'|'.join(m for m in GNN_MODELS if m != DEFAULT_MODEL)}))?")
 #: What preparation does with self loops: keep them (once, the default) or drop them
 #: (upstream SuperGCN's preprocessing).
@@ -87,7 +98,8 @@ TABLES = ("runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volum
 OPTIONAL_TABLES = ("volume", "preprocessing")
 #: The tables of the plan-only performance-model study (:mod:`supergcn.perf.study`), in order;
 #: ``perf_validation`` only where benchmark results are given.
-PERF_TABLES = ("perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost", "perf_validation")
+PERF_TABLES = ("perf_hybrid", "perf_predictions", "perf_regime", "perf_crossover", "perf_cost", "perf_methods",
+               "perf_validation")
 #: The performance-model study's figures (PNG and PDF, :func:`supergcn.report.figures.plot_perf_study`).
 PERF_FIGURES = ("perf_comm_scaling", "perf_models", "perf_cost")
 
@@ -116,10 +128,25 @@ def precision_bits(name: str) -> int | str:
     return ADAPTIVE if name == ADAPTIVE else {value: bits for bits, value in PRECISIONS.items()}[name]
 
 
-def schedule_delay(schedule: str) -> int | None:
-    """DistGNN's delay r of a ``cd-<r>`` schedule, 0 for ``sync``, None for ``0c`` (never)."""
+def check_schedule(schedule: str) -> str:
+    """``schedule`` if it is one (:data:`SCHEDULE_PATTERN`), else a ValueError naming those there are."""
     if not re.fullmatch(SCHEDULE_PATTERN, schedule):
-        raise ValueError(f"unknown exchange schedule {schedule!r}: use sync, 0c or cd-<r> with r >= 0, e.g. cd-5")
+        raise ValueError(f"unknown exchange schedule {schedule!r}: use sync, 0c, cd-<r> with r >= 0 (e.g. cd-5) "
+                         f"or one of {', '.join(PIPELINED_SCHEDULES)}")
+    return schedule
+
+
+def is_pipelined(schedule: str) -> bool:
+    """Whether ``schedule`` is one of PipeGCN's (:data:`PIPELINED_SCHEDULES`)."""
+    return schedule in PIPELINED_SCHEDULES
+
+
+def schedule_delay(schedule: str) -> int | None:
+    """DistGNN's delay r of a ``cd-<r>`` schedule, 0 for ``sync`` and PipeGCN's (no DistGNN
+    delay), None for ``0c`` (never)."""
+    check_schedule(schedule)
+    if is_pipelined(schedule):
+        return 0
     if schedule == NO_COMMUNICATION:
         return None
     return 0 if schedule == SYNCHRONOUS else int(schedule[len("cd-"):])
@@ -128,20 +155,22 @@ def schedule_delay(schedule: str) -> int | None:
 @dataclass(frozen=True)
 class Variant:
     """A training variant of the study: how cut edges are served (``strategy``), the bits of
-    exchanged rows (or ``adaptive``), label propagation, the exchange ``schedule`` and the
-    GNN ``model``."""
+    exchanged rows (or ``adaptive``), label propagation, the exchange ``schedule``, BNS-GCN's
+    ``boundary_rate`` (1: every boundary row) and the GNN ``model``."""
 
     strategy: str
     bits: int | str
     label_propagation: bool
     schedule: str = SYNCHRONOUS
     model: str = DEFAULT_MODEL
+    boundary_rate: float = 1.0
 
     @property
     def name(self) -> str:
-        """The label in paths, tables and figures, e.g. ``hybrid-int2-lp``, ``pre-fp32-nolp-cd-5``
-        or ``hybrid-fp32-nolp-gat``."""
+        """The label in paths, tables and figures, e.g. ``hybrid-int2-lp``, ``pre-fp32-nolp-cd-5``,
+        ``post-fp32-nolp-bns0.1`` or ``hybrid-fp32-nolp-gat``."""
         suffix = "" if self.schedule == SYNCHRONOUS else f"-{self.schedule}"
+        suffix += "" if self.boundary_rate == 1 else f"-bns{rate_text(self.boundary_rate)}"
         suffix += "" if self.model == DEFAULT_MODEL else f"-{self.model}"
         return f"{self.strategy}-{precision_name(self.bits)}-{LABEL_PROPAGATION[bool(self.label_propagation)]}{suffix}"
 
@@ -150,33 +179,48 @@ class Variant:
         """The variant of one entry of the config's ``variants`` list; ``model`` is the
         study's (``training.model``), which the entry's own ``model`` overrides."""
         return cls(entry["strategy"], entry["bits"], entry["label_propagation"], entry.get("schedule", SYNCHRONOUS),
-                   entry.get("model", model))
+                   entry.get("model", model), float(entry.get("boundary_rate", 1.0)))
 
     @classmethod
     def parse(cls, name: str) -> "Variant":
         """The inverse of :attr:`name`."""
         match = re.fullmatch(VARIANT_PATTERN, name)
         if match is None:
-            raise ValueError(f"{name!r} is not a variant name such as hybrid-int2-lp, pre-fp32-nolp-cd-5 or "
-                             "hybrid-fp32-nolp-gat")
-        strategy, precision, lp, schedule, model = match.groups()
+            raise ValueError(f"{name!r} is not a variant name such as hybrid-int2-lp, pre-fp32-nolp-cd-5, "
+                             "post-fp32-nolp-bns0.1 or hybrid-fp32-nolp-gat")
+        strategy, precision, lp, schedule, rate, model = match.groups()
         return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS,
-                   model or DEFAULT_MODEL)
+                   model or DEFAULT_MODEL, 1.0 if rate is None else float(rate))
+
+
+def rate_text(rate: float) -> str:
+    """A boundary rate as a variant's name spells it: positional, shortest, no trailing
+    zeros (0.1 -> ``0.1``, 1e-3 -> ``0.001``, 0 -> ``0``)."""
+    text = format(Decimal(repr(float(rate))), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 #: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without
-#: and with the communication optimisations. DistGNN's are named by :func:`display_name`.
+#: and with the communication optimisations. DistGNN's, PipeGCN's and BNS-GCN's are named
+#: by :func:`display_name`.
 PAPER_NAMES = {"post-fp32-nolp": "SuperGCN w/o comm optimizations",
                "hybrid-int2-lp": "SuperGCN w/ comm optimizations"}
 
 
 def display_name(variant: str) -> str:
-    """The paper's name of a variant where it has one (DistGNN's partial aggregates in float32
-    on any schedule but ``sync`` are "DistGNN (cd-5)", "DistGNN (0c)", ...), else its label."""
+    """The paper's name of a variant where it has one, else its label: DistGNN's partial
+    aggregates in float32 on any schedule but ``sync`` are "DistGNN (cd-5)", "DistGNN (0c)",
+    ...; float32 post rows one epoch stale "PipeGCN" (its paper's -F, -G, -GF with
+    smoothing), sampled "BNS-GCN (p = 0.1)"."""
     parsed = Variant.parse(variant)
-    distgnn = (parsed.strategy, parsed.bits, parsed.label_propagation) == ("pre", 32, False)
-    if distgnn and parsed.schedule != SYNCHRONOUS:
+    float32_rows = (parsed.bits, parsed.label_propagation, parsed.model) == (32, False, DEFAULT_MODEL)
+    if float32_rows and parsed.strategy == "pre" and parsed.boundary_rate == 1 \
+            and parsed.schedule != SYNCHRONOUS and not is_pipelined(parsed.schedule):
         return f"DistGNN ({parsed.schedule})"
+    if float32_rows and parsed.strategy == "post" and parsed.boundary_rate == 1 and is_pipelined(parsed.schedule):
+        return PIPELINED_SCHEDULES[parsed.schedule]
+    if float32_rows and parsed.strategy == "post" and parsed.schedule == SYNCHRONOUS and parsed.boundary_rate < 1:
+        return f"BNS-GCN (p = {rate_text(parsed.boundary_rate)})"
     return PAPER_NAMES.get(variant, variant)
 
 

@@ -86,7 +86,11 @@ def test_the_schedule_pattern_of_the_schema_is_the_python_one():
 @pytest.mark.parametrize("variant", [
     naming.Variant("pre", 32, False, "cd-5"), naming.Variant("hybrid", "adaptive", True),
     naming.Variant("post", 4, False, "0c"), naming.Variant("pre", 2, True, "cd-0"),
-    naming.Variant("hybrid", 2, False, model="gat"), naming.Variant("post", 32, True, "cd-1", "gcn")])
+    naming.Variant("hybrid", 2, False, model="gat"), naming.Variant("post", 32, True, "cd-1", "gcn"),
+    naming.Variant("post", 32, False, "pipe-g", "gcn"), naming.Variant("post", 32, False, "pipe"),
+    naming.Variant("post", 32, False, boundary_rate=0.01), naming.Variant("hybrid", 32, False, model="gin",
+                                                                          boundary_rate=0.0),
+    naming.Variant("post", 32, False, boundary_rate=1e-7)])
 def test_variants_round_trip_their_names(variant):
     assert naming.Variant.parse(variant.name) == variant
 
@@ -105,6 +109,19 @@ def test_distgnn_and_the_paper_configurations_have_the_paper_names():
     assert naming.display_name("hybrid-int2-lp-cd-5") == "hybrid-int2-lp-cd-5"
     with pytest.raises(ValueError, match="cd-<r>"):
         naming.schedule_delay("cd5")
+
+
+def test_pipegcn_and_bnsgcn_have_their_papers_names():
+    assert naming.display_name("post-fp32-nolp-pipe") == "PipeGCN"
+    assert naming.display_name("post-fp32-nolp-pipe-fg") == "PipeGCN-GF"
+    assert naming.display_name("post-fp32-nolp-bns0.1") == "BNS-GCN (p = 0.1)"
+    # Only as published: float32 post rows, GraphSAGE, no label inputs.
+    for other in ("hybrid-fp32-nolp-bns0.1", "post-fp32-lp-pipe", "post-fp32-nolp-pipe-gcn"):
+        assert naming.display_name(other) == other
+    assert naming.Variant.from_config({"strategy": "post", "bits": 32, "label_propagation": False,
+                                       "boundary_rate": 0.1}).name == "post-fp32-nolp-bns0.1"
+    assert [naming.rate_text(rate) for rate in (0.1, 0.01, 0.0, 0.25, 1e-7)] == [
+        "0.1", "0.01", "0", "0.25", "0.0000001"]
 
 
 def test_renamed_keys_are_named_with_their_new_name():

@@ -26,9 +26,10 @@ from supergcn.errors import SuperGCNError
 
 _MAX_COUNT = 2**31 - 1
 #: What the bytes exchanged are counted under, per peer: rows (``data``), their
-#: quantization parameters (``params``) and attention's float32 scores, maxima and sums
-#: (``attention``, :mod:`supergcn.models.gat.online_softmax`).
-MESSAGE_KINDS = ("data", "params", "attention")
+#: quantization parameters (``params``), attention's float32 scores, maxima and sums
+#: (``attention``, :mod:`supergcn.models.gat.online_softmax`) and the int64 ids of the rows
+#: BNS-GCN draws each epoch (``ids``, :mod:`supergcn.methods.bnsgcn`).
+MESSAGE_KINDS = ("data", "params", "attention", "ids")
 #: Shared-memory cell size asked of MPICH (its pack buffer must be at least as large).
 SHM_CELL_BYTES = 256 * 1024
 _CELL_SIZE = "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE"

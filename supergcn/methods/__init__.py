@@ -9,11 +9,13 @@ and its masked label propagation (:mod:`supergcn.train.labels`).
 * :mod:`supergcn.methods.distgnn` — DistGNN's delayed remote partial aggregates
   (``--schedule cd-<r>`` / ``0c``);
 * :mod:`supergcn.methods.adaqp` and :mod:`supergcn.methods.adaqp_solver` — AdaQP's
-  adaptive bit widths (``--bits adaptive``) and the solver that assigns them.
+  adaptive bit widths (``--bits adaptive``) and the solver that assigns them;
+* :mod:`supergcn.methods.pipegcn` — PipeGCN's rows and gradients one epoch stale, exchanged
+  behind the next epoch's compute (``--schedule pipe|pipe-f|pipe-g|pipe-fg``);
+* :mod:`supergcn.methods.bnsgcn` — BNS-GCN's boundary rows sampled each epoch
+  (``--boundary-rate p``).
 
-The systems still to come get rooms of their own beside these: PipeGCN's stale exchange
-and BNS-GCN's boundary sampling as further exchange schedules (``methods/pipegcn.py``,
-``methods/bnsgcn.py``), MixGCN's mixture of parallelism (``methods/mixgcn.py``) and
-DistGNN-MB's mini-batch training (``methods/distgnn_mb.py``). ``tests/test_layout.py``
-holds this list to the modules present.
+The systems still to come get rooms of their own beside these: MixGCN's mixture of
+parallelism (``methods/mixgcn.py``) and DistGNN-MB's mini-batch training
+(``methods/distgnn_mb.py``). ``tests/test_layout.py`` holds this list to the modules present.
 """

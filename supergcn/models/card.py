@@ -127,6 +127,13 @@ class ModelCard:
         holds a cover of its own (:func:`supergcn.plan.costs.row_costs`)."""
         return any(message.pre != message.post for message in self.messages)
 
+    @property
+    def linear_aggregation(self) -> bool:
+        """Whether a layer's aggregation is a (row-scaled) sum of neighbour rows and nothing
+        else crosses ranks: what sampling rows (BNS-GCN) or using stale ones (PipeGCN) is
+        defined on. GAT's softmax needs its scores and maxima exchanged with the rows."""
+        return self.messages == (Message("data"),) and not self.always_projects_first
+
     def layer_transforms_first(self, in_dim: int, out_dim: int, aggregate_first: bool = False) -> bool:
         """Whether a layer from ``in_dim`` to ``out_dim`` projects before it aggregates.
 

@@ -94,7 +94,7 @@ def run_record(path: str | Path) -> dict:
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
     }
     record["variant"] = Variant(record["strategy"], record["bits"], record["label_propagation"],
-                                config["schedule"], config["model"]).name
+                                config["schedule"], config["model"], config.get("boundary_rate", 1.0)).name
     return record
 
 

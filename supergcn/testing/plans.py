@@ -67,3 +67,31 @@ def edgeless_plan(n: int) -> SimpleNamespace:
     """
     return SimpleNamespace(in_degree=np.zeros(n, dtype=np.int64), num_owned=n,
                            local_indptr=np.zeros(n + 1, dtype=np.int64), local_indices=np.zeros(0, dtype=np.int64))
+
+
+def write_steps(root: Path, dataset: str, parts: int, strategies: tuple[str, ...]) -> Path:
+    """A built-in ``dataset`` prepared into ``root/graph``, partitioned in ``parts`` into
+    ``root/partition`` and planned with each of ``strategies`` into ``root/<strategy>``: the
+    directories ``supergcn train`` reads, written through the steps' own functions.
+
+    Args:
+        root: an empty directory.
+        dataset: a built-in dataset's name (a small one: it is prepared in memory).
+        parts: the partition's parts.
+        strategies: the plans to write.
+
+    Returns:
+        ``root``.
+    """
+    from supergcn.data.datasets import prepare_dataset
+    from supergcn.data.graph import load_graph, save_graph
+    from supergcn.partition.store import load_partition, run_partition
+    from supergcn.plan.store import run_plan
+
+    meta = save_graph(prepare_dataset(dataset), root / "graph")
+    graph = load_graph(root / "graph")
+    manifest = run_partition(graph, meta["hash"], parts, root / "partition")
+    partition, _ = load_partition(root / "partition")
+    for strategy in strategies:
+        run_plan(graph, meta["hash"], partition, manifest["partition_hash"], strategy, root / strategy)
+    return root

@@ -29,8 +29,12 @@ from supergcn.naming import (
     KERNELS,
     LABEL_DRAWS,
     PARAMETER_DTYPES,
+    PIPELINED_SCHEDULES,
     ROUNDINGS,
     SYNCHRONOUS,
+    Variant,
+    check_schedule,
+    is_pipelined,
     schedule_delay,
 )
 from supergcn.options import Range, declared, is_read, option, problems, trajectory_keys
@@ -41,10 +45,20 @@ UPSTREAM_LABEL_RATE = 0.62
 _AT_LEAST_1 = Range(int, 1)
 _AT_LEAST_0 = Range(int, 0)
 _SHARE = Range(float, 0, 1, high_open=True)
+#: PipeGCN's smoothing momentum (its --corr-momentum default).
+PIPE_MOMENTUM = 0.95
+#: ``precompute_input``'s values: ``auto`` is on for BNS-GCN's and PipeGCN's runs, as their scripts.
+PRECOMPUTE_CHOICES = ("auto", "on", "off")
 
 
 def _adaptive(values: dict) -> bool:
     return values["bits"] == ADAPTIVE
+
+
+def _precompute_read(values: dict) -> bool:
+    """Whether ``precompute_input`` matters: set, or ``auto`` in a run of BNS-GCN or PipeGCN."""
+    return (values.get("precompute_input", "auto") != "auto" or values.get("boundary_rate", 1) < 1
+            or is_pipelined(values.get("schedule", SYNCHRONOUS)))
 
 
 def _own_defaults(name: str) -> str:
@@ -75,7 +89,7 @@ def parse_bits(text: str) -> int | str:
 
 
 def parse_schedule(text: str) -> str:
-    """An exchange schedule: sync, 0c or cd-<r> (:func:`supergcn.naming.schedule_delay`).
+    """An exchange schedule: sync, 0c, cd-<r> or PipeGCN's (:func:`supergcn.naming.check_schedule`).
 
     Args:
         text: the command line's text.
@@ -87,7 +101,7 @@ def parse_schedule(text: str) -> str:
         argparse.ArgumentTypeError: no schedule of that form.
     """
     try:
-        schedule_delay(text)
+        check_schedule(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
@@ -152,9 +166,25 @@ class TrainConfig:
                            choices=ROUNDINGS, group="exchange", study=True, trajectory=True)
     overlap: bool = option(True, "overlap the exchange with the local aggregation", group="exchange", study=True)
     schedule: str = option(
-        SYNCHRONOUS, "sync (every epoch), or DistGNN's delayed partial aggregates: cd-<r> (a bucket of them per "
-        "epoch, added r epochs later; cd-0 = sync) or 0c (never)", values=parse_schedule, group="exchange",
-        trajectory=True)
+        SYNCHRONOUS, "sync (every epoch); DistGNN's delayed partial aggregates: cd-<r> (a bucket of them per "
+        "epoch, added r epochs later; cd-0 = sync) or 0c (never); or PipeGCN's rows and gradients one epoch stale, "
+        "exchanged behind the next epoch's compute: pipe, or pipe-f, pipe-g, pipe-fg with the received features, "
+        "gradients or both smoothed (--pipe-momentum); PipeGCN's layers aggregate before they transform",
+        values=parse_schedule, group="exchange", trajectory=True)
+    pipe_momentum: float = option(
+        PIPE_MOMENTUM, "pipe-f, pipe-g, pipe-fg: gamma of the moving average of received rows, avg = gamma avg + "
+        "(1 - gamma) received (PipeGCN: 0.95)", values=_SHARE, group="exchange", study=True, trajectory=True,
+        read_when=lambda values: values["schedule"] in PIPELINED_SCHEDULES and values["schedule"] != "pipe")
+    boundary_rate: float = option(
+        1.0, "BNS-GCN: share of its boundary rows each rank samples per peer and epoch, floor(rate x rows), in "
+        "[0, 1]; each is sent scaled by rows/sampled, the unsampled ones' edges are dropped for the epoch "
+        "(1 = every row, the plain exchange)", values=Range(float, 0, 1), group="exchange", trajectory=True,
+        read_when=lambda values: values.get("boundary_rate", 1) != 1)
+    precompute_input: str = option(
+        "auto", "layer 0's aggregation of the input features computed once before training, so layer 0 "
+        "exchanges nothing (BNS-GCN's and PipeGCN's --use-pp): on, off, or auto = on for their runs (a boundary "
+        "rate below 1 or a pipe schedule) where the input is the plain features", choices=PRECOMPUTE_CHOICES,
+        group="exchange", study=True, trajectory=True, read_when=_precompute_read)
     adaptive_weight: float = option(
         ADAPTIVE_WEIGHT, "adaptive bits: lambda, the weight of quantization variance against exchange time (1 = all "
         "8 bits, 0 = all 2 bits; AdaQP uses 0.5)", values=Range(float, 0, 1), group="exchange", study=True,
@@ -203,6 +233,7 @@ class TrainConfig:
         found = problems(self)
         model = card(self.model)
         found += model.conflicts(self)
+        found += self._method_conflicts(model)
         if schedule_delay(self.schedule) != 0:
             if not model.delayable:
                 delayable = ", ".join(name for name in GNN_MODELS if card(name).delayable)
@@ -211,6 +242,49 @@ class TrainConfig:
             if self.bits != 32:
                 found.append(f"schedule {self.schedule} (DistGNN) sends float32 partial aggregates — "
                              "use --bits 32 or --schedule sync")
+        return found
+
+    @property
+    def input_is_plain(self) -> bool:
+        """Whether layer 0's input is the features themselves (no label inputs, no input norm)."""
+        return self.label_rate == 0 and not self.input_norm
+
+    @property
+    def precomputes_input(self) -> bool:
+        """Whether layer 0's aggregation is computed once before training (``precompute_input``)."""
+        if self.precompute_input == "auto":
+            published = self.boundary_rate < 1 or is_pipelined(self.schedule)
+            return published and self.input_is_plain and card(self.model).linear_aggregation
+        return self.precompute_input == "on"
+
+    @property
+    def layers_aggregate_first(self) -> bool:
+        """Whether every layer aggregates before it transforms: ``aggregate_first``, or a
+        PipeGCN schedule, whose stale rows are a layer's input (not input times stale weights)."""
+        return self.aggregate_first or is_pipelined(self.schedule)
+
+    def _method_conflicts(self, model) -> list[str]:
+        """What BNS-GCN's sampling, PipeGCN's schedules and the precomputed input cannot run with."""
+        found = []
+        methods = [(self.boundary_rate < 1, f"boundary rate {self.boundary_rate} (BNS-GCN)", "--boundary-rate 1"),
+                   (is_pipelined(self.schedule), f"schedule {self.schedule} (PipeGCN)", "--schedule sync")]
+        for used, what, off in methods:
+            if used and not model.linear_aggregation:
+                linear = "|".join(name for name in GNN_MODELS if card(name).linear_aggregation)
+                found.append(f"{what} needs an aggregation that is a sum of rows — use --model {linear}, or {off}")
+            if used and self.bits != 32:
+                found.append(f"{what} sends float32 rows — use --bits 32 or {off}")
+        if self.boundary_rate < 1 and self.schedule != SYNCHRONOUS:
+            found.append(f"boundary rate {self.boundary_rate} (BNS-GCN) samples the synchronous exchange — use "
+                         "--schedule sync or --boundary-rate 1")
+        if self.precompute_input == "on":
+            if not (self.input_is_plain and model.linear_aggregation):
+                found.append("--precompute-input on needs the plain features as layer 0's input and a sum of rows as "
+                             "its aggregation — leave out label propagation and --input-norm, use --model sage, gcn "
+                             "or gin, or --precompute-input off")
+            if schedule_delay(self.schedule) != 0:
+                found.append(f"--precompute-input on is BNS-GCN's and PipeGCN's; DistGNN's schedule {self.schedule} "
+                             "delays every layer — use --precompute-input off")
         return found
 
     def check_outputs(self) -> None:
@@ -260,25 +334,24 @@ def with_model_defaults(values: dict, given) -> dict:
     return {**values, **{name: value for name, value in own.items() if name not in given}}
 
 
-def job_settings(training: dict, bits: int | str, schedule: str, label_propagation: bool, given=()) -> dict:
+def job_settings(training: dict, variant: Variant, given=()) -> dict:
     """The options a study hands one training job: its ``training`` settings (with the
-    dataset's own) for a variant's ``bits``, ``schedule`` and label propagation, keeping
-    only the options such a job reads, so that a change of an option no job of a variant
-    reads (an adaptive run's lambda, the label draw) reruns no job of it.
+    dataset's own) for a ``variant``'s bits, schedule, boundary rate and label propagation,
+    keeping only the options such a job reads, so that a change of an option no job of a
+    variant reads (an adaptive run's lambda, the label draw) reruns no job of it.
 
     Args:
         training: the study's training settings, with the dataset's own.
-        bits: the variant's bits.
-        schedule: the variant's exchange schedule.
-        label_propagation: whether the variant feeds labels (else ``label_rate`` is 0).
+        variant: the variant (its model is ``training``'s ``model``).
         given: the options the user set; the model's own defaults replace the others
             (:func:`with_model_defaults`).
 
     Returns:
         Option name -> value for the options the job reads.
     """
-    values = with_model_defaults({**training, "bits": bits, "schedule": schedule}, given)
-    if not label_propagation:
+    values = with_model_defaults({**training, "bits": variant.bits, "schedule": variant.schedule,
+                                  "boundary_rate": variant.boundary_rate}, given)
+    if not variant.label_propagation:
         values["label_rate"] = 0.0
     return {field.name: values[field.name] for field, spec in declared(TrainConfig)
             if field.name in values and is_read(spec, values)}

@@ -50,6 +50,8 @@ class GNN(nn.Module):
             (:func:`~supergcn.train.inputs.linear`); aggregation, normalisation and parameters stay float32.
         aggregate_first: aggregate before the linear layer in every layer (upstream), not
             only where the model's width rule says so (where the model allows it).
+        first_aggregates_first: the first layer aggregates before its linear layer (where
+            its aggregation of the input is precomputed, :class:`~supergcn.distributed.graph_ops.GraphOps`).
         heads: attention heads, for the models that read them (the training option's default, as the CLI's).
         attention_dropout: dropout on the attention coefficients, for the models that read it.
 
@@ -67,7 +69,8 @@ class GNN(nn.Module):
     def __init__(self, model: str, in_dim: int, hidden: int, out_dim: int, num_layers: int = 3,
                  dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
                  input_norm: bool = False, dense_dtype: str = "float32", aggregate_first: bool = False,
-                 heads: int = default("heads"), attention_dropout: float = 0.0) -> None:
+                 heads: int = default("heads"), attention_dropout: float = 0.0,
+                 first_aggregates_first: bool = False) -> None:
         super().__init__()
         layer = layer_module(model).Layer
         self.model = model
@@ -76,7 +79,8 @@ class GNN(nn.Module):
             raise ValueError(f"unknown dense dtype {dense_dtype!r}: choose one of {DENSE_DTYPES}")
         dtype = getattr(torch, dense_dtype)
         self.convs = nn.ModuleList(layer(a, b, last=i == num_layers - 1, dense_dtype=dtype,
-                                         aggregate_first=aggregate_first, heads=heads,
+                                         aggregate_first=aggregate_first or (i == 0 and first_aggregates_first),
+                                         heads=heads,
                                          attention_dropout=attention_dropout)
                                    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) if layer_norm else nn.Identity()

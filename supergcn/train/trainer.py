@@ -39,8 +39,10 @@ from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError, first_line
 from supergcn.kernels.simd import kernel_target
 from supergcn.methods.adaqp import AdaptiveSettings
+from supergcn.methods.bnsgcn import BoundarySampling
 from supergcn.methods.distgnn import DelayedAggregation
-from supergcn.naming import schedule_delay
+from supergcn.methods.pipegcn import StaleExchange
+from supergcn.naming import is_pipelined, schedule_delay
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer
 from supergcn.train.config import TrainConfig
@@ -61,6 +63,26 @@ from supergcn.train.metrics import (
 #: None where a run has no validation nodes: "not available", not 0 %.
 NO_BEST = {"val_acc": None, "epoch": None, "test_acc": None,
            "val_loss": None, "val_loss_epoch": None, "test_acc_at_val_loss": None}
+
+
+def training_exchange(config: TrainConfig, operators: RankOperators):
+    """The compared method's exchange the run's training passes use (DistGNN's delayed
+    aggregation, PipeGCN's stale exchange, BNS-GCN's sampling), None for the exact one.
+
+    Args:
+        config: the run's options.
+        operators: the rank's operators.
+
+    Returns:
+        The method's per-rank state, or None.
+    """
+    if is_pipelined(config.schedule):
+        return StaleExchange(operators, config.schedule, config.pipe_momentum)
+    if schedule_delay(config.schedule) != 0:
+        return DelayedAggregation(operators, config.schedule)
+    if config.boundary_rate < 1:
+        return BoundarySampling(operators, config.boundary_rate, config.seed)
+    return None
 
 
 class Trainer:
@@ -94,13 +116,13 @@ class Trainer:
                                     adaptive=AdaptiveSettings(config.adaptive_weight, config.adaptive_group_size,
                                                               config.adaptive_period))
         operators = RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings)
-        delayed = None if schedule_delay(config.schedule) == 0 else DelayedAggregation(operators, config.schedule)
-        self.ops = GraphOps(operators, delayed)
+        self.ops = GraphOps(operators, training_exchange(config, operators), config.precomputes_input)
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
                          label_propagation=config.label_rate > 0, input_norm=config.input_norm,
-                         dense_dtype=config.dense_dtype, aggregate_first=config.aggregate_first,
+                         dense_dtype=config.dense_dtype, aggregate_first=config.layers_aggregate_first,
+                         first_aggregates_first=config.precomputes_input,
                          heads=config.heads, attention_dropout=config.attention_dropout)
         if config.init_weights is not None:
             agree(comm, lambda: self.load_weights(config.init_weights))

@@ -4,6 +4,7 @@ tests/train/test_models.py)."""
 from supergcn.cli import build_parser
 from supergcn.cli.train import config_of
 from supergcn.models import card
+from supergcn.naming import Variant
 from supergcn.train.config import default, job_settings, with_model_defaults
 
 GIN = card("gin")
@@ -27,8 +28,8 @@ def test_the_command_line_and_a_study_use_it():
     assert config_of(parse(["train", *PATHS, "--model", "gin", "--lr", "0.01"])).lr == 0.01
     assert config_of(parse(["train", *PATHS])).lr == 0.01
     training = {"model": "gin", "lr": 0.01, "epochs": 5}
-    assert job_settings(training, 32, "sync", False)["lr"] == 0.001
-    assert job_settings(training, 32, "sync", False, given={"lr"})["lr"] == 0.01
+    assert job_settings(training, Variant("hybrid", 32, False))["lr"] == 0.001
+    assert job_settings(training, Variant("hybrid", 32, False), given={"lr"})["lr"] == 0.01
 
 
 def test_the_learning_rates_help_names_it():

@@ -85,10 +85,12 @@ def test_failing_rank_aborts_the_job_with_its_message(workspace, tmp_path):
     assert not out.exists()
 
 
-# DistGNN's cd-3 has rows in flight at the epoch-4 checkpoint, and adaptive bits were
-# re-assigned after epochs 1 and 4: both are part of the state.
+# DistGNN's cd-3 and PipeGCN have rows in flight at the epoch-4 checkpoint (PipeGCN-GF also
+# its moving averages), BNS-GCN's draws follow its passes, and adaptive bits were
+# re-assigned after epochs 1 and 4: all are part of the state.
 @pytest.mark.parametrize("strategy, variant", [
-    ("hybrid", []), ("pre", ["--schedule", "cd-3"]),
+    ("hybrid", []), ("pre", ["--schedule", "cd-3"]), ("post", ["--schedule", "pipe-fg"]),
+    ("post", ["--boundary-rate", 0.3]),
     ("hybrid", ["--bits", "adaptive", "--adaptive-period", 3, "--rounding", "stochastic"])])
 def test_resume_reaches_the_same_weights_as_an_uninterrupted_run(workspace, tmp_path, strategy, variant):
     root, _ = workspace

@@ -250,7 +250,7 @@ def settings_of_variant(training, variant, dataset=None):
     the model's own defaults in place of those the config files leave out."""
     training = {**training, "model": variant.model}
     given = TRAINING_GIVEN | set(config.get("training_by_dataset", {}).get(dataset, {}))
-    return job_settings(training, variant.bits, variant.schedule, variant.label_propagation, given)
+    return job_settings(training, variant, given)
 
 
 def train_settings(wildcards):

@@ -1,0 +1,94 @@
+"""Run by tests/methods/test_bnsgcn.py under ``mpiexec -n 2``: BNS-GCN's boundary sampling
+on a hand-made graph.
+
+* p = 1 draws every row: forward and backward equal the plain exchange's bit for bit, on
+  post and hybrid plans, at several widths.
+* p = 0.5 on the post plan: each rank sends its peer 3 boundary rows, so each pass draws
+  k = floor(1.5) = 1 of them, scaled by n / k = 3. Every output and input gradient is
+  checked against the hand-worked formula for the one row drawn each way, and each row is
+  drawn about a third of the time (what makes the sampled sum unbiased).
+"""
+
+import numpy as np
+import torch
+from mpi4py import MPI
+
+from supergcn.data.graph import build_graph
+from supergcn.distributed.comm import Communicator
+from supergcn.distributed.graph_ops import GraphOps
+from supergcn.distributed.rank_operators import RankOperators
+from supergcn.distributed.timing import PhaseTimer
+from supergcn.methods.bnsgcn import BoundarySampling
+from supergcn.partition.partition import Partition
+from supergcn.testing.plans import build_plans
+
+# Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5. Local edges 0-1, 1-2, 3-4; cut edges 0-3,
+# 0-4, 1-4, 2-5: each rank's boundary rows for its peer are its three sources.
+local = {0: [1], 1: [0, 2], 2: [1], 3: [4], 4: [3], 5: []}
+remote = {0: [3, 4], 1: [4], 2: [5], 3: [0], 4: [0, 1], 5: [2]}
+degree = {v: len(local[v]) + len(remote[v]) for v in local}
+src = np.array([0, 1, 3, 0, 0, 1, 2])
+dst = np.array([1, 2, 4, 3, 4, 4, 5])
+graph = build_graph("hand", src, dst, np.zeros((6, 1)), np.zeros(6), np.ones(6), np.zeros(6), np.zeros(6))
+parts = Partition(np.array([0, 0, 0, 1, 1, 1]), 2)
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+owned = [0, 1, 2] if rank == 0 else [3, 4, 5]
+peers = [3, 4, 5] if rank == 0 else [0, 1, 2]
+communicator = Communicator(comm)
+
+
+def operators_of(strategy):
+    plans, _ = build_plans(graph, parts, strategy)
+    return RankOperators(plans[rank], communicator, PhaseTimer())
+
+
+def through(ops, x, grad_out):
+    """(y, dLoss/dx) of one training pass's mean aggregation, dLoss/dy = grad_out."""
+    ops.begin_pass(True)
+    inputs = x.clone().requires_grad_(True)
+    y = ops.mean(inputs)
+    y.backward(grad_out)
+    return y.detach(), inputs.grad
+
+
+# p = 1: the plain exchange, bit for bit.
+generator = torch.Generator().manual_seed(rank)
+for strategy in ("post", "hybrid"):
+    plain = GraphOps(operators_of(strategy))
+    sampled = GraphOps(plain.operators, BoundarySampling(plain.operators, 1.0, seed=3))
+    for width in (1, 5, 17):
+        x = torch.randn(3, width, generator=generator)
+        grad_out = torch.randn(3, width, generator=generator)
+        expected, got = through(plain, x, grad_out), through(sampled, x, grad_out)
+        assert torch.equal(expected[0], got[0]) and torch.equal(expected[1], got[1]), (strategy, width)
+
+# p = 0.5: one of three rows each way, times 3.
+ops = GraphOps(operators_of("post"))
+ops.method = BoundarySampling(ops.operators, 0.5, seed=11)
+x_value = {u: 10.0 * u + 1 for u in range(6)}
+w_value = {v: 1.0 + v for v in range(6)}
+x = torch.tensor([[x_value[v]] for v in owned])
+passes, drawn_here, drawn_there = 150, [], []
+for _ in range(passes):
+    y, grad = through(ops, x, torch.tensor([[w_value[v]] for v in owned]))
+
+    def forward_if(u_star):
+        return [(sum(x_value[u] for u in local[v]) + 3 * x_value[u_star] * (u_star in remote[v])) / degree[v]
+                for v in owned]
+
+    def backward_if(u_star):
+        return [sum(w_value[v] / degree[v] for v in local[u])
+                + 3 * (u == u_star) * sum(w_value[v] / degree[v] for v in remote[u]) for u in owned]
+
+    there = [u for u in peers if np.allclose(y[:, 0].numpy(), forward_if(u), rtol=1e-5)]
+    here = [u for u in owned if np.allclose(grad[:, 0].numpy(), backward_if(u), rtol=1e-5)]
+    assert len(there) == 1 and len(here) == 1, (rank, y[:, 0].tolist(), grad[:, 0].tolist())
+    drawn_there.append(there[0])
+    drawn_here.append(here[0])
+for u in owned:  # drawn with probability 1/3: 50 of 150 passes, +-3 standard deviations (17.3)
+    assert abs(drawn_here.count(u) - passes / 3) < 18, (rank, u, drawn_here.count(u))
+# What the peer drew, seen from here, is what the peer says it drew.
+assert comm.sendrecv(drawn_here, dest=1 - rank, source=1 - rank) == drawn_there
+print(f"rank {rank} ok", flush=True)
