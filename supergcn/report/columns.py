@@ -259,6 +259,20 @@ PERF = {
         Column("plan_s", "s", "The hybrid plan's own work (the model's plan: GAT's cover is weighted)."),
         Column("plan_peak_mib", "MiB", "Peak resident memory of the plan's process."),
     ),
+    "perf_methods": (
+        DATASET, P, MACHINE,
+        Column("method", "", "hybrid-int2 / post-fp32: SuperGCN's GraphSAGE epoch as perf_predictions has it; "
+               "vanilla: the synchronous post exchange BNS-GCN and PipeGCN start from (aggregate first, layer 0 "
+               "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN."),
+        Column("epoch_exchange_seconds", "s", "A training epoch's Alltoallv calls, each at its bottleneck rank "
+               "(BNS-GCN's id exchange included)."),
+        Column("epoch_aggregation_seconds", "s", "The aggregation of the rank whose compute is slowest."),
+        Column("epoch_dense_seconds", "s", "That rank's dense layers: nodes x flops per node over the profile's "
+               "GEMM throughput plus a call cost per GEMM; empty where the profile has no GEMM throughput."),
+        Column("epoch_seconds", "s", "Compute (aggregation + dense) + exchange; pipegcn: the larger of the two."),
+        Column("epoch_bytes", "B", "Bytes all ranks send in a training epoch."),
+        Column("epoch_calls", "calls", "Alltoallv calls per epoch (a quantized exchange makes two)."),
+    ),
     "perf_validation": (
         P, STRATEGY, BITS,
         Column("oversubscribed", "", "Whether the ranks outnumbered the cores: the model does not hold there."),
