@@ -196,7 +196,7 @@ class RankOperators:
             told = self.communicator.ialltoallv(self._send_sources, self.send_counts, self.recv_counts)
         return told.wait()[:, 0].astype(np.float64)
 
-    def _local_overlapped(self, exchange: Exchange, x: torch.Tensor, **product) -> tuple[torch.Tensor, torch.Tensor]:
+    def local_beside(self, exchange: Exchange, x: torch.Tensor, **product) -> tuple[torch.Tensor, torch.Tensor]:
         """(the local product of ``x``, the exchange's rows): the product runs while the
         exchange is in flight and polls it between pieces (see :mod:`supergcn.distributed.comm`);
         without overlap the exchange completes first."""
@@ -222,7 +222,7 @@ class RankOperators:
         with self.timer.phase("aggregation"):
             send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
         exchange = self.start_exchange(send, layer=layer, row_scale=row_scale)
-        out, received = self._local_overlapped(exchange, x)
+        out, received = self.local_beside(exchange, x)
         with self.timer.phase("aggregation"):
             return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
 
@@ -234,6 +234,6 @@ class RankOperators:
                 grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
             grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
         exchange = self.start_exchange(grad_received, reverse=True, layer=layer)
-        grad_x, grad_send = self._local_overlapped(exchange, grad, transpose=True)
+        grad_x, grad_send = self.local_beside(exchange, grad, transpose=True)
         with self.timer.phase("aggregation"):
             return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)

@@ -41,6 +41,7 @@ import torch
 
 from supergcn.data.ranges import block_starts
 from supergcn.distributed.operators import SparseOperator
+from supergcn.distributed.rank_operators import Exchange
 
 #: The third number of a BNS-GCN draw's random stream, after the run's seed and the rank
 #: (and before the pass), so that it shares no stream with the others a run draws.
@@ -135,6 +136,17 @@ class BoundarySampling:
             self.send = SparseOperator(self._send_matrix[sent], kernel)
             self.remote = SparseOperator(sp.csr_matrix(self._remote_matrix[:, received]), kernel)
 
+    def _start(self, rows: torch.Tensor, reverse: bool) -> Exchange:
+        """Start sending the drawn ``rows`` (their gradients, ``reverse``)."""
+        counts = (self.recv_sampled, self.send_sampled) if reverse else (self.send_sampled, self.recv_sampled)
+        with self.operators.timer.phase("communication"):
+            pending = self.operators.communicator.ialltoallv(rows.numpy(), *counts)
+
+        def finish() -> torch.Tensor:
+            with self.operators.timer.phase("communication"):
+                return torch.from_numpy(pending.wait())
+        return Exchange([pending], finish)
+
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
         """Y of the pass's ``layer``-th aggregation (module docstring)."""
         operators, timer = self.operators, self.operators.timer
@@ -145,12 +157,7 @@ class BoundarySampling:
             rows = self.send.matmul(x)
             if self._scales:
                 rows.mul_(self._scale)
-        with timer.phase("communication"):
-            pending = operators.communicator.ialltoallv(rows.numpy(), self.send_sampled, self.recv_sampled)
-        with timer.phase("aggregation"):
-            out = operators.local.matmul(x, pieces=operators.pieces_beside(x.shape[1]), between=pending.test)
-        with timer.phase("communication"):
-            received = torch.from_numpy(pending.wait())
+        out, received = operators.local_beside(self._start(rows, reverse=False), x)
         with timer.phase("aggregation"):
             return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
 
@@ -162,13 +169,7 @@ class BoundarySampling:
             if not self.exchanges:
                 return operators.local.matmul(grad, transpose=True)
             grad_received = self.remote.t_matmul(grad)
-        with timer.phase("communication"):
-            pending = operators.communicator.ialltoallv(grad_received.numpy(), self.recv_sampled, self.send_sampled)
-        with timer.phase("aggregation"):
-            grad_x = operators.local.matmul(grad, transpose=True, pieces=operators.pieces_beside(grad.shape[1]),
-                                            between=pending.test)
-        with timer.phase("communication"):
-            grad_sent = torch.from_numpy(pending.wait())
+        grad_x, grad_sent = operators.local_beside(self._start(grad_received, reverse=True), grad, transpose=True)
         with timer.phase("aggregation"):
             if self._scales:
                 grad_sent = grad_sent * self._scale
