@@ -95,3 +95,25 @@ def write_steps(root: Path, dataset: str, parts: int, strategies: tuple[str, ...
     for strategy in strategies:
         run_plan(graph, meta["hash"], partition, manifest["partition_hash"], strategy, root / strategy)
     return root
+
+
+#: A graph worked by hand for the two-rank jobs of the compared methods' tests: rank 0 owns
+#: nodes 0, 1, 2 and rank 1 nodes 3, 4, 5; local edges 0-1, 1-2, 3-4 and cut edges 0-3,
+#: 0-4, 1-4, 2-5. Each node's local and remote neighbours:
+HAND_LOCAL = {0: [1], 1: [0, 2], 2: [1], 3: [4], 4: [3], 5: []}
+HAND_REMOTE = {0: [3, 4], 1: [4], 2: [5], 3: [0], 4: [0, 1], 5: [2]}
+
+
+def hand_graph() -> tuple[Graph, Partition]:
+    """The graph of :data:`HAND_LOCAL` and :data:`HAND_REMOTE` (ids kept by the
+    renumbering) and its partition in two.
+
+    Returns:
+        (graph, partition).
+    """
+    from supergcn.data.graph import build_graph
+
+    src = np.array([0, 1, 3, 0, 0, 1, 2])
+    dst = np.array([1, 2, 4, 3, 4, 4, 5])
+    graph = build_graph("hand", src, dst, np.zeros((6, 1)), np.zeros(6), np.ones(6), np.zeros(6), np.zeros(6))
+    return graph, Partition(np.array([0, 0, 0, 1, 1, 1]), 2)

@@ -13,24 +13,17 @@ import numpy as np
 import torch
 from mpi4py import MPI
 
-from supergcn.data.graph import build_graph
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.methods.bnsgcn import BoundarySampling
-from supergcn.partition.partition import Partition
-from supergcn.testing.plans import build_plans
+from supergcn.testing.plans import HAND_LOCAL, HAND_REMOTE, build_plans, hand_graph
 
-# Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5. Local edges 0-1, 1-2, 3-4; cut edges 0-3,
-# 0-4, 1-4, 2-5: each rank's boundary rows for its peer are its three sources.
-local = {0: [1], 1: [0, 2], 2: [1], 3: [4], 4: [3], 5: []}
-remote = {0: [3, 4], 1: [4], 2: [5], 3: [0], 4: [0, 1], 5: [2]}
+# Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5 (supergcn.testing.plans.hand_graph).
+local, remote = HAND_LOCAL, HAND_REMOTE
 degree = {v: len(local[v]) + len(remote[v]) for v in local}
-src = np.array([0, 1, 3, 0, 0, 1, 2])
-dst = np.array([1, 2, 4, 3, 4, 4, 5])
-graph = build_graph("hand", src, dst, np.zeros((6, 1)), np.zeros(6), np.ones(6), np.zeros(6), np.zeros(6))
-parts = Partition(np.array([0, 0, 0, 1, 1, 1]), 2)
+graph, parts = hand_graph()
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()

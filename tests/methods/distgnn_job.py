@@ -2,31 +2,23 @@
 hand-made graph, every aggregation and its gradient checked against values worked out by
 hand."""
 
-import numpy as np
 import torch
 from mpi4py import MPI
 
-from supergcn.data.graph import build_graph
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.methods.distgnn import DelayedAggregation, DelayedMean
-from supergcn.partition.partition import Partition
-from supergcn.testing.plans import build_plans
+from supergcn.testing.plans import HAND_LOCAL, HAND_REMOTE, build_plans, hand_graph
 
-# Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5 (ids are kept by the renumbering).
-# Local edges 0-1, 1-2, 3-4; cut edges 0-3, 0-4, 1-4, 2-5.
-local = {0: [1], 1: [0, 2], 2: [1], 3: [4], 4: [3], 5: []}
-remote = {0: [3, 4], 1: [4], 2: [5], 3: [0], 4: [0, 1], 5: [2]}
+# Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5 (supergcn.testing.plans.hand_graph).
+local, remote = HAND_LOCAL, HAND_REMOTE
 # Partial rows go out in destination order, cut into 2 contiguous buckets per peer block
 # of 3 rows: bucket 0 = the first row (destinations 0 and 3), bucket 1 = the other two.
 bucket_of = {0: 0, 3: 0, 1: 1, 2: 1, 4: 1, 5: 1}
 DELAY = 2
 
-src = np.array([0, 1, 3, 0, 0, 1, 2])
-dst = np.array([1, 2, 4, 3, 4, 4, 5])
-graph = build_graph("hand", src, dst, np.zeros((6, 1)), np.zeros(6), np.ones(6), np.zeros(6), np.zeros(6))
-plans, _ = build_plans(graph, Partition(np.array([0, 0, 0, 1, 1, 1]), 2), "pre")
+plans, _ = build_plans(*hand_graph(), "pre")
 
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
