@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import re
 import shutil
@@ -77,11 +78,103 @@ def assert_prepare_refused(dataset: str, raw_root: Path, out: Path, message: str
     assert not out.exists()
 
 
+def snakemake_environment(env_extra=None) -> dict[str, str]:
+    """This environment with the venv's bin/ first on PATH, one thread per process, and
+    ``env_extra``."""
+    return {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1", **(env_extra or {})}
+
+
 def snakemake(*args, cwd=REPO, env_extra=None, timeout=600) -> subprocess.CompletedProcess:
-    """The venv's Snakemake, with the venv's bin/ first on PATH and one thread per process."""
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    """The venv's Snakemake in :func:`snakemake_environment`."""
     return subprocess.run([SNAKEMAKE, *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=timeout)
+                          env=snakemake_environment(env_extra), timeout=timeout)
+
+
+#: The program of :func:`snakemake_each`'s server. It imports Snakemake and parses every
+#: package module for the source hashes (:func:`supergcn.sources.code_of`, cached by path,
+#: modification time and size, so an edited file is parsed again) once: most of the CPU
+#: time of a dry run. Then it forks a child per command, which runs the ``snakemake``
+#: launcher as a process of its own would, with the command's arguments, working folder,
+#: environment and time limit (SIGALRM), its output into two files; it prints the exit
+#: statuses, a negative one for the signal that ended a child.
+SNAKEMAKE_SERVER = r"""
+import json, os, runpy, signal, sys, traceback
+import snakemake.cli
+from supergcn import sources
+
+for path in sources.PACKAGE_DIR.rglob("*.py"):
+    parts = path.relative_to(sources.PACKAGE_DIR).with_suffix("").parts
+    sources.imported_modules(path, ".".join((sources.PACKAGE, *parts)).removesuffix(".__init__"))
+    sources.code_of(path)
+
+
+def run(job):
+    for fd, name in ((1, job["stdout"]), (2, job["stderr"])):
+        os.dup2(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    os.chdir(job["cwd"])
+    os.environ.clear()
+    os.environ.update(job["env"])
+    sys.argv = list(job["argv"])
+    signal.alarm(job["timeout"])
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        return 0
+    except SystemExit as exit:  # as the interpreter ends: a message is printed, status 1
+        if exit.code is None or isinstance(exit.code, int):
+            return exit.code or 0
+        print(exit.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
+
+
+jobs, workers = json.load(sys.stdin), int(sys.argv[1])
+running, statuses = {}, [None] * len(jobs)
+for index, job in enumerate(jobs + [None] * workers):
+    while running and (len(running) >= workers or job is None):
+        pid, status = os.wait()
+        statuses[running.pop(pid)] = os.waitstatus_to_exitcode(status)
+    if job is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                status = run(job)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        running[pid] = index
+print(json.dumps(statuses))
+"""
+
+
+def snakemake_each(commands: list[tuple[list, dict[str, str], Path]], root: Path, timeout: int = 300,
+                   workers: int = 4) -> list[subprocess.CompletedProcess]:
+    """Each ``(arguments, environment, folder)`` run as ``snakemake ARGUMENTS`` in that folder
+    with that environment alone, ``workers`` at a time, as by :func:`subprocess.run`, but
+    forked from one process that has imported Snakemake and parsed the package's sources
+    (:data:`SNAKEMAKE_SERVER`) rather than started afresh. Snakemake locks its working
+    folder: commands that run at once need folders of their own. Their output goes to files
+    under ``root``. A command still running after ``timeout`` seconds is killed (status -14)."""
+    # The children run the package the server imported: one found elsewhere would not be.
+    assert all(env.get("PYTHONPATH") == os.environ.get("PYTHONPATH") for _, env, _ in commands), \
+        "snakemake_each runs the package this interpreter imports: run a command with PYTHONPATH of its own alone"
+    root.mkdir(parents=True, exist_ok=True)
+    jobs = [{"argv": [SNAKEMAKE, *map(str, arguments)], "env": env, "cwd": str(cwd), "timeout": timeout,
+             "stdout": str(root / f"{index}.out"), "stderr": str(root / f"{index}.err")}
+            for index, (arguments, env, cwd) in enumerate(commands)]
+    server_env = {key: value for key, value in os.environ.items() if not key.startswith("SNAKEMAKE")}
+    server = subprocess.run([sys.executable, "-c", SNAKEMAKE_SERVER, str(workers)], input=json.dumps(jobs),
+                            capture_output=True, text=True, env={**server_env, "PATH": f"{BIN}:{os.environ['PATH']}"},
+                            timeout=timeout * len(jobs) + 120)
+    assert server.returncode == 0, server.stderr[-4000:]
+    statuses = json.loads(server.stdout.splitlines()[-1])
+    return [subprocess.CompletedProcess(job["argv"], status, Path(job["stdout"]).read_text(),
+                                        Path(job["stderr"]).read_text()) for job, status in zip(jobs, statuses)]
 
 
 def copy_workflow(destination: Path) -> Path:

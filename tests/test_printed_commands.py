@@ -41,7 +41,7 @@ import pytest
 
 from supergcn.cli import build_parser
 
-from conftest import BIN, REPO
+from conftest import BIN, REPO, snakemake_each
 
 #: Placeholders printed where any value would do: the text printed -> what runs instead.
 SUBSTITUTIONS = {
@@ -282,22 +282,11 @@ def dry_run_argv(argv: tuple[str, ...], written: dict[str, Path]) -> list[str]:
     return ["snakemake", *tokens, "--dry-run", "--quiet"]
 
 
-def dry_run(argv: tuple[str, ...], files: tuple[tuple[str, str], ...], root: Path) -> tuple[list[str], str | None]:
-    """Run one printed snakemake command as a dry run in ``root`` (its own home and files);
-    return the command run and None, or the failure's output."""
-    root.mkdir(parents=True)
-    written = {}
-    for name, content in files:
-        written[name] = root / name
-        written[name].write_text(content)
-    try:
-        command = dry_run_argv(argv, written)
-    except AssertionError as exc:
-        return list(argv), str(exc)
-    env = environment(root / "home")
-    command[0] = shutil.which("snakemake", path=env["PATH"])
-    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    return command, None if result.returncode == 0 else (result.stdout + result.stderr)[-4000:]
+def read_files(argv: tuple[str, ...], files: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The files of ``files`` (name, content) that the command names. Snakemake reads no
+    other: it runs in the repository with a home of its own, so a command printed twice
+    with the same such files is one dry run."""
+    return tuple((name, content) for name, content in files if name in argv)
 
 
 SNAKEMAKE = unique("snakemake")
@@ -305,12 +294,34 @@ SNAKEMAKE = unique("snakemake")
 
 @pytest.fixture(scope="module")
 def dry_runs(tmp_path_factory):
-    """Every printed snakemake command run as a dry run, a few at a time (each is mostly
-    Snakemake's own start-up)."""
+    """Every printed snakemake command run as a dry run, once for each (command, files it
+    names) (:func:`read_files`), forked from one process that has started Snakemake
+    (:func:`conftest.snakemake_each`): each run is mostly Snakemake's start-up. Returns
+    each key's command as run and None, or the failure's output."""
     root = tmp_path_factory.mktemp("printed")
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        runs = {key: pool.submit(dry_run, *key, root / f"run{index}") for index, key in enumerate(SNAKEMAKE)}
-        return {key: future.result() for key, future in runs.items()}
+    distinct = list(dict.fromkeys((argv, read_files(argv, files)) for argv, files in SNAKEMAKE))
+    commands, refused = {}, {}
+    for index, (argv, files) in enumerate(distinct):
+        home = root / f"run{index}"
+        home.mkdir()
+        written = {name: home / name for name, _ in files}
+        for name, content in files:
+            written[name].write_text(content)
+        try:
+            commands[argv, files] = (dry_run_argv(argv, written)[1:], environment(home / "home"), REPO)
+        except AssertionError as exc:
+            refused[argv, files] = str(exc)
+    results = dict(zip(commands, snakemake_each(list(commands.values()), root / "output")))
+    runs = {}
+    for argv, files in SNAKEMAKE:
+        key = (argv, read_files(argv, files))
+        if key in refused:
+            runs[argv, files] = (list(argv), refused[key])
+        else:
+            result = results[key]
+            runs[argv, files] = (result.args, None if result.returncode == 0 else
+                                 f"exit status {result.returncode}\n" + (result.stdout + result.stderr)[-4000:])
+    return runs
 
 
 @pytest.mark.parametrize("key", list(SNAKEMAKE), ids=[places[0].where for places in SNAKEMAKE.values()])

@@ -57,6 +57,30 @@ def host_targets() -> tuple[str, ...]:
     return TARGETS.get(machine, ("generic",))
 
 
+def host_twin(targets) -> str | None:
+    """The target of ``targets`` that compiling for ``host`` would duplicate: the one LLVM
+    names this machine's CPU (what Numba compiles for by default), else None.
+
+    Numba compiles ``host`` for that CPU's name with the features the host reports, the
+    named target for the same name with the features LLVM gives that CPU: the same
+    scheduling model and tuning. The features differ only where the host lacks one LLVM
+    gives the CPU (masked by a hypervisor or the OS: the named target's code using it dies
+    of SIGILL here) or reports one LLVM does not list for it (system instructions, which no
+    kernel emits). So where the named target's code runs here, ``host`` would compile the
+    same kernels a second time.
+
+    Args:
+        targets: LLVM CPU names.
+
+    Returns:
+        The name of this CPU if it is among ``targets``, else None.
+    """
+    import llvmlite.binding as llvm
+
+    name = llvm.get_host_cpu_name()
+    return name if name in targets else None
+
+
 class TargetNotExecutable(Exception):
     """The host's CPU lacks an instruction that code compiled for the target uses."""
 

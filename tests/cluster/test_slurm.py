@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import BIN, REPO, copy_workflow, snakemake
+from conftest import BIN, REPO, copy_workflow, snakemake, snakemake_each, snakemake_environment
 
 SCRIPT = REPO / "tests" / "cluster" / "slurm" / "throwaway-slurm"
 #: The script's status for "Slurm cannot be started here".
@@ -148,35 +148,52 @@ def no_accounting(cluster, tmp_path) -> dict:
     return {**cluster, "SLURM_CONF": str(copy)}
 
 
-@pytest.mark.parametrize("case", ["placeholders", "threads", "memory", "no-accounting"])
-def test_the_pre_flight_check_refuses_with_one_line_per_problem_and_submits_nothing(study, cluster, tmp_path,
-                                                                                      case):
+#: Each refusal of the pre-flight check: the one line (or two) naming the setting to change.
+REFUSALS = {
+    "placeholders": ["slurm_account 'your_account' is not an account of user",
+                     "slurm_partition 'your_partition' does not exist (partitions: debug)"],
+    "threads": ["needs 1 node(s) of 32 CPUs (4 ranks × 8 threads)",
+                "lower execution.threads_per_rank or execution.ranks_per_node"],
+    "memory": ["lower execution.mem_mb_per_rank or execution.ranks_per_node"],
+    "no-accounting": ["`sacct` says: Slurm accounting storage is disabled",
+                      "add `slurm-status-command: squeue` to the slurm profile"],
+}
+
+
+@pytest.fixture(scope="module")
+def refused(cluster, tmp_path_factory):
+    """The workflow run with each case of :data:`REFUSALS`, all at once, each in a copy of
+    its own (none may submit a job), forked from one started Snakemake
+    (:func:`conftest.snakemake_each`): (case: its run and folder, the jobs sacct knew
+    before, and after)."""
+    root = tmp_path_factory.mktemp("refused")
+    commands, folders = [], {}
+    for case in REFUSALS:
+        folders[case] = copy_workflow(root / case)
+        execution = {"threads": {"threads_per_rank": 8}, "memory": {"mem_mb_per_rank": 10**6}}.get(case, {})
+        extra = ["--default-resources", "slurm_account=your_account", "slurm_partition=your_partition"] \
+            if case == "placeholders" else []
+        env = no_accounting(cluster, root) if case == "no-accounting" else cluster
+        commands.append(([*profile(write_study(folders[case], case, **execution)), *extra],
+                         snakemake_environment(env), folders[case]))
+    before = len(jobs_known(cluster))
+    runs = snakemake_each(commands, root / "output", timeout=120)
+    return {case: (run, folders[case]) for case, run in zip(REFUSALS, runs)}, before, len(jobs_known(cluster))
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_the_pre_flight_check_refuses_with_one_line_per_problem_and_submits_nothing(refused, case):
     """(5) placeholder account and partition, (3) a job no node holds, (1) sacct without
     accounting: each one line naming the setting, before any submission."""
-    workdir, _ = study
-    execution = {"threads": {"threads_per_rank": 8}, "memory": {"mem_mb_per_rank": 10**6}}.get(case, {})
-    study_file = write_study(workdir, case, **execution)
-    extra = ["--default-resources", "slurm_account=your_account", "slurm_partition=your_partition"] \
-        if case == "placeholders" else []
-    env = no_accounting(cluster, tmp_path) if case == "no-accounting" else cluster
-    before = len(jobs_known(cluster))
-    result = snakemake(*profile(study_file), *extra, cwd=workdir, env_extra=env, timeout=120)
+    runs, before, after = refused
+    result, workdir = runs[case]
     errors = [line for line in (result.stdout + result.stderr).splitlines() if "error:" in line]
-    expected = {
-        "placeholders": ["slurm_account 'your_account' is not an account of user",
-                         "slurm_partition 'your_partition' does not exist (partitions: debug)"],
-        "threads": ["needs 1 node(s) of 32 CPUs (4 ranks × 8 threads)",
-                    "lower execution.threads_per_rank or execution.ranks_per_node"],
-        "memory": ["lower execution.mem_mb_per_rank or execution.ranks_per_node"],
-        "no-accounting": ["`sacct` says: Slurm accounting storage is disabled",
-                          "add `slurm-status-command: squeue` to the slurm profile"],
-    }[case]
     assert result.returncode != 0
     assert all(line.startswith("supergcn slurm: error: ") and " — " in line for line in errors), errors
     assert len(errors) == (2 if case == "placeholders" else 1), errors
-    for fragment in expected:
+    for fragment in REFUSALS[case]:
         assert any(fragment in line for line in errors), (fragment, errors)
-    assert len(jobs_known(cluster)) == before
+    assert after == before
     assert not (workdir / f"results/{case}").exists()
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import BIN, REPO, copy_workflow, snakemake
+from conftest import BIN, REPO, copy_workflow, snakemake, snakemake_each, snakemake_environment
 
 PAGE = (REPO / "docs" / "own-graph.md").read_text()
 
@@ -102,6 +102,7 @@ def test_a_changed_file_prepares_the_graph_again(study, by_hand):
 
 
 def write_overlay(tmp_path, **values):
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "overlay.yaml"
     path.write_text(yaml.safe_dump(values))
     return path
@@ -110,7 +111,8 @@ def write_overlay(tmp_path, **values):
 FILES = {"edges": "e.npy", "features": "f.npy", "labels": "l.npy"}
 
 
-@pytest.mark.parametrize("overlay, message", [
+#: Overlays naming a dataset wrongly, each with the message of the one error line it ends in.
+MISNAMED = [
     ({"own_datasets": {"my-graph": FILES}, "datasets": ["mygraph"]},
      'datasets.0: "mygraph" is neither a dataset `supergcn prepare` knows nor one own_datasets declares (my-graph)'),
     ({"datasets": ["mygraph"]}, '"mygraph" is neither a dataset `supergcn prepare` knows nor one own_datasets '
@@ -121,9 +123,24 @@ FILES = {"edges": "e.npy", "features": "f.npy", "labels": "l.npy"}
      "own_datasets.g: 'labels' is a required property"),
     ({"own_datasets": {"g": FILES}, "datasets": ["synthetic-tiny"], "training_by_dataset": {"h": {"epochs": 2}}},
      'training_by_dataset: "h" is neither a dataset'),
-])
-def test_a_study_names_only_datasets_it_knows(tmp_path, overlay, message):
-    result = snakemake("-n", "--configfiles", "config/config.yaml", write_overlay(tmp_path, **overlay))
+]
+
+
+@pytest.fixture(scope="module")
+def misnamed_dry_runs(tmp_path_factory):
+    """The dry run of each overlay of :data:`MISNAMED` in the repository, forked from one
+    started Snakemake (:func:`conftest.snakemake_each`)."""
+    root = tmp_path_factory.mktemp("misnamed")
+    commands = []
+    for index, (overlay, _) in enumerate(MISNAMED):
+        path = write_overlay(root / f"overlay{index}", **overlay)
+        commands.append((["-n", "--configfiles", "config/config.yaml", path], snakemake_environment(), REPO))
+    return snakemake_each(commands, root / "output")
+
+
+@pytest.mark.parametrize("overlay, message", MISNAMED)
+def test_a_study_names_only_datasets_it_knows(overlay, message, misnamed_dry_runs):
+    result = misnamed_dry_runs[MISNAMED.index((overlay, message))]
     assert result.returncode != 0 and "Job stats" not in result.stdout
     errors = [line for line in (result.stderr + result.stdout).splitlines() if "error:" in line]
     assert len(errors) == 1 and errors[0].startswith("supergcn config: error: ") and message in errors[0], errors
