@@ -157,20 +157,25 @@ def snakemake_each(commands: list[tuple[list, dict[str, str], Path]], root: Path
     """Each ``(arguments, environment, folder)`` run as ``snakemake ARGUMENTS`` in that folder
     with that environment alone, ``workers`` at a time, as by :func:`subprocess.run`, but
     forked from one process that has imported Snakemake and parsed the package's sources
-    (:data:`SNAKEMAKE_SERVER`) rather than started afresh. Snakemake locks its working
-    folder: commands that run at once need folders of their own. Their output goes to files
-    under ``root``. A command still running after ``timeout`` seconds is killed (status -14)."""
-    # The children run the package the server imported: one found elsewhere would not be.
-    assert all(env.get("PYTHONPATH") == os.environ.get("PYTHONPATH") for _, env, _ in commands), \
-        "snakemake_each runs the package this interpreter imports: run a command with PYTHONPATH of its own alone"
+    (:data:`SNAKEMAKE_SERVER`) rather than started afresh. The commands share one
+    ``PYTHONPATH`` (the package the server imports is theirs), and Snakemake locks its
+    working folder: commands that run at once need folders of their own. Their output goes
+    to files under ``root``. A command still running after ``timeout`` seconds is killed
+    (status -14)."""
+    # The children run the package the server imported, found through the commands' PYTHONPATH.
+    python_paths = {env.get("PYTHONPATH") for _, env, _ in commands}
+    assert len(python_paths) <= 1, f"the commands of one call share one PYTHONPATH, not {python_paths}"
     root.mkdir(parents=True, exist_ok=True)
     jobs = [{"argv": [SNAKEMAKE, *map(str, arguments)], "env": env, "cwd": str(cwd), "timeout": timeout,
              "stdout": str(root / f"{index}.out"), "stderr": str(root / f"{index}.err")}
             for index, (arguments, env, cwd) in enumerate(commands)]
-    server_env = {key: value for key, value in os.environ.items() if not key.startswith("SNAKEMAKE")}
+    server_env = {key: value for key, value in os.environ.items()
+                  if not key.startswith("SNAKEMAKE") and key != "PYTHONPATH"}
+    server_env["PATH"] = f"{BIN}:{os.environ['PATH']}"
+    if next(iter(python_paths), None):
+        server_env["PYTHONPATH"] = next(iter(python_paths))
     server = subprocess.run([sys.executable, "-c", SNAKEMAKE_SERVER, str(workers)], input=json.dumps(jobs),
-                            capture_output=True, text=True, env={**server_env, "PATH": f"{BIN}:{os.environ['PATH']}"},
-                            timeout=timeout * len(jobs) + 120)
+                            capture_output=True, text=True, env=server_env, timeout=timeout * len(jobs) + 120)
     assert server.returncode == 0, server.stderr[-4000:]
     statuses = json.loads(server.stdout.splitlines()[-1])
     return [subprocess.CompletedProcess(job["argv"], status, Path(job["stdout"]).read_text(),
