@@ -7,7 +7,10 @@ records so far and the best epoch, and the *trajectory fingerprint* (:meth:`Trai
 resuming continues the run to bit-identical weights, and a checkpoint of any other
 configuration is ignored; a damaged or foreign file is an error (nothing in it is
 unpickled but tensors, numpy arrays and plain values). Rank 0 alone reads and writes the
-file.
+file; each rank writes its own state beside it (``<file>.epoch<E>.rank<R>``), since rows in
+flight (DistGNN's, PipeGCN's) are an exchange's worth per rank, and gathering every
+rank's on rank 0 held them all in one process (a P = 4 PipeGCN run of synthetic-arxiv was
+killed for memory there).
 """
 
 from __future__ import annotations
@@ -84,30 +87,53 @@ class Checkpointer:
     def due(self, epoch: int) -> bool:
         return self.path is not None and self.every > 0 and epoch % self.every == 0
 
+    def rank_path(self, epoch: int, rank: int) -> Path:
+        """The file of ``rank``'s own state in the checkpoint after ``epoch``."""
+        return self.path.with_name(f"{self.path.name}.epoch{epoch}.rank{rank}")
+
     def save(self, epoch: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, rank_state: object,
              records: list[dict], best: dict) -> None:
-        """Write the checkpoint after ``epoch`` (collective: every rank calls it)."""
-        rank_states = self.comm.gather(rank_state, root=0)
+        """Write the checkpoint after ``epoch`` (collective: every rank calls it): every rank's
+        own state first, then rank 0's file, which names the epoch whose states it goes with;
+        then the states of the checkpoint before it are deleted."""
+        agree(self.comm, lambda: save_torch({"epoch": epoch, "fingerprint": self.fingerprint, "rank_state": rank_state},
+                                            self.rank_path(epoch, self.rank)))
 
         def write():
             if self.rank == 0:
                 save_torch({"epoch": epoch, "fingerprint": self.fingerprint, "num_ranks": self.size,
                             "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                            "rank_states": rank_states, "records": records, "best": best}, self.path)
+                            "rank_states": None, "records": records, "best": best}, self.path)
         # Nobody moves on before the checkpoint is on disk, and every rank stops with rank
         # 0's error if it cannot be written (a full disk).
         agree(self.comm, write)
+        for older in self.path.parent.glob(f"{self.path.name}.epoch*.rank{self.rank}"):
+            if older != self.rank_path(epoch, self.rank):
+                older.unlink(missing_ok=True)
+
+    def _rank_state(self, epoch: int) -> object:
+        """This rank's own state in the checkpoint after ``epoch``."""
+        path = self.rank_path(epoch, self.rank)
+        if not path.exists():
+            raise SuperGCNError(f"checkpoint {self.path} has no state of rank {self.rank} ({path} is missing)",
+                                "delete the checkpoint to train from scratch")
+        with torch.serialization.safe_globals(NUMPY_GLOBALS):
+            state = torch.load(path, weights_only=True)
+        if state.get("epoch") != epoch or state.get("fingerprint") != self.fingerprint:
+            raise SuperGCNError(f"{path} does not belong to checkpoint {self.path}",
+                                "delete the checkpoint to train from scratch")
+        return state["rank_state"]
 
     def restore(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, epochs: int) -> Restored | None:
         """Load a compatible checkpoint into ``model`` and ``optimizer`` (collective).
 
         Rank 0 alone reads the file and broadcasts what every rank needs (model,
         optimizer, epoch, best), so every rank takes the same decision even where the file
-        system shows the file to some ranks only; each rank's own state is scattered, and
-        the epoch records, which rank 0 alone writes, stay there (broadcasting them and
-        every rank's state sent P times the history to every rank). A checkpoint of
-        another configuration, another rank count, a model of other shapes or a run longer
-        than ``epochs`` is ignored, with a message: returns None.
+        system shows the file to some ranks only; each rank reads its own state (or, from a
+        checkpoint that holds them all, gets it scattered), and the epoch records, which
+        rank 0 alone writes, stay there. A checkpoint of another configuration, another rank
+        count, a model of other shapes or a run longer than ``epochs`` is ignored, with a
+        message: returns None.
         """
         state, problem = None, None
         if self.rank == 0 and self.path is not None and self.path.exists():
@@ -117,7 +143,8 @@ class Checkpointer:
                 problem = str(exc)
         own = ("rank_states", "records")
         shared = None if state is None else {key: value for key, value in state.items() if key not in own}
-        shared, problem = self.comm.bcast((shared, problem), root=0)
+        beside = state is not None and state["rank_states"] is None
+        shared, problem, beside = self.comm.bcast((shared, problem, beside), root=0)
         if problem is not None:
             raise CollectiveError(problem)
         if shared is None:
@@ -127,7 +154,10 @@ class Checkpointer:
             if self.rank == 0:
                 print(f"ignoring checkpoint {self.path}: {reason}; training from scratch", flush=True)
             return None
-        rank_state = self.comm.scatter(state["rank_states"] if self.rank == 0 else None, root=0)
+        if beside:
+            rank_state = agree(self.comm, lambda: self._rank_state(shared["epoch"]))
+        else:
+            rank_state = self.comm.scatter(state["rank_states"] if self.rank == 0 else None, root=0)
         records = state["records"] if self.rank == 0 else []
         if self.rank == 0:
             print(f"resuming from checkpoint {self.path} after epoch {shared['epoch']}", flush=True)
@@ -154,6 +184,8 @@ class Checkpointer:
         if self.rank != 0 or self.path is None:
             return
         self.path.unlink(missing_ok=True)
+        for rank_file in self.path.parent.glob(f"{self.path.name}.epoch*.rank*"):
+            rank_file.unlink(missing_ok=True)
         kept = {Path.cwd().resolve(), *Path.cwd().resolve().parents}
         for folder in self.path.resolve().parents:
             if folder in kept:

@@ -4,6 +4,7 @@ import pytest
 import torch
 from mpi4py import MPI
 
+from supergcn.errors import SuperGCNError
 from supergcn.train.checkpoint import Checkpointer
 
 
@@ -26,8 +27,10 @@ def test_saved_state_comes_back(tmp_path):
     path = tmp_path / "c.pt"
     model, optimizer = model_and_optimizer()
     saver = Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint")
+    saver.save(2, model, optimizer, ("rng", 11), [], {"val_acc": 0.4, "epoch": 1, "test_acc": 0.3})
     saver.save(3, model, optimizer, ("rng", 17), [{"epoch": 1}], {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4})
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt"]  # no temporary left
+    # The rank's own state beside it, the previous checkpoint's gone, no temporary left.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt", "c.pt.epoch3.rank0"]
     fresh, fresh_optimizer = model_and_optimizer(seed=1)
     restored = Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint").restore(fresh, fresh_optimizer, epochs=10)
     assert restored.epoch == 3 and restored.rank_state == ("rng", 17)
@@ -53,6 +56,19 @@ def test_a_checkpoint_of_another_run_is_ignored(tmp_path, capsys, fingerprint, w
     assert all(torch.equal(a, b) for a, b in zip(other.state_dict().values(), before))
 
 
+def test_a_rank_state_of_another_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "c.pt"
+    model, optimizer = model_and_optimizer()
+    Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint").save(3, model, optimizer, ("rng", 17), [], {})
+    rank_file = tmp_path / "c.pt.epoch3.rank0"
+    torch.save({"epoch": 3, "fingerprint": "another run", "rank_state": None}, rank_file)
+    with pytest.raises(SuperGCNError, match="does not belong to checkpoint"):
+        Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint").restore(model, optimizer, epochs=10)
+    rank_file.unlink()
+    with pytest.raises(SuperGCNError, match="has no state of rank 0"):
+        Checkpointer(path, 1, MPI.COMM_SELF, "fingerprint").restore(model, optimizer, epochs=10)
+
+
 def test_missing_checkpoint_and_discard(tmp_path):
     path = tmp_path / "c.pt"
     model, optimizer = model_and_optimizer()
@@ -60,7 +76,8 @@ def test_missing_checkpoint_and_discard(tmp_path):
     assert checkpointer.restore(model, optimizer, 10) is None
     checkpointer.save(1, model, optimizer, None, [], {})
     checkpointer.discard()
-    assert not path.exists()
+    # Its rank states go too, and with them the folder they leave empty.
+    assert not tmp_path.exists()
 
 
 def test_numpy_arrays_in_the_rank_state_come_back(tmp_path):
