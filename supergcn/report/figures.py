@@ -112,7 +112,14 @@ LEGEND_INCHES_PER_CHAR, LEGEND_HANDLE_INCHES = 0.068, 0.8
 @dataclass(frozen=True)
 class VariantStyle:
     """How one variant is drawn in every figure: its colour, and its marker, line style and
-    bar hatch, which alone tell it apart in greyscale."""
+    bar hatch, which alone tell it apart in greyscale.
+
+    Args:
+        color: the RGB colour of its lines and bars.
+        marker: its lines' marker.
+        linestyle: its lines' dash pattern.
+        hatch: its bars' hatch.
+    """
 
     color: tuple[float, float, float]
     marker: str

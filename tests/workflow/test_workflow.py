@@ -486,10 +486,14 @@ def test_int2_accuracy_study_plans_every_run():
 def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn():
     result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/paper-comparison.yaml")
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout)["train"] == 6 * 2 * 3
+    assert planned_jobs(result.stdout)["train"] == 9 * 2 * 3
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
     distgnn = [c for c in commands if "pre-fp32-nolp-cd-5/" in c]
     assert distgnn and all("/hybrid " not in c and "/pre " in c for c in distgnn)
+    # BNS-GCN and PipeGCN train on the post plan, as published.
+    for variant in ("post-fp32-nolp-bns0.1/", "post-fp32-nolp-bns0.01/", "post-fp32-nolp-pipe/"):
+        runs = [c for c in commands if variant in c]
+        assert len(runs) == 2 * 3 and all("/post " in c for c in runs)
     tables = [line for line in result.stdout.splitlines() if "supergcn.cli tables" in line]
     assert tables and "--baseline pre-fp32-nolp-cd-5" in tables[0]
 
