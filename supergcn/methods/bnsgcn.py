@@ -105,8 +105,7 @@ class BoundarySampling:
         matrices = operators.plan.matrices()
         self._send_matrix = matrices["send"].tocsr()
         self._remote_matrix = matrices["remote"].tocsc()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(self.send_sampled > 0, operators.send_counts / np.maximum(self.send_sampled, 1), 0.0)
+        scale = np.where(self.send_sampled > 0, operators.send_counts / np.maximum(self.send_sampled, 1), 0.0)
         self._scale = torch.from_numpy(np.repeat(scale, self.send_sampled).astype(np.float32))[:, None]
         self._scales = bool((scale[self.send_sampled > 0] != 1).any())
         self.send: SparseOperator | None = None
