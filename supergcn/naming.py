@@ -67,10 +67,17 @@ GNN_MODELS = _model_homes()
 DENSE_DTYPES = ("float32", "bfloat16")
 #: Sparse-product back ends: the numba gathers, or torch.sparse.mm as the reference.
 KERNELS = ("numba", "torch")
+#: How a run divides the work: by graph partition (each rank aggregates its part's rows and
+#: exchanges their boundary, SuperGCN and its baselines) or MixGCN's mixture of parallelism
+#: (``mop``: each rank aggregates a slice of the feature columns of every row over the
+#: replicated adjacency and updates its part's rows, :mod:`supergcn.methods.mixgcn`).
+PARALLELISMS = ("partition", "mop")
+MIXTURE_OF_PARALLELISM = "mop"
 #: Vertex weights a partition balances (:mod:`supergcn.partition.partition`).
 PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
-#: Partitioners (:mod:`supergcn.partition.metis`, :mod:`supergcn.partition.kaminpar`).
-PARTITION_ENGINES = ("metis", "kaminpar")
+#: Partitioners (:mod:`supergcn.partition.metis`, :mod:`supergcn.partition.kaminpar`), and MixGCN's
+#: equal row ranges of the reverse Cuthill-McKee order (:mod:`supergcn.partition.rcm`).
+PARTITION_ENGINES = ("metis", "kaminpar", "rcm")
 #: Masked label propagation on / off, as it appears in variant names.
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
 #: A variant's label: strategy-precision-lp[-schedule][-bns<rate>][-model] (:class:`Variant`; the model

@@ -103,23 +103,29 @@ class Communicator:
         return self._row_types[key]
 
     def _specs(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray, kind: str,
-               out: np.ndarray | None):
+               out: np.ndarray | None, displacements: tuple | None):
         if send.ndim != 2 or not send.flags.c_contiguous:
             raise ValueError("exchange buffers must be C-contiguous 2-D arrays")
         # Counts and displacements are in rows (one MPI datatype per row), and MPI's are int.
         if max(int(send_counts.sum()), int(recv_counts.sum())) > _MAX_COUNT:
             raise SuperGCNError("a rank would exchange more than 2^31-1 rows in one exchange", "use more ranks")
+        if displacements is None:  # each peer's rows follow the previous peer's
+            send_displs, recv_displs = (np.concatenate([[0], np.cumsum(counts)[:-1]])
+                                        for counts in (send_counts, recv_counts))
+        else:
+            send_displs, recv_displs = (np.asarray(d, dtype=np.int64) for d in displacements)
+            if max(int((send_displs + send_counts).max()), int((recv_displs + recv_counts).max())) > _MAX_COUNT:
+                raise SuperGCNError("a rank's exchange buffer would span more than 2^31-1 rows", "use more ranks")
         width = send.shape[1]
-        shape = (int(recv_counts.sum()), width)
+        shape = (int((recv_displs + recv_counts).max(initial=0)), width)
         if out is None:
             received = np.empty(shape, dtype=send.dtype)
-        elif out.shape != shape or out.dtype != send.dtype or not out.flags.c_contiguous:
+        elif (out.shape[0] < shape[0] if displacements is not None else out.shape != shape) \
+                or out.shape[1] != width or out.dtype != send.dtype or not out.flags.c_contiguous:
             raise ValueError(f"receive buffer is {out.dtype} {out.shape}, the exchange needs {send.dtype} {shape}")
         else:
             received = out
         row = self._row_type(send.dtype, width)
-        send_displs = np.concatenate([[0], np.cumsum(send_counts)[:-1]])
-        recv_displs = np.concatenate([[0], np.cumsum(recv_counts)[:-1]])
         row_bytes = width * send.dtype.itemsize
         self.bytes_sent[kind] += send_counts * row_bytes
         self.bytes_received[kind] += recv_counts * row_bytes
@@ -128,11 +134,13 @@ class Communicator:
                 [received, (as_int(recv_counts), as_int(recv_displs)), row], received)
 
     def ialltoallv(self, send: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
-                   kind: str = "data", out: np.ndarray | None = None) -> PendingExchange:
+                   kind: str = "data", out: np.ndarray | None = None,
+                   displacements: tuple[np.ndarray, np.ndarray] | None = None) -> PendingExchange:
         """Start sending ``send_counts[r]`` rows to each rank r; ``wait()`` on the result
         returns the rows received (into ``out`` when given). The pending exchange keeps
-        ``send`` alive."""
-        send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts, kind, out)
+        ``send`` alive. ``displacements`` (send, receive; in rows) place each peer's rows
+        where they are not simply one after another (the rank's own rows left in place)."""
+        send_spec, recv_spec, received = self._specs(send, send_counts, recv_counts, kind, out, displacements)
         return PendingExchange(self.comm.Ialltoallv(send_spec, recv_spec), received, send)
 
     def allreduce_sum(self, values: np.ndarray) -> np.ndarray:

@@ -18,13 +18,15 @@ import torch
 from supergcn.distributed.rank_operators import RankOperators
 from supergcn.methods.bnsgcn import BoundarySampling
 from supergcn.methods.distgnn import DelayedAggregation, DelayedMean
+from supergcn.methods.mixgcn import FeatureParallelAggregation
 from supergcn.methods.pipegcn import StaleExchange
 
 T = TypeVar("T")
 
 
-#: What replaces the exchange in training passes: a compared method's state.
-TrainingExchange = DelayedAggregation | StaleExchange | BoundarySampling
+#: What replaces the exchange: a compared method's state (MixGCN's in every pass, the others'
+#: in training passes).
+TrainingExchange = DelayedAggregation | StaleExchange | BoundarySampling | FeatureParallelAggregation
 
 
 class _DistributedAggregation(torch.autograd.Function):
@@ -32,7 +34,8 @@ class _DistributedAggregation(torch.autograd.Function):
     backward, its ``backward``."""
 
     @staticmethod
-    def forward(ctx, x, operators: RankOperators | StaleExchange | BoundarySampling, row_scale, layer: int):
+    def forward(ctx, x, operators: RankOperators | StaleExchange | BoundarySampling | FeatureParallelAggregation,
+                row_scale, layer: int):
         ctx.operators, ctx.row_scale, ctx.layer = operators, row_scale, layer
         return operators.forward(x.detach(), row_scale, layer)
 
@@ -52,7 +55,8 @@ class GraphOps:
       passes, evaluation staying exact.
 
     Under PipeGCN's schedules and BNS-GCN's sampling (``method``) training passes exchange
-    their way, evaluation exactly. With ``precompute_input`` the first aggregation of every
+    their way, evaluation exactly; under MixGCN's mixture of parallelism every pass
+    aggregates its way (exactly). With ``precompute_input`` the first aggregation of every
     pass (layer 0's, of the input features, which do not change) is computed exactly once and
     reused, so that layer 0 exchanges nothing after the first pass (BNS-GCN's and PipeGCN's
     ``--use-pp``).
@@ -110,7 +114,8 @@ class GraphOps:
         and synchronous exchanges (every evaluation pass; training without quantization or
         a compared method's exchange)."""
         operators = self.operators
-        return not operators.training or (operators.settings.bits == 32 and self.method is None)
+        mixture = isinstance(self.method, FeatureParallelAggregation)
+        return not operators.training or (operators.settings.bits == 32 and (self.method is None or mixture))
 
     def begin_epoch(self, epoch: int, last_epoch: int) -> bool:
         """Prepare training epoch ``epoch`` (1-based); True when adaptive bit widths trace it
@@ -189,7 +194,8 @@ class GraphOps:
         if layer == 0 and self.precompute_input:
             return self._precomputed(x, row_scale)
         training_method = self.operators.training and isinstance(self.method, (StaleExchange, BoundarySampling))
-        return _DistributedAggregation.apply(x, self.method if training_method else self.operators, row_scale, layer)
+        replaced = training_method or isinstance(self.method, FeatureParallelAggregation)
+        return _DistributedAggregation.apply(x, self.method if replaced else self.operators, row_scale, layer)
 
     def _precomputed(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         """Layer 0's aggregation, exact, computed at the first call and returned as is after

@@ -17,9 +17,10 @@ from supergcn.naming import KERNELS
 
 
 class SparseOperator:
-    """A fixed 0/1 sparse matrix A applying A x (optionally scaled and accumulated) and A^T x."""
+    """A fixed 0/1 sparse matrix A applying A x (optionally scaled and accumulated) and A^T x;
+    a ``symmetric`` A serves as its own transpose (half the memory)."""
 
-    def __init__(self, matrix: sp.csr_matrix, kernel: str = "numba") -> None:
+    def __init__(self, matrix: sp.csr_matrix, kernel: str = "numba", symmetric: bool = False) -> None:
         if kernel not in KERNELS:
             raise ValueError(f"unknown kernel {kernel!r}: choose one of {KERNELS}")
         matrix = sp.csr_matrix(matrix)
@@ -28,10 +29,20 @@ class SparseOperator:
         self.shape = matrix.shape
         if kernel == "numba":
             self._forward = GatherCsr(matrix.indptr, matrix.indices, matrix.shape[1])
-            self._transpose = self._forward.transpose()
+            self._transpose = self._forward if symmetric else self._forward.transpose()
         else:
             self._forward = self._to_torch(matrix)
-            self._transpose = self._to_torch(matrix.T.tocsr())
+            self._transpose = self._forward if symmetric else self._to_torch(matrix.T.tocsr())
+        self.nnz = int(matrix.nnz)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the operator's index arrays hold (A's and, where it is kept, A^T's)."""
+        def held(op) -> int:
+            if self.kernel == "numba":
+                return op.indptr.nbytes + op.indices.nbytes + op.weights.nbytes
+            return sum(t.numel() * t.element_size() for t in (op.crow_indices(), op.col_indices(), op.values()))
+        return held(self._forward) + (0 if self._transpose is self._forward else held(self._transpose))
 
     @staticmethod
     def _to_torch(matrix: sp.csr_matrix) -> torch.Tensor:

@@ -28,6 +28,8 @@ from supergcn.naming import (
     GNN_MODELS,
     KERNELS,
     LABEL_DRAWS,
+    MIXTURE_OF_PARALLELISM,
+    PARALLELISMS,
     PARAMETER_DTYPES,
     PIPELINED_SCHEDULES,
     ROUNDINGS,
@@ -180,6 +182,13 @@ class TrainConfig:
         "[0, 1]; each is sent scaled by rows/sampled, the unsampled ones' edges are dropped for the epoch "
         "(1 = every row, the plain exchange)", values=Range(float, 0, 1), group="exchange", trajectory=True,
         read_when=lambda values: values.get("boundary_rate", 1) != 1)
+    parallelism: str = option(
+        "partition", "partition: each rank aggregates its part's rows and exchanges their boundary (SuperGCN and the "
+        "other baselines); mop: MixGCN's mixture of parallelism, each rank aggregates a slice of the feature columns "
+        "of every node over a copy of the whole adjacency, and two all-to-all transposes a layer move the slices to "
+        "the part's rows for the update and back (the plan's strategy is not used)", choices=PARALLELISMS,
+        group="exchange", trajectory=True,
+        read_when=lambda values: values.get("parallelism", "partition") != "partition")
     precompute_input: str = option(
         "auto", "layer 0's aggregation of the input features computed once before training, so layer 0 "
         "exchanges nothing (BNS-GCN's and PipeGCN's --use-pp): on, off, or auto = on for their runs (a boundary "
@@ -261,7 +270,13 @@ class TrainConfig:
     def layers_aggregate_first(self) -> bool:
         """Whether every layer aggregates before it transforms: ``aggregate_first``, or a
         PipeGCN schedule, whose stale rows are a layer's input (not input times stale weights)."""
-        return self.aggregate_first or is_pipelined(self.schedule)
+        return self.aggregate_first or is_pipelined(self.schedule) or self.mixes_parallelism
+
+    @property
+    def mixes_parallelism(self) -> bool:
+        """Whether the run uses MixGCN's mixture of parallelism (``parallelism`` ``mop``),
+        whose layers aggregate before they update (its Alg. 2)."""
+        return self.parallelism == MIXTURE_OF_PARALLELISM
 
     def _method_conflicts(self, model) -> list[str]:
         """What BNS-GCN's sampling, PipeGCN's schedules and the precomputed input cannot run with."""
@@ -274,6 +289,8 @@ class TrainConfig:
                 found.append(f"{what} needs an aggregation that is a sum of rows — use --model {linear}, or {off}")
             if used and self.bits != 32:
                 found.append(f"{what} sends float32 rows — use --bits 32 or {off}")
+        if self.mixes_parallelism:
+            found += self._mixture_conflicts(model)
         if self.boundary_rate < 1 and self.schedule != SYNCHRONOUS:
             found.append(f"boundary rate {self.boundary_rate} (BNS-GCN) samples the synchronous exchange — use "
                          "--schedule sync or --boundary-rate 1")
@@ -285,6 +302,25 @@ class TrainConfig:
             if schedule_delay(self.schedule) != 0:
                 found.append(f"--precompute-input on is BNS-GCN's and PipeGCN's; DistGNN's schedule {self.schedule} "
                              "delays every layer — use --precompute-input off")
+        return found
+
+    def _mixture_conflicts(self, model) -> list[str]:
+        """What MixGCN's mixture of parallelism cannot run with: it moves float32 column
+        slices of every row, synchronously, and aggregates element-wise."""
+        found = []
+        off = "or --parallelism partition"
+        if not model.linear_aggregation:
+            linear = "|".join(name for name in GNN_MODELS if card(name).linear_aggregation)
+            found.append(f"--parallelism mop (MixGCN) aggregates column slices element-wise — use --model {linear}, "
+                         f"{off}")
+        if self.bits != 32:
+            found.append(f"--parallelism mop (MixGCN) moves float32 column slices — use --bits 32 {off}")
+        if self.schedule != SYNCHRONOUS or self.boundary_rate < 1:
+            found.append("--parallelism mop (MixGCN) has no boundary to delay or sample — use --schedule sync and "
+                         f"--boundary-rate 1 {off}")
+        if self.precompute_input == "on":
+            found.append("--parallelism mop (MixGCN) holds the input in column slices — use --precompute-input off "
+                         + off)
         return found
 
     def check_outputs(self) -> None:

@@ -41,6 +41,7 @@ from supergcn.kernels.simd import kernel_target
 from supergcn.methods.adaqp import AdaptiveSettings
 from supergcn.methods.bnsgcn import BoundarySampling
 from supergcn.methods.distgnn import DelayedAggregation
+from supergcn.methods.mixgcn import FeatureParallelAggregation
 from supergcn.methods.pipegcn import StaleExchange
 from supergcn.naming import is_pipelined, schedule_delay
 from supergcn.train import exports
@@ -67,7 +68,8 @@ NO_BEST = {"val_acc": None, "epoch": None, "test_acc": None,
 
 def training_exchange(config: TrainConfig, operators: RankOperators):
     """The compared method's exchange the run's training passes use (DistGNN's delayed
-    aggregation, PipeGCN's stale exchange, BNS-GCN's sampling), None for the exact one.
+    aggregation, PipeGCN's stale exchange, BNS-GCN's sampling) or every pass uses (MixGCN's
+    mixture of parallelism), None for the exact one. Collective for MixGCN's.
 
     Args:
         config: the run's options.
@@ -76,6 +78,9 @@ def training_exchange(config: TrainConfig, operators: RankOperators):
     Returns:
         The method's per-rank state, or None.
     """
+    if config.mixes_parallelism:
+        return FeatureParallelAggregation(operators.plan, config.graph, operators.communicator, operators.timer,
+                                          config.kernel, config.input_is_plain)
     if is_pipelined(config.schedule):
         return StaleExchange(operators, config.schedule, config.pipe_momentum)
     if schedule_delay(config.schedule) != 0:
@@ -116,7 +121,8 @@ class Trainer:
                                     adaptive=AdaptiveSettings(config.adaptive_weight, config.adaptive_group_size,
                                                               config.adaptive_period))
         operators = RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings)
-        self.ops = GraphOps(operators, training_exchange(config, operators), config.precomputes_input)
+        self.ops = GraphOps(operators, agree(comm, lambda: training_exchange(config, operators)),
+                            config.precomputes_input)
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
@@ -304,6 +310,10 @@ class Trainer:
         self.resume()
         header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
                             self.config.threads, self.data.hashes, kernel_target())
+        if isinstance(self.ops.method, FeatureParallelAggregation):
+            layout = self.ops.method.layout()
+            if header is not None:
+                header["mixture_of_parallelism"] = layout
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")

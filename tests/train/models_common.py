@@ -7,7 +7,8 @@ HIDDEN, LAYERS, HEADS, EPOCHS, LR, CLIP = 32, 3, 4, 5, 0.01, 0.05
 PARTS = (1, 2, 3, 5, 7)
 #: P of the runs that check one option each (the torch kernels, aggregating first, clipping).
 OPTIONS_AT = 3
-#: The models whose layers can aggregate before they transform (GAT projects first).
+#: The models whose layers can aggregate before they transform (GAT projects first), and
+#: those MixGCN's mixture of parallelism runs (element-wise aggregations).
 AGGREGATING_FIRST = ("sage", "gcn", "gin")
 
 
@@ -16,10 +17,13 @@ def runs(parts: int) -> dict[str, dict]:
     the shared ones. Every model under every strategy in FP32 (one strategy at P = 1,
     where they are the same run), Int2 GAT under hybrid, and at P = :data:`OPTIONS_AT`
     every model on torch's kernels, aggregating first, SAGE with clipped gradients and GAT
-    with its exchanges not overlapped."""
+    with its exchanges not overlapped; at every P, MixGCN's mixture of parallelism for the
+    models it runs (its row blocks the hybrid plan's parts, whose strategy it ignores)."""
     strategies = ("hybrid",) if parts == 1 else STRATEGIES
     chosen = {f"{model}-{strategy}": {"model": model, "strategy": strategy}
               for model in GNN_MODELS for strategy in strategies}
+    chosen.update({f"{model}-mop": {"model": model, "strategy": "hybrid", "parallelism": "mop"}
+                   for model in AGGREGATING_FIRST})
     if parts > 1:
         chosen["gat-hybrid-int2"] = {"model": "gat", "strategy": "hybrid", "bits": 2}
     if parts == OPTIONS_AT:

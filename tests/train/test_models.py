@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from supergcn.data.graph import load_graph, save_graph
+from supergcn.methods.mixgcn import epoch_transpose_values
 from supergcn.naming import GNN_MODELS, STRATEGIES
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
@@ -151,6 +152,29 @@ def test_aggregating_first_matches_pyg_and_exchanges_input_width_rows(workspace,
     width = workspace[1].features.shape[1]
     assert header["config"]["aggregate_first"]
     assert all(e["bytes"]["sent_total"] == rows * 4 * ((width + HIDDEN + HIDDEN) + (HIDDEN + HIDDEN)) for e in epochs)
+
+
+@pytest.mark.parametrize("parts", PARTS)
+@pytest.mark.parametrize("model", AGGREGATING_FIRST)
+def test_mixture_of_parallelism_matches_pyg_and_moves_the_volume_of_its_algorithm(workspace, trained, parts, model):
+    """MixGCN's MoP is exact, and each epoch's transposes move exactly what its Alg. 2 says
+    (supergcn.methods.mixgcn): every layer's column -> row transpose forward, both ways at
+    layers 1 and 2 forward and backward; the first epoch also transposes the input once."""
+    header, epochs = assert_matches_pyg(workspace, trained(parts), f"{model}-mop")
+    rows = header["mixture_of_parallelism"]["rows"]
+    assert len(rows) == parts and sum(rows) == workspace[1].num_nodes
+
+    def transposed(width):  # rank i sends its rows' columns floor(width j/P).. to every other rank j
+        columns = [width * (j + 1) // parts - width * j // parts for j in range(parts)]
+        return sum(rows[i] * columns[j] for i in range(parts) for j in range(parts) if j != i)
+    width = workspace[1].features.shape[1]
+    forward = transposed(width) + 2 * transposed(HIDDEN) + 2 * transposed(HIDDEN)  # column -> row, row -> column
+    per_epoch = 4 * (forward + 2 * 2 * transposed(HIDDEN))  # backward: both, at layers 2 and 1
+    assert per_epoch == 4 * epoch_transpose_values(rows, [width, HIDDEN, HIDDEN])
+    assert [e["bytes"]["sent_total"] for e in epochs] == \
+        [per_epoch + 4 * transposed(width)] + [per_epoch] * (len(epochs) - 1)
+    assert header["mixture_of_parallelism"]["replicated_adjacency_bytes"] == [
+        8 * (workspace[1].num_nodes + 1 + len(workspace[1].indices))] * parts
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
