@@ -13,9 +13,10 @@ and its masked label propagation (:mod:`supergcn.train.labels`).
 * :mod:`supergcn.methods.pipegcn` — PipeGCN's rows and gradients one epoch stale, exchanged
   behind the next epoch's compute (``--schedule pipe|pipe-f|pipe-g|pipe-fg``);
 * :mod:`supergcn.methods.bnsgcn` — BNS-GCN's boundary rows sampled each epoch
-  (``--boundary-rate p``).
+  (``--boundary-rate p``);
+* :mod:`supergcn.methods.mixgcn` — MixGCN's mixture of parallelism: the aggregation split by
+  feature columns over a replicated adjacency, the update by rows (``--parallelism mop``).
 
-The systems still to come get rooms of their own beside these: MixGCN's mixture of
-parallelism (``methods/mixgcn.py``) and DistGNN-MB's mini-batch training
+DistGNN-MB's mini-batch training, still to come, gets a room of its own beside these
 (``methods/distgnn_mb.py``). ``tests/test_layout.py`` holds this list to the modules present.
 """
