@@ -21,6 +21,23 @@ back to the rows' owners):
   runs behind the epoch's compute: T = max(compute, exchange), where every synchronous
   method pays T = compute + exchange.
 
+``mixgcn``, MixGCN's mixture of parallelism (MoP, :mod:`supergcn.methods.mixgcn`), trains the
+same GraphSAGE without a plan's boundary: rank i holds the whole adjacency and, of a
+d-wide layer input, the columns c_i(d) of :func:`~supergcn.methods.mixgcn.column_bounds`
+for all N rows, and updates its n_i rows (the partition's part: its row block). Its layers
+aggregate first and nothing is precomputed, so with d_0 … d_{L-1} the layers' input widths
+an epoch makes 1 + 4 (L - 1) all-to-all transposes (column → row at every layer forward,
+row → column before it at layers l ≥ 1, both again backward at l ≥ 1), each
+T(d) = N d - Σ_i n_i c_i(d) float32 values over all ranks (Prop. 3.4: about N d (1 - 1/P),
+constant in P), :func:`~supergcn.methods.mixgcn.epoch_transpose_values` in all. Per rank,
+a row → column transpose sends n_i (d - c_i) values and receives (N - n_i) c_i; a
+column → row transpose the reverse. Every transpose addresses all P - 1 peers and none
+overlaps the compute (the aggregation needs all its columns, the update all its rows).
+Rank i aggregates nnz(Â) c_i(d) values per pass (balanced within one column), one pass per
+layer forward and one per layer l ≥ 1 backward; its dense work is that of its n_i rows, as
+for the others. It holds 8 (N + 1) + 8 nnz(Â) B of replicated adjacency (int64 row
+pointers and column indices) and 4 N c_i(d_l) B per layer's column slice.
+
 SuperGCN's rows (``hybrid-int2``, ``post-fp32``) are the epochs of
 :func:`~supergcn.perf.traffic.epoch_traffic`, as the ``perf_predictions`` table has them.
 Each exchange is timed by :func:`~supergcn.perf.prediction.load_time` (Eq. 2 and its
@@ -42,6 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from supergcn.methods.mixgcn import column_bounds
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.prediction import ExchangeLoad, MachineProfile, epoch_loads, load_time
 from supergcn.perf.traffic import epoch_traffic
@@ -56,6 +74,10 @@ METHODS_MODEL = "sage"
 _FP32_BYTES = 4
 #: The table's names of SuperGCN's rows and of the compared methods' unsampled ones.
 HYBRID_INT2, POST_FP32, VANILLA, PIPEGCN = "hybrid-int2", "post-fp32", "vanilla", "pipegcn"
+#: The table's name of MixGCN's mixture of parallelism.
+MIXGCN = "mixgcn"
+#: Bytes per replicated adjacency entry and row pointer (int64).
+_INDEX_BYTES = 8
 
 
 def bns_method(rate: float) -> str:
@@ -141,12 +163,15 @@ class MethodEpoch:
         loads: one per Alltoallv of the epoch, in order.
         values_read: per rank, the values its aggregation passes read (rows × width, summed).
         pipelined: whether the exchanges run behind the compute (PipeGCN).
+        memory_bytes: the largest rank's memory the method's layout costs, where the model
+            has it (MixGCN's replicated adjacency and column slices; None for the others).
     """
 
     method: str
     loads: list[ExchangeLoad]
     values_read: np.ndarray
     pipelined: bool = False
+    memory_bytes: int | None = None
 
     @property
     def bytes(self) -> int:
@@ -255,6 +280,61 @@ def method_epochs(kinds: dict[str, tuple[np.ndarray, np.ndarray]], cut_edges: np
         epoch = boundary_epoch(bns_method(rate), sampled, layers, edges, sends_ids=True)
         epochs.append(epoch if rate > 0 else MethodEpoch(epoch.method, [], epoch.values_read))
     return [*epochs, boundary_epoch(PIPEGCN, post, layers, edges_per_rank, pipelined=True)]
+
+
+def _fp32_load(sent: np.ndarray, received: np.ndarray) -> ExchangeLoad:
+    """A float32 Alltoallv in which rank i sends ``sent[i]`` and receives ``received[i]`` values."""
+    return ExchangeLoad(len(sent), 32, sent * _FP32_BYTES, np.zeros(len(sent), dtype=np.int64), sent, received)
+
+
+def transpose_loads(rows: np.ndarray, width: int) -> tuple[ExchangeLoad, ExchangeLoad]:
+    """MixGCN's two transposes of a ``width``-wide matrix (module docstring): row → column,
+    where rank i sends its n_i rows' other columns, n_i (d - c_i) values, and receives its
+    c_i columns of the N - n_i other rows; column → row, the reverse. Each moves
+    :func:`~supergcn.methods.mixgcn.transpose_values` values over all ranks.
+
+    Args:
+        rows: n_i, the rows per rank.
+        width: d.
+
+    Returns:
+        The row → column load, then the column → row load.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    columns = np.diff(column_bounds(width, len(rows)))
+    own_rows_other_columns = rows * (width - columns)
+    other_rows_own_columns = (rows.sum() - rows) * columns
+    return (_fp32_load(own_rows_other_columns, other_rows_own_columns),
+            _fp32_load(other_rows_own_columns, own_rows_other_columns))
+
+
+def mixture_epoch(rows: np.ndarray, layers: Layers, adjacency_entries: int) -> MethodEpoch:
+    """An epoch of MixGCN's mixture of parallelism (module docstring): forward, layer 0's
+    column → row transpose (its input is held in columns) and both transposes at every
+    later layer; backward, both at every layer l ≥ 1, last layer first. Rank i reads
+    nnz(Â) c_i(d) values per aggregation pass and holds 8 (N + 1) + 8 nnz(Â) + 4 N Σ_l c_i(d_l) B.
+
+    Args:
+        rows: n_i, the rows per rank (the partition's parts as row blocks).
+        layers: the model's widths; the transposed ones are the layers' inputs, d_0 … d_{L-1}.
+        adjacency_entries: nnz(Â), the graph's directed edges.
+
+    Returns:
+        The epoch; its bytes are 4 B × :func:`~supergcn.methods.mixgcn.epoch_transpose_values`.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    widths = layers.dims[:-1]
+    forward = [transpose_loads(rows, widths[0])[1]]
+    for width in widths[1:]:
+        forward += transpose_loads(rows, width)
+    backward = [load for width in reversed(widths[1:]) for load in transpose_loads(rows, width)]
+    columns = {width: np.diff(column_bounds(width, len(rows))) for width in widths}
+    passes = widths + widths[1:]
+    read = adjacency_entries * sum(columns[width] for width in passes)
+    num_nodes = int(rows.sum())
+    memory = (_INDEX_BYTES * (num_nodes + 1 + adjacency_entries)
+              + _FP32_BYTES * num_nodes * sum(columns[width] for width in widths))
+    return MethodEpoch(MIXGCN, forward + backward, read, memory_bytes=int(memory.max()))
 
 
 def method_seconds(epoch: MethodEpoch, nodes_per_rank: np.ndarray, layers: Layers,

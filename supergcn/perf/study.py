@@ -5,10 +5,12 @@ Three steps, each a ``supergcn perf`` sub-command and a pipeline rule:
 * ``profile`` — a machine profile as JSON (:mod:`supergcn.perf.machines`);
 * ``predict`` — for one (graph, P): Comm[i][j] of pre, post and hybrid from the hybrid
   plan's manifest, and the model's per-layer exchange and per-epoch times on every
-  machine for FP32 and each quantized width; for GraphSAGE also BNS-GCN's and PipeGCN's
-  epochs beside SuperGCN's (:mod:`supergcn.perf.methods`);
+  machine for FP32 and each quantized width; for GraphSAGE also BNS-GCN's, PipeGCN's and
+  MixGCN's epochs beside SuperGCN's (:mod:`supergcn.perf.methods`);
 * ``tables`` / ``figures`` — the study's tables (hybrid vs pre/post, predicted times,
-  latency-bound regime, partition and plan cost, model vs measurement) and figures.
+  latency-bound regime and crossovers, partition and plan cost, the compared methods, model
+  vs measurement) and figures; ``tables`` prints a line per graph: where MixGCN's mixture
+  of parallelism crosses the hybrid exchange (:func:`mixture_crossover_lines`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from supergcn.plan.statistics import strategy_row_kinds
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest, read_plan_pairs
 from supergcn.report.tables import write_named_tables
 
-PREDICTION_FORMAT = "supergcn-prediction/3"  # 2: per model; 3: the compared methods (GraphSAGE)
+# 2: per model; 3: the compared methods (GraphSAGE); 4: MixGCN's mixture of parallelism among them
+PREDICTION_FORMAT = "supergcn-prediction/4"
 
 
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
@@ -42,7 +45,8 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     """Every strategy x bit width x machine prediction for one (graph, P, model);
     quantization parameters travel as ``parameter_dtype`` (bfloat16 or float32).
     For GraphSAGE, ``methods`` holds each machine's epoch of SuperGCN's hybrid + Int2 and
-    post FP32, and of BNS-GCN at each of ``boundary_rates`` and PipeGCN (:func:`method_records`).
+    post FP32, of BNS-GCN at each of ``boundary_rates``, PipeGCN and MixGCN's mixture of
+    parallelism on the partition's parts as row blocks (:func:`method_records`).
 
     ``plan_dir`` is the hybrid plan ``model`` trains on (GAT's holds the cover weighted by
     its row costs; its manifest's ``cover`` is recorded). Pre and post follow from any plan.
@@ -111,9 +115,10 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
 
 def method_records(kinds: dict, pairs: dict, totals: dict, layers: methods.Layers, machines: list[MachineProfile],
                    boundary_rates, parameter_dtype: str = DEFAULT_PARAMETER_DTYPE) -> list[dict]:
-    """One record per machine and method of :func:`supergcn.perf.methods.method_epochs`:
-    its epoch's exchange, aggregation, dense (None where the profile has no GEMM
-    throughput) and total seconds, bytes and Alltoallv calls.
+    """One record per machine and method of :func:`supergcn.perf.methods.method_epochs`
+    and :func:`~supergcn.perf.methods.mixture_epoch`: its epoch's exchange, aggregation,
+    dense (None where the profile has no GEMM throughput) and total seconds, bytes,
+    Alltoallv calls and memory per rank (None where the model has none).
 
     Args:
         kinds: strategy -> (PRE rows, POST rows) of the hybrid plan.
@@ -134,7 +139,9 @@ def method_records(kinds: dict, pairs: dict, totals: dict, layers: methods.Layer
     cut = np.zeros((num_ranks, num_ranks), dtype=np.int64)
     cut[pairs["src"], pairs["dst"]] = pairs["cut_edges"]
     records = []
-    for epoch in methods.method_epochs(kinds, cut, totals["edges"], layers, boundary_rates, parameter_dtype):
+    epochs = methods.method_epochs(kinds, cut, totals["edges"], layers, boundary_rates, parameter_dtype)
+    epochs.append(methods.mixture_epoch(totals["nodes"], layers, int(np.sum(totals["edges"]))))
+    for epoch in epochs:
         for machine in machines:
             seconds = methods.method_seconds(epoch, totals["nodes"], layers, machine)
             records.append({"machine": machine.name, "method": epoch.method,
@@ -142,7 +149,7 @@ def method_records(kinds: dict, pairs: dict, totals: dict, layers: methods.Layer
                             "epoch_aggregation_seconds": seconds["aggregation"],
                             "epoch_dense_seconds": None if np.isnan(seconds["dense"]) else seconds["dense"],
                             "epoch_seconds": seconds["total"], "epoch_bytes": epoch.bytes,
-                            "epoch_calls": epoch.calls})
+                            "epoch_calls": epoch.calls, "memory_bytes_per_rank": epoch.memory_bytes})
     return records
 
 
@@ -190,7 +197,7 @@ def methods_table(documents: list[dict]) -> pd.DataFrame:
     GraphSAGE predictions, in the order the methods are predicted."""
     records = [{"dataset": d["graph"], "P": d["num_ranks"], **m} for d in documents for m in d.get("methods", [])]
     columns = ["dataset", "P", "machine", "method", "epoch_exchange_seconds", "epoch_aggregation_seconds",
-               "epoch_dense_seconds", "epoch_seconds", "epoch_bytes", "epoch_calls"]
+               "epoch_dense_seconds", "epoch_seconds", "epoch_bytes", "epoch_calls", "memory_bytes_per_rank"]
     return pd.DataFrame.from_records(records, columns=columns).sort_values(["dataset", "machine", "P"],
                                                                            kind="stable")
 
@@ -224,22 +231,79 @@ def _from_p(process_counts: np.ndarray, condition: np.ndarray) -> int | None:
     return int(process_counts[order][failing[-1] + 1 if len(failing) else 0])
 
 
-def crossover_table(predictions: pd.DataFrame) -> pd.DataFrame:
+def crossover_p(process_counts, values, reference) -> int | None:
+    """Where ``values`` cross ``reference`` for good: the smallest studied P with
+    values ≤ reference there and at every larger studied P. The curves cross between the
+    studied P before it and it (at it, where they are equal there).
+
+    Args:
+        process_counts: the studied P, in any order.
+        values: one per P (MixGCN's epoch bytes or exchange seconds).
+        reference: one per P (the partition-parallel exchange's).
+
+    Returns:
+        That P, or None where values exceed reference at the largest P (no crossing for good
+        in the study's range: never, or only for a while).
+    """
+    return _from_p(np.asarray(process_counts), np.asarray(values) <= np.asarray(reference))
+
+
+def crossover_table(predictions: pd.DataFrame, compared: pd.DataFrame) -> pd.DataFrame:
     """Per dataset, machine, model and bit width: the P from which the hybrid exchange stays
-    latency-bound, and (quantized widths) from which it is no faster than FP32."""
+    latency-bound, (quantized widths) from which it is no faster than FP32, and (GraphSAGE)
+    from which MixGCN's mixture of parallelism sends no more bytes per epoch, and spends no
+    longer in its exchanges, than this hybrid exchange (:func:`crossover_p`; ``compared``
+    is :func:`methods_table`)."""
     hybrid = predictions[predictions["strategy"] == "hybrid"]
     fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "model", "P"])["layer_seconds"]
+    mixture = compared[compared["method"] == methods.MIXGCN].set_index(["dataset", "machine", "P"])
     records = []
     for (dataset, machine, model, bits), group in hybrid.groupby(["dataset", "machine", "model", "bits"]):
         counts = group["P"].to_numpy()
         record = {"dataset": dataset, "machine": machine, "model": model, "bits": bits,
                   "latency_bound_from_P": _from_p(counts, group["latency_bound"].to_numpy(dtype=bool)),
-                  "no_gain_from_P": None, "largest_P_studied": int(counts.max())}
+                  "no_gain_from_P": None, "mop_fewer_bytes_from_P": None, "mop_faster_exchange_from_P": None,
+                  "largest_P_studied": int(counts.max())}
         if bits != 32:
             baseline = fp32.loc[[(dataset, machine, model, p) for p in counts]].to_numpy()
             record["no_gain_from_P"] = _from_p(counts, group["layer_seconds"].to_numpy() >= baseline)
+        keys = [(dataset, machine, p) for p in counts]
+        if model == methods.METHODS_MODEL and all(key in mixture.index for key in keys):
+            mop = mixture.loc[keys]
+            record["mop_fewer_bytes_from_P"] = crossover_p(counts, mop["epoch_bytes"], group["epoch_bytes"])
+            record["mop_faster_exchange_from_P"] = crossover_p(counts, mop["epoch_exchange_seconds"],
+                                                               group["epoch_exchange_seconds"])
         records.append(record)
     return pd.DataFrame.from_records(records)
+
+
+def mixture_crossover_lines(crossover: pd.DataFrame) -> list[str]:
+    """The study's summary, a line per graph: from which P MixGCN's mixture of parallelism
+    sends no more bytes per epoch than the hybrid exchange in FP32 and in Int2, and (per
+    machine) spends no longer in its exchanges (:func:`crossover_table`).
+
+    Args:
+        crossover: :func:`crossover_table`.
+
+    Returns:
+        One line per dataset with GraphSAGE rows.
+    """
+    def from_p(value) -> str:
+        return "at no P studied" if pd.isna(value) else f"from P = {int(value)}"
+
+    rows = crossover[(crossover["model"] == methods.METHODS_MODEL) & crossover["bits"].isin([32, 2])]
+    lines = []
+    for dataset, group in rows.groupby("dataset", sort=True):
+        by_bits = {bits: part.sort_values("machine") for bits, part in group.groupby("bits")}
+        names = {32: "hybrid FP32", 2: "hybrid Int2"}
+        sent = "; ".join(f"{names[bits]} {from_p(part['mop_fewer_bytes_from_P'].iloc[0])}"
+                         for bits, part in sorted(by_bits.items(), reverse=True))
+        timed = "; ".join(f"{names[bits]} " + ", ".join(f"{row.machine} {from_p(row.mop_faster_exchange_from_P)}"
+                                                        for row in part.itertuples())
+                          for bits, part in sorted(by_bits.items(), reverse=True))
+        lines.append(f"{dataset}: MixGCN's mixture of parallelism sends no more bytes per epoch than {sent}; "
+                     f"its exchanges take no longer than {timed} (P up to {int(group['largest_P_studied'].max())})")
+    return lines
 
 
 def cost_table(documents: list[dict]) -> pd.DataFrame:
@@ -275,7 +339,8 @@ def validation_table(comm_results: list[dict], profile: MachineProfile) -> pd.Da
 
 
 def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir: Path) -> None:
-    """The study's tables (:data:`supergcn.naming.PERF_TABLES`) into ``out_dir``.
+    """The study's tables (:data:`supergcn.naming.PERF_TABLES`) into ``out_dir``, and its
+    summary (:func:`mixture_crossover_lines`) on standard output.
 
     Args:
         prediction_paths: the ``supergcn perf predict`` results.
@@ -289,6 +354,8 @@ def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir
     """
     documents = _read_predictions(prediction_paths)
     predictions = prediction_table(documents)
+    compared = methods_table(documents)
+    crossover = crossover_table(predictions, compared)
     hidden = documents[0]["hidden"] if documents else 0
     written = {
         "perf_hybrid": (hybrid_table(documents),
@@ -301,17 +368,21 @@ def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir
         "perf_regime": (regime_table(predictions),
                         "Hybrid FP32 vs quantized per-layer exchange: the model's speedup, Eq. 8's, delta (latency : "
                         "quantized transfer) and which term bounds each exchange."),
-        "perf_crossover": (crossover_table(predictions),
-                           "P from which the hybrid exchange stays latency-bound, and from which a quantized one is "
-                           "no faster than FP32, over the study's process counts (empty: not in its range)."),
+        "perf_crossover": (crossover,
+                           "P from which the hybrid exchange stays latency-bound, from which a quantized one is no "
+                           "faster than FP32, and (GraphSAGE) from which MixGCN's mixture of parallelism sends no "
+                           "more bytes per epoch and spends no longer in its exchanges than this hybrid exchange, "
+                           "over the study's process counts (empty: not in its range)."),
         "perf_cost": (cost_table(documents),
                       "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P."),
-        "perf_methods": (methods_table(documents),
+        "perf_methods": (compared,
                          f"GraphSAGE at width {hidden}: SuperGCN's hybrid + Int2 and post FP32 beside BNS-GCN "
-                         "(boundary rate p) and PipeGCN, both on the post plan with layer 0 precomputed; vanilla: "
-                         "their synchronous exchange. Per epoch: exchange, aggregation and dense seconds at the "
-                         "slowest rank (dense empty where the profile has no GEMM throughput), epoch seconds "
-                         "(compute + exchange; PipeGCN: their maximum), bytes sent by all ranks, Alltoallv calls."),
+                         "(boundary rate p) and PipeGCN, both on the post plan with layer 0 precomputed (vanilla: "
+                         "their synchronous exchange), and MixGCN's mixture of parallelism on the parts as row "
+                         "blocks. Per epoch: exchange, aggregation and dense seconds at the slowest rank (dense "
+                         "empty where the profile has no GEMM throughput), epoch seconds (compute + exchange; "
+                         "PipeGCN: their maximum), bytes sent by all ranks, Alltoallv calls; MixGCN's memory per "
+                         "rank (replicated adjacency and column slices)."),
     }
     if validation:
         profile = load_profile(profile_path)
@@ -322,3 +393,5 @@ def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir
                                       "ranks than cores are marked oversubscribed: there the ranks share cores and "
                                       "the model does not hold.")
     write_named_tables(written, PERF_TABLES, out_dir)
+    for line in mixture_crossover_lines(crossover):
+        print(line, flush=True)

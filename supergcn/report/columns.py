@@ -247,6 +247,12 @@ PERF = {
                "larger P of the study; empty: not in its range."),
         Column("no_gain_from_P", "ranks", "Quantized widths: the P from which the exchange is no faster than FP32 at "
                "every larger P; empty: not in range (or FP32)."),
+        Column("mop_fewer_bytes_from_P", "ranks", "GraphSAGE: the P from which MixGCN's mixture of parallelism "
+               "(perf_methods' mixgcn) sends no more bytes per epoch than this hybrid exchange at every larger P "
+               "of the study; the curves cross between the studied P before it and it. Empty: not in range, or "
+               "a model MixGCN does not train (GAT)."),
+        Column("mop_faster_exchange_from_P", "ranks", "The same for a training epoch's exchange seconds on this "
+               "machine: MixGCN's transposes against the hybrid exchange's Alltoallv calls."),
         Column("largest_P_studied", "ranks", "The study's largest P."),
     ),
     "perf_cost": (
@@ -263,7 +269,8 @@ PERF = {
         DATASET, P, MACHINE,
         Column("method", "", "hybrid-int2 / post-fp32: SuperGCN's GraphSAGE epoch as perf_predictions has it; "
                "vanilla: the synchronous post exchange BNS-GCN and PipeGCN start from (aggregate first, layer 0 "
-               "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN."),
+               "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN; mixgcn: MixGCN's mixture "
+               "of parallelism, the partition's parts as row blocks (two all-to-all transposes per layer)."),
         Column("epoch_exchange_seconds", "s", "A training epoch's Alltoallv calls, each at its bottleneck rank "
                "(BNS-GCN's id exchange included)."),
         Column("epoch_aggregation_seconds", "s", "The aggregation of the rank whose compute is slowest."),
@@ -272,6 +279,8 @@ PERF = {
         Column("epoch_seconds", "s", "Compute (aggregation + dense) + exchange; pipegcn: the larger of the two."),
         Column("epoch_bytes", "B", "Bytes all ranks send in a training epoch."),
         Column("epoch_calls", "calls", "Alltoallv calls per epoch (a quantized exchange makes two)."),
+        Column("memory_bytes_per_rank", "B", "mixgcn: the largest rank's replicated adjacency, 8 (N + 1) + "
+               "8 nnz, plus its column slices, 4 N c_i per layer; empty for the others (not modelled)."),
     ),
     "perf_validation": (
         P, STRATEGY, BITS,

@@ -4,6 +4,8 @@ import pandas as pd
 import pytest
 
 from supergcn.errors import SuperGCNError
+from supergcn.methods.mixgcn import epoch_transpose_values
+from supergcn.partition.store import read_part_totals
 from supergcn.perf import study
 from supergcn.perf.prediction import MachineProfile
 
@@ -48,18 +50,30 @@ def test_gat_is_predicted_on_its_weighted_plan_beside_sage(tiny_plans):
     assert list(hybrid["model"]) == ["gat", "sage"]
     assert (hybrid["post_over_hybrid_bytes"] >= 1).all()
     table = study.prediction_table(list(documents.values()))
-    assert set(study.regime_table(table)["model"]) == set(study.crossover_table(table)["model"]) == {"sage", "gat"}
+    crossover = study.crossover_table(table, study.methods_table(list(documents.values())))
+    assert set(study.regime_table(table)["model"]) == set(crossover["model"]) == {"sage", "gat"}
+    assert crossover[crossover["model"] == "gat"]["mop_fewer_bytes_from_P"].isna().all()
 
 
 def test_sages_prediction_holds_the_compared_methods_beside_supergcns(tiny_plans):
-    """BNS-GCN and PipeGCN on the real plan: SuperGCN's rows are perf_predictions' epochs,
-    sampling sends fewer bytes, PipeGCN is never slower than its synchronous exchange."""
+    """BNS-GCN, PipeGCN and MixGCN on the real plan: SuperGCN's rows are perf_predictions'
+    epochs, sampling sends fewer bytes, PipeGCN is never slower than its synchronous
+    exchange, MixGCN sends its Alg. 2's volume of the partition's row blocks."""
     machines = [MachineProfile("fast", 1e-7, 1e10, 5e10, 5e10),
                 MachineProfile("gemm", 1e-4, 1e8, 1e9, 1e9, dense_flops_per_s=1e9, dense_call_s=1e-6)]
     document = study.predict(tiny_plans / "graph", tiny_plans / "P2", tiny_plans / "P2-hybrid", machines,
                              hidden=32, num_layers=3, bits=[2], boundary_rates=[0.5, 0.0])
     table = study.methods_table([document])
-    assert list(table["method"].unique()) == ["hybrid-int2", "post-fp32", "vanilla", "bns-0.5", "bns-0", "pipegcn"]
+    assert list(table["method"].unique()) == ["hybrid-int2", "post-fp32", "vanilla", "bns-0.5", "bns-0", "pipegcn",
+                                              "mixgcn"]
+    meta = study.read_graph_meta(tiny_plans / "graph")
+    blocks = read_part_totals(tiny_plans / "P2")["nodes"]
+    mixgcn = table[table["method"] == "mixgcn"]
+    assert (mixgcn["epoch_bytes"] == 4 * epoch_transpose_values(blocks, [meta["feature_dim"], 32, 32])).all()
+    # the replicated adjacency, int64 pointers and indices, and the wider rank's column slices: half of each width
+    nodes, slices = meta["num_nodes"], -(-meta["feature_dim"] // 2) + 16 + 16
+    assert (mixgcn["memory_bytes_per_rank"] == 8 * (nodes + 1 + meta["num_edges_directed"]) + 4 * nodes * slices).all()
+    assert table[table["method"] != "mixgcn"]["memory_bytes_per_rank"].isna().all()
     predictions = study.prediction_table([document]).set_index(["machine", "strategy", "bits"])
     for machine, rows in table.groupby("machine"):
         rows = rows.set_index("method")
