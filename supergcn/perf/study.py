@@ -231,10 +231,11 @@ def _from_p(process_counts: np.ndarray, condition: np.ndarray) -> int | None:
     return int(process_counts[order][failing[-1] + 1 if len(failing) else 0])
 
 
-def crossover_p(process_counts, values, reference) -> int | None:
-    """Where ``values`` cross ``reference`` for good: the smallest studied P with
-    values ≤ reference there and at every larger studied P. The curves cross between the
-    studied P before it and it (at it, where they are equal there).
+def crossover_span(process_counts, values, reference) -> tuple[int, int] | None:
+    """Where ``values`` first cross below ``reference``: the first run of consecutive studied
+    P, smallest first, with values ≤ reference. The curves cross down between the studied P
+    before its first P and it (at it, where they are equal there), and back up between its
+    last P and the next studied one, if there is one.
 
     Args:
         process_counts: the studied P, in any order.
@@ -242,18 +243,25 @@ def crossover_p(process_counts, values, reference) -> int | None:
         reference: one per P (the partition-parallel exchange's).
 
     Returns:
-        That P, or None where values exceed reference at the largest P (no crossing for good
-        in the study's range: never, or only for a while).
+        The run's first and last P, or None where values exceed reference at every studied P.
     """
-    return _from_p(np.asarray(process_counts), np.asarray(values) <= np.asarray(reference))
+    order = np.argsort(np.asarray(process_counts))
+    counts = np.asarray(process_counts)[order]
+    holds = (np.asarray(values) <= np.asarray(reference))[order]
+    if not holds.any():
+        return None
+    first = int(np.argmax(holds))
+    after = np.flatnonzero(~holds[first:])
+    last = first + (int(after[0]) - 1 if len(after) else len(holds) - first - 1)
+    return int(counts[first]), int(counts[last])
 
 
 def crossover_table(predictions: pd.DataFrame, compared: pd.DataFrame) -> pd.DataFrame:
     """Per dataset, machine, model and bit width: the P from which the hybrid exchange stays
     latency-bound, (quantized widths) from which it is no faster than FP32, and (GraphSAGE)
-    from which MixGCN's mixture of parallelism sends no more bytes per epoch, and spends no
-    longer in its exchanges, than this hybrid exchange (:func:`crossover_p`; ``compared``
-    is :func:`methods_table`)."""
+    the first and last P of the first run of studied P at which MixGCN's mixture of
+    parallelism sends no more bytes per epoch, and spends no longer in its exchanges, than
+    this hybrid exchange (:func:`crossover_span`; ``compared`` is :func:`methods_table`)."""
     hybrid = predictions[predictions["strategy"] == "hybrid"]
     fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "model", "P"])["layer_seconds"]
     mixture = compared[compared["method"] == methods.MIXGCN].set_index(["dataset", "machine", "P"])
@@ -262,23 +270,31 @@ def crossover_table(predictions: pd.DataFrame, compared: pd.DataFrame) -> pd.Dat
         counts = group["P"].to_numpy()
         record = {"dataset": dataset, "machine": machine, "model": model, "bits": bits,
                   "latency_bound_from_P": _from_p(counts, group["latency_bound"].to_numpy(dtype=bool)),
-                  "no_gain_from_P": None, "mop_fewer_bytes_from_P": None, "mop_faster_exchange_from_P": None,
-                  "largest_P_studied": int(counts.max())}
+                  "no_gain_from_P": None}
         if bits != 32:
             baseline = fp32.loc[[(dataset, machine, model, p) for p in counts]].to_numpy()
             record["no_gain_from_P"] = _from_p(counts, group["layer_seconds"].to_numpy() >= baseline)
         keys = [(dataset, machine, p) for p in counts]
-        if model == methods.METHODS_MODEL and all(key in mixture.index for key in keys):
-            mop = mixture.loc[keys]
-            record["mop_fewer_bytes_from_P"] = crossover_p(counts, mop["epoch_bytes"], group["epoch_bytes"])
-            record["mop_faster_exchange_from_P"] = crossover_p(counts, mop["epoch_exchange_seconds"],
-                                                               group["epoch_exchange_seconds"])
-        records.append(record)
+        mop = mixture.loc[keys] if model == methods.METHODS_MODEL and all(k in mixture.index for k in keys) else None
+        for name, column in (("mop_fewer_bytes", "epoch_bytes"), ("mop_faster_exchange", "epoch_exchange_seconds")):
+            span = None if mop is None else crossover_span(counts, mop[column], group[column])
+            record[f"{name}_from_P"], record[f"{name}_to_P"] = span or (None, None)
+        records.append({**record, "largest_P_studied": int(counts.max())})
     return pd.DataFrame.from_records(records)
 
 
+def _span_words(first, last, largest: int) -> str:
+    """A :func:`crossover_span` in words: ``from P = 8`` (to the largest), ``from P = 8 to 64``,
+    ``at P = 8 only``, ``at no P studied``."""
+    if pd.isna(first):
+        return "at no P studied"
+    if int(last) == largest:
+        return f"from P = {int(first)}"
+    return f"at P = {int(first)} only" if first == last else f"from P = {int(first)} to {int(last)}"
+
+
 def mixture_crossover_lines(crossover: pd.DataFrame) -> list[str]:
-    """The study's summary, a line per graph: from which P MixGCN's mixture of parallelism
+    """The study's summary, a line per graph: at which P MixGCN's mixture of parallelism
     sends no more bytes per epoch than the hybrid exchange in FP32 and in Int2, and (per
     machine) spends no longer in its exchanges (:func:`crossover_table`).
 
@@ -288,21 +304,20 @@ def mixture_crossover_lines(crossover: pd.DataFrame) -> list[str]:
     Returns:
         One line per dataset with GraphSAGE rows.
     """
-    def from_p(value) -> str:
-        return "at no P studied" if pd.isna(value) else f"from P = {int(value)}"
-
-    rows = crossover[(crossover["model"] == methods.METHODS_MODEL) & crossover["bits"].isin([32, 2])]
+    names = {32: "hybrid FP32", 2: "hybrid Int2"}
+    rows = crossover[(crossover["model"] == methods.METHODS_MODEL) & crossover["bits"].isin(list(names))]
     lines = []
     for dataset, group in rows.groupby("dataset", sort=True):
-        by_bits = {bits: part.sort_values("machine") for bits, part in group.groupby("bits")}
-        names = {32: "hybrid FP32", 2: "hybrid Int2"}
-        sent = "; ".join(f"{names[bits]} {from_p(part['mop_fewer_bytes_from_P'].iloc[0])}"
-                         for bits, part in sorted(by_bits.items(), reverse=True))
-        timed = "; ".join(f"{names[bits]} " + ", ".join(f"{row.machine} {from_p(row.mop_faster_exchange_from_P)}"
-                                                        for row in part.itertuples())
-                          for bits, part in sorted(by_bits.items(), reverse=True))
+        largest = int(group["largest_P_studied"].max())
+        by_bits = sorted(group.groupby("bits"), key=lambda item: -item[0])
+        sent = "; ".join(f"{names[bits]} " + _span_words(part["mop_fewer_bytes_from_P"].iloc[0],
+                                                          part["mop_fewer_bytes_to_P"].iloc[0], largest)
+                         for bits, part in by_bits)
+        timed = "; ".join(f"{names[bits]}'s " + ", ".join(
+            f"{row.machine} {_span_words(row.mop_faster_exchange_from_P, row.mop_faster_exchange_to_P, largest)}"
+            for row in part.sort_values("machine").itertuples()) for bits, part in by_bits)
         lines.append(f"{dataset}: MixGCN's mixture of parallelism sends no more bytes per epoch than {sent}; "
-                     f"its exchanges take no longer than {timed} (P up to {int(group['largest_P_studied'].max())})")
+                     f"its exchanges take no longer than {timed} (P up to {largest})")
     return lines
 
 

@@ -247,12 +247,15 @@ PERF = {
                "larger P of the study; empty: not in its range."),
         Column("no_gain_from_P", "ranks", "Quantized widths: the P from which the exchange is no faster than FP32 at "
                "every larger P; empty: not in range (or FP32)."),
-        Column("mop_fewer_bytes_from_P", "ranks", "GraphSAGE: the P from which MixGCN's mixture of parallelism "
-               "(perf_methods' mixgcn) sends no more bytes per epoch than this hybrid exchange at every larger P "
-               "of the study; the curves cross between the studied P before it and it. Empty: not in range, or "
-               "a model MixGCN does not train (GAT)."),
+        Column("mop_fewer_bytes_from_P", "ranks", "GraphSAGE: the first P of the first run of studied P at which "
+               "MixGCN's mixture of parallelism (perf_methods' mixgcn) sends no more bytes per epoch than this "
+               "hybrid exchange; the curves cross between the studied P before it and it. Empty: at no P studied, "
+               "or a model MixGCN does not train (GAT)."),
+        Column("mop_fewer_bytes_to_P", "ranks", "That run's last P: the largest studied P where MixGCN's bytes stay "
+               "at most the hybrid exchange's; below the study's largest P, they cross back after it."),
         Column("mop_faster_exchange_from_P", "ranks", "The same for a training epoch's exchange seconds on this "
                "machine: MixGCN's transposes against the hybrid exchange's Alltoallv calls."),
+        Column("mop_faster_exchange_to_P", "ranks", "That run's last P."),
         Column("largest_P_studied", "ranks", "The study's largest P."),
     ),
     "perf_cost": (

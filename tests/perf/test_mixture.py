@@ -65,38 +65,41 @@ COUNTS = [2, 4, 8, 16]
 
 
 @pytest.mark.parametrize("reference, expected", [
-    ([1, 5, 20, 40], 8),    # crosses between P = 4 and 8
-    ([1, 2, 3, 4], None),   # never crosses
-    ([1, 5, 10, 40], 8),    # equal at P = 8, then below
-    ([1, 5, 20, 5], None),  # below at P = 8 only: no crossing for good
-    ([11, 12, 13, 14], 2),  # below from the smallest P
-], ids=["between", "never", "equal", "for-a-while", "throughout"])
+    ([1, 5, 20, 40], (8, 16)),    # crosses between P = 4 and 8, and stays below
+    ([1, 2, 3, 4], None),         # never crosses
+    ([1, 5, 10, 40], (8, 16)),    # equal at P = 8, then below
+    ([1, 10, 5, 40], (4, 4)),     # equal at P = 4 only: the run is that P
+    ([1, 5, 20, 5], (8, 8)),      # below at P = 8 only: crosses back between 8 and 16
+    ([11, 12, 9, 14], (2, 4)),    # below from the smallest P; the first run only
+], ids=["between", "never", "equal-then-below", "equal-at-one", "for-a-while", "first-run"])
 def test_the_crossover_on_hand_made_series(reference, expected):
-    assert study.crossover_p(COUNTS, [10, 10, 10, 10], reference) == expected
-    assert study.crossover_p(COUNTS[::-1], [10] * 4, reference[::-1]) == expected  # the order of P is no matter
+    assert study.crossover_span(COUNTS, [10, 10, 10, 10], reference) == expected
+    assert study.crossover_span(COUNTS[::-1], [10] * 4, reference[::-1]) == expected  # the order of P is no matter
 
 
 def test_the_crossover_table_and_its_summary():
     """Hybrid FP32 bytes grow 100, 300, 900 and pass MixGCN's 500 between P = 4 and 8; Int2
-    stays below; MixGCN's exchange is no slower than FP32's from P = 4 on machine a, never on
-    b. GAT's rows get no MixGCN crossover."""
+    stays below. MixGCN's exchange (2 s) is no slower than FP32's 1, 2, 3 s from P = 4 on
+    machine a, never on b (1 s); than Int2's 1, 2, 1 s on c only at P = 4. GAT's rows get
+    no MixGCN crossover."""
+    timings = {"a": (1.0, 2.0, 3.0), "b": (1.0, 1.0, 1.0), "c": (1.0, 2.0, 1.0)}
     predictions = pd.DataFrame.from_records([
         {"dataset": "g", "machine": machine, "model": model, "P": p, "strategy": "hybrid", "bits": bits,
          "layer_seconds": 1.0, "latency_bound": False, "epoch_bytes": volume * (1 if bits == 32 else 0.1),
          "epoch_exchange_seconds": seconds}
-        for machine, timing in (("a", (1.0, 2.0, 3.0)), ("b", (1.0, 1.0, 1.0)))
-        for model in ("sage", "gat") for bits in (32, 2)
+        for machine, timing in timings.items() for model in ("sage", "gat") for bits in (32, 2)
         for p, volume, seconds in zip((2, 4, 8), (100, 300, 900), timing)])
     compared = pd.DataFrame.from_records([
         {"dataset": "g", "P": p, "machine": machine, "method": methods.MIXGCN, "epoch_bytes": 500,
-         "epoch_exchange_seconds": 2.0} for machine in ("a", "b") for p in (2, 4, 8)])
+         "epoch_exchange_seconds": 2.0} for machine in timings for p in (2, 4, 8)])
     table = study.crossover_table(predictions, compared).set_index(["machine", "model", "bits"])
-    assert table.loc[("a", "sage", 32), "mop_fewer_bytes_from_P"] == 8
-    assert pd.isna(table.loc[("a", "sage", 2), "mop_fewer_bytes_from_P"])
-    assert table.loc[("a", "sage", 32), "mop_faster_exchange_from_P"] == 4
-    assert pd.isna(table.loc[("b", "sage", 32), "mop_faster_exchange_from_P"])
-    assert table.xs("gat", level="model")[["mop_fewer_bytes_from_P", "mop_faster_exchange_from_P"]].isna().all().all()
+    spans = ["mop_fewer_bytes_from_P", "mop_fewer_bytes_to_P", "mop_faster_exchange_from_P",
+             "mop_faster_exchange_to_P"]
+    assert table.loc[("a", "sage", 32), spans].tolist() == [8, 8, 4, 8]
+    assert table.loc[("b", "sage", 2), spans].isna().all()
+    assert table.loc[("c", "sage", 2), spans[2:]].tolist() == [4, 4]
+    assert table.xs("gat", level="model")[spans].isna().all().all()
     assert study.mixture_crossover_lines(table.reset_index()) == [
         "g: MixGCN's mixture of parallelism sends no more bytes per epoch than hybrid FP32 from P = 8; hybrid Int2 "
-        "at no P studied; its exchanges take no longer than hybrid FP32 a from P = 4, b at no P studied; hybrid "
-        "Int2 a from P = 4, b at no P studied (P up to 8)"]
+        "at no P studied; its exchanges take no longer than hybrid FP32's a from P = 4, b at no P studied, c at P "
+        "= 4 only; hybrid Int2's a from P = 4, b at no P studied, c at P = 4 only (P up to 8)"]
