@@ -71,8 +71,11 @@ KERNELS = ("numba", "torch")
 #: exchanges their boundary, SuperGCN and its baselines) or MixGCN's mixture of parallelism
 #: (``mop``: each rank aggregates a slice of the feature columns of every row over the
 #: replicated adjacency and updates its part's rows, :mod:`supergcn.methods.mixgcn`).
-PARALLELISMS = ("partition", "mop")
-MIXTURE_OF_PARALLELISM = "mop"
+PARTITION_PARALLELISM, MIXTURE_OF_PARALLELISM = "partition", "mop"
+PARALLELISMS = (PARTITION_PARALLELISM, MIXTURE_OF_PARALLELISM)
+#: The paper's name of a float32 GraphSAGE run of the mixture of parallelism (any strategy:
+#: the mixture reads the plan's rows, not how it serves cut edges).
+MIXGCN = "MixGCN"
 #: Vertex weights a partition balances (:mod:`supergcn.partition.partition`).
 PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 #: Partitioners (:mod:`supergcn.partition.metis`, :mod:`supergcn.partition.kaminpar`), and MixGCN's
@@ -80,12 +83,13 @@ PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 PARTITION_ENGINES = ("metis", "kaminpar", "rcm")
 #: Masked label propagation on / off, as it appears in variant names.
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
-#: A variant's label: strategy-precision-lp[-schedule][-bns<rate>][-model] (:class:`Variant`; the model
-#: only where it is not GraphSAGE, the default).
+#: A variant's label: strategy-precision-lp[-schedule][-bns<rate>][-model][-mop] (:class:`Variant`; the
+#: model only where it is not GraphSAGE, the default; the parallelism only where it is not by partition).
 VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
                    f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}|{PIPELINED_PATTERN}))?"
                    f"(?:-bns({BOUNDARY_RATE_PATTERN}))?"
-                   f"(?:-({'|'.join(m for m in GNN_MODELS if m != DEFAULT_MODEL)}))?")
+                   f"(?:-({'|'.join(m for m in GNN_MODELS if m != DEFAULT_MODEL)}))?"
+                   f"(?:-({'|'.join(p for p in PARALLELISMS if p != PARTITION_PARALLELISM)}))?")
 #: What preparation does with self loops: keep them (once, the default) or drop them
 #: (upstream SuperGCN's preprocessing).
 KEEP_SELF_LOOPS, DROP_SELF_LOOPS = "keep", "drop"
@@ -163,7 +167,8 @@ def schedule_delay(schedule: str) -> int | None:
 class Variant:
     """A training variant of the study: how cut edges are served (``strategy``), the bits of
     exchanged rows (or ``adaptive``), label propagation, the exchange ``schedule``, BNS-GCN's
-    ``boundary_rate`` (1: every boundary row) and the GNN ``model``."""
+    ``boundary_rate`` (1: every boundary row), the GNN ``model`` and the ``parallelism``
+    (:data:`PARALLELISMS`: by partition, or MixGCN's mixture)."""
 
     strategy: str
     bits: int | str
@@ -171,14 +176,16 @@ class Variant:
     schedule: str = SYNCHRONOUS
     model: str = DEFAULT_MODEL
     boundary_rate: float = 1.0
+    parallelism: str = PARTITION_PARALLELISM
 
     @property
     def name(self) -> str:
         """The label in paths, tables and figures, e.g. ``hybrid-int2-lp``, ``pre-fp32-nolp-cd-5``,
-        ``post-fp32-nolp-bns0.1`` or ``hybrid-fp32-nolp-gat``."""
+        ``post-fp32-nolp-bns0.1``, ``hybrid-fp32-nolp-gat`` or ``hybrid-fp32-nolp-mop``."""
         suffix = "" if self.schedule == SYNCHRONOUS else f"-{self.schedule}"
         suffix += "" if self.boundary_rate == 1 else f"-bns{rate_text(self.boundary_rate)}"
         suffix += "" if self.model == DEFAULT_MODEL else f"-{self.model}"
+        suffix += "" if self.parallelism == PARTITION_PARALLELISM else f"-{self.parallelism}"
         return f"{self.strategy}-{precision_name(self.bits)}-{LABEL_PROPAGATION[bool(self.label_propagation)]}{suffix}"
 
     @classmethod
@@ -186,7 +193,8 @@ class Variant:
         """The variant of one entry of the config's ``variants`` list; ``model`` is the
         study's (``training.model``), which the entry's own ``model`` overrides."""
         return cls(entry["strategy"], entry["bits"], entry["label_propagation"], entry.get("schedule", SYNCHRONOUS),
-                   entry.get("model", model), float(entry.get("boundary_rate", 1.0)))
+                   entry.get("model", model), float(entry.get("boundary_rate", 1.0)),
+                   entry.get("parallelism", PARTITION_PARALLELISM))
 
     @classmethod
     def parse(cls, name: str) -> "Variant":
@@ -194,10 +202,10 @@ class Variant:
         match = re.fullmatch(VARIANT_PATTERN, name)
         if match is None:
             raise ValueError(f"{name!r} is not a variant name such as hybrid-int2-lp, pre-fp32-nolp-cd-5, "
-                             "post-fp32-nolp-bns0.1 or hybrid-fp32-nolp-gat")
-        strategy, precision, lp, schedule, rate, model = match.groups()
+                             "post-fp32-nolp-bns0.1, hybrid-fp32-nolp-gat or hybrid-fp32-nolp-mop")
+        strategy, precision, lp, schedule, rate, model, parallelism = match.groups()
         return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS,
-                   model or DEFAULT_MODEL, 1.0 if rate is None else float(rate))
+                   model or DEFAULT_MODEL, 1.0 if rate is None else float(rate), parallelism or PARTITION_PARALLELISM)
 
 
 def rate_text(rate: float) -> str:
@@ -208,8 +216,8 @@ def rate_text(rate: float) -> str:
 
 
 #: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without
-#: and with the communication optimisations. DistGNN's, PipeGCN's and BNS-GCN's are named
-#: by :func:`display_name`.
+#: and with the communication optimisations. DistGNN's, PipeGCN's, BNS-GCN's and MixGCN's
+#: are named by :func:`display_name`.
 PAPER_NAMES = {"post-fp32-nolp": "SuperGCN w/o comm optimizations",
                "hybrid-int2-lp": "SuperGCN w/ comm optimizations"}
 
@@ -218,9 +226,13 @@ def display_name(variant: str) -> str:
     """The paper's name of a variant where it has one, else its label: DistGNN's partial
     aggregates in float32 on any schedule but ``sync`` are "DistGNN (cd-5)", "DistGNN (0c)",
     ...; float32 post rows one epoch stale "PipeGCN" (its paper's -F, -G, -GF with
-    smoothing), sampled "BNS-GCN (p = 0.1)"."""
+    smoothing), sampled "BNS-GCN (p = 0.1)"; the synchronous float32 mixture of parallelism
+    of any strategy "MixGCN"."""
     parsed = Variant.parse(variant)
     float32_rows = (parsed.bits, parsed.label_propagation, parsed.model) == (32, False, DEFAULT_MODEL)
+    if parsed.parallelism == MIXTURE_OF_PARALLELISM:
+        plain = float32_rows and (parsed.schedule, parsed.boundary_rate) == (SYNCHRONOUS, 1)
+        return MIXGCN if plain else variant
     if float32_rows and parsed.strategy == "pre" and parsed.boundary_rate == 1 \
             and parsed.schedule != SYNCHRONOUS and not is_pipelined(parsed.schedule):
         return f"DistGNN ({parsed.schedule})"

@@ -8,7 +8,7 @@ import yaml
 
 from supergcn import naming
 from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
-from supergcn.workflow_config import load_schema
+from supergcn.workflow_config import config_problems, load_schema
 
 from conftest import REPO
 
@@ -29,6 +29,7 @@ def schema_at(*path):
     (("variants", "[]", "strategy"), naming.STRATEGIES),
     (("variants", "[]", "bits"), naming.BIT_CHOICES),
     (("variants", "[]", "model"), naming.GNN_MODELS),
+    (("variants", "[]", "parallelism"), naming.PARALLELISMS),
     (("training", "model"), naming.GNN_MODELS),
     (("self_loops",), naming.SELF_LOOPS),
     (("training", "rounding"), naming.ROUNDINGS),
@@ -90,9 +91,35 @@ def test_the_schedule_pattern_of_the_schema_is_the_python_one():
     naming.Variant("post", 32, False, "pipe-g", "gcn"), naming.Variant("post", 32, False, "pipe"),
     naming.Variant("post", 32, False, boundary_rate=0.01), naming.Variant("hybrid", 32, False, model="gin",
                                                                           boundary_rate=0.0),
-    naming.Variant("post", 32, False, boundary_rate=1e-7)])
+    naming.Variant("post", 32, False, boundary_rate=1e-7), naming.Variant("hybrid", 32, False, parallelism="mop"),
+    naming.Variant("pre", 32, True, model="gcn", parallelism="mop")])
 def test_variants_round_trip_their_names(variant):
     assert naming.Variant.parse(variant.name) == variant
+
+
+def test_the_mixture_of_parallelism_is_named_mixgcn_as_published_only():
+    mixgcn = naming.Variant.from_config({"strategy": "hybrid", "bits": 32, "label_propagation": False,
+                                         "parallelism": "mop"})
+    assert mixgcn.name == "hybrid-fp32-nolp-mop" and naming.display_name(mixgcn.name) == "MixGCN"
+    # Any strategy: the mixture reads the plan's rows, not how it serves cut edges.
+    assert naming.display_name("post-fp32-nolp-mop") == "MixGCN"
+    for other in ("hybrid-int2-nolp-mop", "hybrid-fp32-lp-mop", "hybrid-fp32-nolp-gcn-mop", "hybrid-fp32-nolp"):
+        assert naming.display_name(other) == other
+    assert naming.Variant.parse("hybrid-fp32-nolp").parallelism == "partition"
+    with pytest.raises(ValueError, match="hybrid-fp32-nolp-mop"):
+        naming.Variant.parse("hybrid-fp32-nolp-mop-gcn")  # the parallelism comes last
+
+
+@pytest.mark.parametrize("parallelism, refused", [("mop", False), ("partition", False), ("mixed", True)])
+def test_the_schema_takes_a_variants_parallelism(parallelism, refused):
+    config = {**CONFIG, "variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False,
+                                      "parallelism": parallelism}]}
+    problems = config_problems(config, SCHEMA)
+    if not refused:
+        assert problems == []
+    else:
+        (line,) = problems
+        assert line.startswith("variants.0.parallelism: 'mixed' is not one of"), line
 
 
 def test_a_variant_names_its_model_unless_graphsage():
