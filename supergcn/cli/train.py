@@ -12,6 +12,10 @@ per rank (``--rank-output``, e.g. Fujitsu MPI's ``-std-proc {log}``, where ``{lo
 becomes the files' prefix) and ends with the job's status; a job killed from outside (a
 signal, the memory or time limit) is reported in one line that says a rerun resumes from
 the last checkpoint.
+
+A run of MixGCN's mixture of parallelism (``--parallelism mop``) keeps a copy of the whole
+adjacency on every rank: given ``--memory-per-rank``, one whose copy does not fit is refused
+before any rank starts (:func:`check_replicated_memory`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,12 @@ from pathlib import Path
 from supergcn.cli._args import output_file
 from supergcn.errors import SuperGCNError
 from supergcn.options import add_arguments, from_values, values_given
-from supergcn.train.config import TrainConfig, with_model_defaults
+from supergcn.train.config import (
+    TrainConfig,
+    replicated_adjacency_bytes,
+    replication_peak_bytes,
+    with_model_defaults,
+)
 
 HELP = "distributed full-batch training (run under mpiexec -n P, or with --launcher)"
 #: Exit statuses of supergcn itself: 0, 1 (a bug), 2 (a user error); any other status of a
@@ -89,6 +98,7 @@ def run(args) -> int:
     conflicts = config.conflicts()
     if conflicts:
         raise SuperGCNError("; ".join(conflicts))
+    check_replicated_memory(config)
     if args.launcher is not None:
         return launch(args)
     from supergcn.distributed.comm import configure_mpi
@@ -100,6 +110,36 @@ def run(args) -> int:
     from supergcn.train.trainer import train
 
     return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train", args.debug)
+
+
+def check_replicated_memory(config: TrainConfig) -> None:
+    """Refuse a run of the mixture of parallelism whose copy of the whole adjacency, at its
+    peak while built (:func:`~supergcn.train.config.replication_peak_bytes`), exceeds the
+    ``memory_per_rank`` MiB a rank may use (0: not checked). The launcher checks before it
+    starts the ranks, and every rank reads the same manifest, so all agree.
+
+    Args:
+        config: the run.
+
+    Raises:
+        SuperGCNError: the copy does not fit.
+    """
+    if not config.mixes_parallelism or config.memory_per_rank == 0:
+        return
+    from supergcn.data.graph import read_graph_meta
+    from supergcn.data.storage import human_bytes
+
+    meta = read_graph_meta(config.graph)
+    nodes, entries = meta["num_nodes"], meta["num_edges_directed"]
+    peak = replication_peak_bytes(nodes, entries)
+    if peak > config.memory_per_rank * 2**20:
+        kept = replicated_adjacency_bytes(nodes, entries, config.kernel)
+        raise SuperGCNError(
+            f"MixGCN's mixture of parallelism holds the whole adjacency of {meta['name']} on every rank: "
+            f"{human_bytes(peak)} while it is built ({human_bytes(kept)} kept), more than the "
+            f"{config.memory_per_rank} MiB a rank may use (--memory-per-rank; a study's execution.mem_mb_per_rank)",
+            "give each rank more memory (a study: raise execution.mem_mb_per_rank, with fewer "
+            "execution.ranks_per_node so that a node holds them), or use --parallelism partition")
 
 
 def rank_command(args) -> list[str]:

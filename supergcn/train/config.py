@@ -51,6 +51,47 @@ _SHARE = Range(float, 0, 1, high_open=True)
 PIPE_MOMENTUM = 0.95
 #: ``precompute_input``'s values: ``auto`` is on for BNS-GCN's and PipeGCN's runs, as their scripts.
 PRECOMPUTE_CHOICES = ("auto", "on", "off")
+#: Bytes of an int64 row pointer or column index of MixGCN's replicated adjacency, and of the
+#: float32 value per entry the torch kernels' CSR tensor keeps besides (the numba gathers keep none).
+INDEX_BYTES, TORCH_VALUE_BYTES = 8, 4
+#: Renumbering the copy (:mod:`supergcn.methods.mixgcn`) holds at most three int64 arrays of
+#: N and three of nnz at once (the gather's offsets and their two terms, then the old column ids
+#: and the new): three times the copy the numba kernels keep, and about 1 KiB of the objects
+#: around them, measured with tracemalloc; 64 KiB covers those.
+REPLICATION_BUILD_FACTOR, REPLICATION_BUILD_OVERHEAD = 3, 64 * 2**10
+
+
+def replicated_adjacency_bytes(num_nodes: int, entries: int, kernel: str = "numba") -> int:
+    """Bytes of the copy of the whole adjacency every rank of MixGCN's mixture of parallelism
+    keeps: ``8 (N + 1) + 8 nnz`` (int64 row pointers and column indices; the graph is
+    symmetric, so Â serves as its own transpose), ``+ 4 nnz`` with the torch kernels.
+
+    Args:
+        num_nodes: N, the graph's nodes.
+        entries: nnz, its directed adjacency entries (``num_edges_directed`` of its manifest).
+        kernel: the sparse kernels (:data:`~supergcn.naming.KERNELS`).
+
+    Returns:
+        The bytes, as the run's metrics header records them per rank.
+    """
+    values = TORCH_VALUE_BYTES * entries if kernel == "torch" else 0
+    return INDEX_BYTES * (num_nodes + 1 + entries) + values
+
+
+def replication_peak_bytes(num_nodes: int, entries: int) -> int:
+    """The most a rank of the mixture of parallelism holds for its copy while it builds it:
+    ``3 · 8 (N + 1 + nnz)`` (:data:`REPLICATION_BUILD_FACTOR`) and 64 KiB, which also bounds
+    the copy kept with either kernel (at most ``8 (N + 1) + 12 nnz``).
+
+    Args:
+        num_nodes: N, the graph's nodes.
+        entries: nnz, its directed adjacency entries.
+
+    Returns:
+        The bytes.
+    """
+    return REPLICATION_BUILD_FACTOR * replicated_adjacency_bytes(num_nodes, entries) + REPLICATION_BUILD_OVERHEAD
+
 
 
 def _adaptive(values: dict) -> bool:
@@ -160,6 +201,10 @@ class TrainConfig:
     threads: int = option(1, "torch and numba threads per rank", values=_AT_LEAST_1, group="execution")
     kernel: str = option("numba", "sparse kernels: numba (optimised, default) or torch (torch.sparse.mm "
                          "reference)", choices=KERNELS, group="execution", study=True)
+    memory_per_rank: int = option(
+        0, "MiB each rank may use (a study hands execution.mem_mb_per_rank): a run of --parallelism mop whose copy "
+        "of the whole adjacency does not fit, at its peak while built, is refused before any rank starts (0 = not "
+        "checked)", values=_AT_LEAST_0, group="execution")
     bits: int | str = option(
         32, "32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients; adaptive = 2, 4 or 8 per message "
         "group, assigned by AdaQP's solver", values=parse_bits, choices=BIT_CHOICES, group="exchange",
@@ -372,7 +417,7 @@ def with_model_defaults(values: dict, given) -> dict:
 
 def job_settings(training: dict, variant: Variant, given=()) -> dict:
     """The options a study hands one training job: its ``training`` settings (with the
-    dataset's own) for a ``variant``'s bits, schedule, boundary rate and label propagation,
+    dataset's own) for a ``variant``'s bits, schedule, boundary rate, parallelism and label propagation,
     keeping only the options such a job reads, so that a change of an option no job of a
     variant reads (an adaptive run's lambda, the label draw) reruns no job of it.
 
@@ -386,7 +431,7 @@ def job_settings(training: dict, variant: Variant, given=()) -> dict:
         Option name -> value for the options the job reads.
     """
     values = with_model_defaults({**training, "bits": variant.bits, "schedule": variant.schedule,
-                                  "boundary_rate": variant.boundary_rate}, given)
+                                  "boundary_rate": variant.boundary_rate, "parallelism": variant.parallelism}, given)
     if not variant.label_propagation:
         values["label_rate"] = 0.0
     return {field.name: values[field.name] for field, spec in declared(TrainConfig)
