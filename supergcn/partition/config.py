@@ -35,15 +35,19 @@ class PartitionConfig:
     constraints: tuple[str, ...] = option(
         PARTITION_CONSTRAINTS, "vertex weights to balance (vertex count, in-degree, training vertices; none: unit "
         "weights), each on its own with METIS, or folded into one weight (supergcn/partition/partition.py) with "
-        "KaMinPar or --no-separate-constraints", choices=PARTITION_CONSTRAINTS, group="balance", study=True)
-    seed: int = option(0, "the partitioner's random seed", group="balance", study=True, study_values=Range(int, 0))
+        "KaMinPar or --no-separate-constraints; RCM's equal row ranges balance the vertex count alone (nodes, or "
+        "none)", choices=PARTITION_CONSTRAINTS, group="balance", study=True)
+    seed: int = option(0, "the partitioner's random seed (RCM has none: 0)", group="balance", study=True,
+                       study_values=Range(int, 0))
     separate_constraints: bool | None = option(
         None, "balance each constraint on its own (METIS's ncon weights, through the METIS library of the "
         "cmeel-metis wheel) or, with --no-separate-constraints, one weight folding them (pymetis, KaMinPar); "
         "unset, the engine's own: separate for METIS, folded for KaMinPar", group="balance", study=True)
-    engine: str = option("metis", "metis (one thread, the reference) or kaminpar (threaded, a few bytes per "
-                         "adjacency entry, k in the thousands)", choices=PARTITION_ENGINES, group="engine", study=True)
-    threads: int = option(1, "KaMinPar's threads (METIS runs on one)", values=Range(int, 1), group="engine",
+    engine: str = option("metis", "metis (one thread, the reference), kaminpar (threaded, a few bytes per "
+                         "adjacency entry, k in the thousands) or rcm (MixGCN's equal row ranges of the reverse "
+                         "Cuthill-McKee order: one thread, one pass over the adjacency)", choices=PARTITION_ENGINES,
+                         group="engine", study=True)
+    threads: int = option(1, "KaMinPar's threads (METIS and RCM run on one)", values=Range(int, 1), group="engine",
                           study=True)
     kaminpar_preset: str = option("terapart", f"KaMinPar's preset up to {LARGE_K:,} parts (terapart presets "
                                   "keep the graph compressed)", group="engine", study=True)
@@ -75,7 +79,7 @@ class EngineLimit:
     Args:
         engine: the engine (:data:`supergcn.naming.PARTITION_ENGINES`).
         name: the option (a field of :class:`PartitionConfig`).
-        takes: the values it allows under ``engine``.
+        takes: the values it allows under ``engine`` (those of an option of several values: tuples).
         why: the reason, e.g. "KaMinPar partitions the whole graph".
     """
 
@@ -88,16 +92,24 @@ class EngineLimit:
         """How to resolve a violation: the values allowed, or another engine.
 
         Returns:
-            The words, naming the config key and its values as YAML writes them.
+            The words, naming the config key and its values as YAML writes them, and the
+            engines that take every value of it (none limited there, as KaMinPar and RCM
+            both are for ``separate_constraints``).
         """
-        others = " or ".join(engine for engine in PARTITION_ENGINES if engine != self.engine)
-        return f"set it to {' or '.join(map(json.dumps, self.takes))}, or partition.engine to {others}"
+        values = f"set it to {' or '.join(map(json.dumps, self.takes))}"
+        others = [engine for engine in PARTITION_ENGINES
+                  if not any(limit.engine == engine and limit.name == self.name for limit in ENGINE_LIMITS)]
+        return f"{values}, or partition.engine to {' or '.join(others)}" if others else values
 
 
 #: The options an engine takes fewer values of than the others.
 ENGINE_LIMITS = (
     EngineLimit("kaminpar", "separate_constraints", (False, None), "KaMinPar balances one combined weight"),
     EngineLimit("kaminpar", "edge_fraction", (1,), "KaMinPar partitions the whole graph"),
+    EngineLimit("rcm", "constraints", (("nodes",), ()), "RCM's equal row ranges balance the vertex count alone"),
+    EngineLimit("rcm", "separate_constraints", (None,), "RCM balances no vertex weights"),
+    EngineLimit("rcm", "seed", (0,), "RCM's order is deterministic, without a seed"),
+    EngineLimit("rcm", "edge_fraction", (1,), "RCM orders the whole graph"),
 )
 
 
@@ -114,6 +126,7 @@ def engine_problems(config: PartitionConfig) -> list[str]:
     found = []
     for limit in ENGINE_LIMITS:
         value = getattr(config, limit.name)
+        value = tuple(value) if isinstance(value, list) else value  # several values, as the command line gives them
         if limit.engine == config.engine and value not in limit.takes:
             flag = "--" + limit.name.replace("_", "-")
             found.append(f"{limit.why}: partition.{limit.name} ({flag}) cannot be {json.dumps(value)} — "
@@ -132,7 +145,8 @@ def schema_section() -> dict:
     """
     rules = []
     for engine in dict.fromkeys(limit.engine for limit in ENGINE_LIMITS):
-        limited = {limit.name: {"enum": list(limit.takes), "message": f"{limit.why}; {limit.fix()}"}
+        limited = {limit.name: {"enum": [list(value) if isinstance(value, tuple) else value for value in limit.takes],
+                                "message": f"{limit.why}; {limit.fix()}"}
                    for limit in ENGINE_LIMITS if limit.engine == engine}
         rules.append({"if": {"properties": {"engine": {"const": engine}}, "required": ["engine"]},
                       "then": {"properties": limited}})

@@ -23,6 +23,7 @@ from supergcn.partition.config import PartitionConfig, default, engine_problems
 from supergcn.partition.kaminpar import kaminpar_partition, preset_for
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.partition import Partition, balance_report, edge_cut, part_totals
+from supergcn.partition.rcm import rcm_partition
 from supergcn.partition.rows import write_rank_rows
 
 #: Version 2 keeps the per-part totals in ``part_totals.npz`` and records the engine;
@@ -54,13 +55,14 @@ _OPTION_OF = {"name": "engine", "threads": "threads", "preset": "kaminpar_preset
 
 @dataclass(frozen=True)
 class Engine:
-    """Which partitioner runs and how: ``metis`` (pymetis, one thread) or ``kaminpar``
+    """Which partitioner runs and how: ``metis`` (pymetis, one thread), ``kaminpar``
     (:mod:`supergcn.partition.kaminpar`, ``threads`` threads, ``preset`` up to k =
-    :data:`~supergcn.partition.config.LARGE_K` and ``large_k_preset`` beyond). The
-    defaults are those of :class:`~supergcn.partition.config.PartitionConfig`.
+    :data:`~supergcn.partition.config.LARGE_K` and ``large_k_preset`` beyond) or ``rcm``
+    (:mod:`supergcn.partition.rcm`, one thread). The defaults are those of
+    :class:`~supergcn.partition.config.PartitionConfig`.
 
     Args:
-        name: ``metis`` or ``kaminpar`` (:data:`supergcn.naming.PARTITION_ENGINES`).
+        name: ``metis``, ``kaminpar`` or ``rcm`` (:data:`supergcn.naming.PARTITION_ENGINES`).
         threads: KaMinPar's threads.
         preset: KaMinPar's preset up to :data:`~supergcn.partition.config.LARGE_K` parts.
         large_k_preset: KaMinPar's preset beyond.
@@ -113,6 +115,8 @@ class Engine:
         """
         if num_parts == 1:
             return {"name": "single part"}
+        if self.name == "rcm":
+            return {"name": "rcm", "method": "equal row ranges of the reverse Cuthill-McKee order", "threads": 1}
         if self.name == "metis" and self.separate and constraints:
             return {"name": "metis", "method": "METIS library k-way, one constraint per weight", "threads": 1}
         if self.name == "metis":
@@ -269,7 +273,8 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
     Raises:
         SuperGCNError: an unknown engine, an option the engine does not take
             (:data:`~supergcn.partition.config.ENGINE_LIMITS`: KaMinPar keeps no
-            constraints separate and sees every edge), or what the engine and
+            constraints separate and sees every edge; RCM balances the vertex count alone,
+            has no seed and sees every edge), or what the engine and
             :func:`save_partition` raise (P out of range, an unknown constraint, an empty
             part, an unwritable ``out_dir``).
     """
@@ -281,6 +286,8 @@ def run_partition(graph: Graph, graph_hash: str, num_parts: int, out_dir, constr
     filled, engine_peak_mib = 0, 0.0
     if engine.name == "metis" or num_parts == 1:
         partition = partition_graph(graph, num_parts, constraints, seed, edge_fraction, engine.separate)
+    elif engine.name == "rcm":
+        partition = rcm_partition(graph, num_parts)
     elif engine.name == "kaminpar":
         partition, filled, engine_peak_mib = kaminpar_partition(graph, num_parts, constraints, seed, engine.threads,
                                                preset_for(num_parts, engine.preset, engine.large_k_preset),

@@ -62,7 +62,11 @@ def code(command):
 #: rounded up, and the interpreter's own share. A plan holds one destination rank's edges at
 #: a time besides 16 B per entry, so its share shrinks with P (about 30 B per entry at P = 1),
 #: and about 24 B per pair of ranks with cut edges (at most P^2, at most the entries).
-STEP_BYTES_PER_ENTRY = {"partition-metis": 140, "partition-kaminpar": 40, "plan": 16}
+#: partition-rcm: run_partition(engine rcm, constraints nodes, P = 64) in a fresh process,
+#: the manifest's peak_memory_mib (VmHWM) over the directed entries, on synthetic-products
+#: shrunk to 1/4 (30.9 M entries: 14.2 B) and 1/2 (61.9 M: 11.5 B); the search keeps the
+#: 32-bit ids resident (4 B per entry) beside a few arrays per node; 2026-11-27, 2 cores.
+STEP_BYTES_PER_ENTRY = {"partition-metis": 140, "partition-kaminpar": 40, "partition-rcm": 16, "plan": 16}
 PLAN_RANK_BYTES_PER_ENTRY = 32
 PLAN_BYTES_PER_PAIR = 24
 STEP_BASE_MB = 1024
