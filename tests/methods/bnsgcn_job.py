@@ -7,7 +7,12 @@ on a hand-made graph.
   k = floor(1.5) = 1 of them, scaled by n / k = 3. Every output and input gradient is
   checked against the hand-worked formula for the one row drawn each way, and each row is
   drawn about a third of the time (what makes the sampled sum unbiased).
+* A sampler restored from a checkpoint's state (what the trainer saves, through
+  ``GraphOps.state``) draws what the uninterrupted one drew from there on.
 """
+
+import io
+import math
 
 import numpy as np
 import torch
@@ -58,30 +63,68 @@ for strategy in ("post", "hybrid"):
         assert torch.equal(expected[0], got[0]) and torch.equal(expected[1], got[1]), (strategy, width)
 
 # p = 0.5: one of three rows each way, times 3.
-ops = GraphOps(operators_of("post"))
-ops.method = BoundarySampling(ops.operators, 0.5, seed=11)
+RATE, SEED = 0.5, 11
+
+
+def sampling_ops():
+    ops = GraphOps(operators_of("post"))
+    ops.method = BoundarySampling(ops.operators, RATE, seed=SEED)
+    return ops
+
+
 x_value = {u: 10.0 * u + 1 for u in range(6)}
 w_value = {v: 1.0 + v for v in range(6)}
 x = torch.tensor([[x_value[v]] for v in owned])
-passes, drawn_here, drawn_there = 150, [], []
-for _ in range(passes):
-    y, grad = through(ops, x, torch.tensor([[w_value[v]] for v in owned]))
+w = torch.tensor([[w_value[v]] for v in owned])
 
-    def forward_if(u_star):
-        return [(sum(x_value[u] for u in local[v]) + 3 * x_value[u_star] * (u_star in remote[v])) / degree[v]
-                for v in owned]
 
-    def backward_if(u_star):
-        return [sum(w_value[v] / degree[v] for v in local[u])
-                + 3 * (u == u_star) * sum(w_value[v] / degree[v] for v in remote[u]) for u in owned]
+def forward_if(u_star):
+    """y of the owned nodes where the peer drew its row u_star (sent times 3)."""
+    return [(sum(x_value[u] for u in local[v]) + 3 * x_value[u_star] * (u_star in remote[v])) / degree[v]
+            for v in owned]
 
+
+def backward_if(u_star):
+    """dLoss/dx of the owned nodes where this rank drew its row u_star (gradient times 3)."""
+    return [sum(w_value[v] / degree[v] for v in local[u])
+            + 3 * (u == u_star) * sum(w_value[v] / degree[v] for v in remote[u]) for u in owned]
+
+
+def drawn_in_pass(ops):
+    """(the peer's row drawn towards this rank, this rank's row drawn towards the peer) of
+    one training pass, each the one candidate whose hand-worked values the pass computed."""
+    y, grad = through(ops, x, w)
     there = [u for u in peers if np.allclose(y[:, 0].numpy(), forward_if(u), rtol=1e-5)]
     here = [u for u in owned if np.allclose(grad[:, 0].numpy(), backward_if(u), rtol=1e-5)]
     assert len(there) == 1 and len(here) == 1, (rank, y[:, 0].tolist(), grad[:, 0].tolist())
-    drawn_there.append(there[0])
-    drawn_here.append(here[0])
-for u in owned:  # drawn with probability 1/3: 50 of 150 passes, +-3 standard deviations (17.3)
-    assert abs(drawn_here.count(u) - passes / 3) < 18, (rank, u, drawn_here.count(u))
+    return there[0], here[0]
+
+
+# Each pass draws each of the 3 rows with probability 1/3, independently of the other
+# passes, so a row's count in n passes is Binomial(n, 1/3): mean n/3, standard deviation
+# sqrt(2n/9) (3.2 at n = 45). The bound is 3 of those. A draw that never took one of the
+# rows would be n/3 = 15 off, one that always took the same row 2n/3 = 30.
+passes, resume_at, resumed_passes = 45, 20, 5
+ops, drawn_there, drawn_here, checkpoint = sampling_ops(), [], [], None
+for done in range(passes):
+    if done == resume_at:  # as the trainer writes a rank's state (torch.save, read weights only)
+        checkpoint = io.BytesIO()
+        torch.save(ops.state(), checkpoint)
+    there, here = drawn_in_pass(ops)
+    drawn_there.append(there)
+    drawn_here.append(here)
+bound = 3 * math.sqrt(passes * (1 / 3) * (2 / 3))
+for u in owned:
+    assert abs(drawn_here.count(u) - passes / 3) < bound, (rank, u, drawn_here.count(u), bound)
 # What the peer drew, seen from here, is what the peer says it drew.
 assert comm.sendrecv(drawn_here, dest=1 - rank, source=1 - rank) == drawn_there
+
+# Resumed: a new sampler given the state after resume_at passes draws what the first drew
+# next. A sampler that ignored the state would draw passes 1, 2, ... again: they differ.
+after = slice(resume_at, resume_at + resumed_passes)
+assert drawn_here[after] != drawn_here[:resumed_passes] or drawn_there[after] != drawn_there[:resumed_passes]
+resumed = sampling_ops()
+checkpoint.seek(0)
+resumed.restore(torch.load(checkpoint, weights_only=True))
+assert [drawn_in_pass(resumed) for _ in range(resumed_passes)] == list(zip(drawn_there[after], drawn_here[after]))
 print(f"rank {rank} ok", flush=True)
