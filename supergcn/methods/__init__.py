@@ -16,6 +16,9 @@ and its masked label propagation (:mod:`supergcn.train.labels`).
   (``--boundary-rate p``);
 * :mod:`supergcn.methods.mixgcn` — MixGCN's mixture of parallelism: the aggregation split by
   feature columns over a replicated adjacency, the update by rows (``--parallelism mop``).
+* :mod:`supergcn.methods.distgnn_mb_graph` — DistGNN-MB's sampling graph of a rank: its
+  solid nodes, their halos as leaves, and db_halo (the solid nodes that are halos on each
+  peer), on which :mod:`supergcn.kernels.sampling` draws the mini-batches.
 
 DistGNN-MB's mini-batch training, still to come, gets a room of its own beside these
 (``methods/distgnn_mb.py``). ``tests/test_layout.py`` holds this list to the modules present.
