@@ -265,6 +265,27 @@ def test_training_parameter_change_reruns_training_only(finished_study):
         assert dry_run(finished_study) == {"train_settings": 2, "train": 2, "tables": 1, "figures": 1, "all": 1}
 
 
+def test_a_mixgcn_variant_asks_for_its_copy_of_the_adjacency_besides(finished_study):
+    """Each rank of a MixGCN job asks for execution.mem_mb_per_rank (2,000 MB) and its copy
+    of the graph at its peak while built, 24 B per node and entry and 64 KiB, in whole MiB;
+    a job of the partition variant asks for the 2,000 MB alone."""
+    workdir, _, env = finished_study
+    meta = json.loads((workdir / "data" / "graphs" / "synthetic-tiny" / "meta.json").read_text())
+    copy_mib = math.ceil((24 * (meta["num_nodes"] + 1 + meta["num_edges_directed"]) + 65536) / 2**20)
+    mop = {"strategy": "hybrid", "bits": 32, "label_propagation": False, "parallelism": "mop"}
+    with edited_config(workdir, lambda c: c["variants"].append(mop)):
+        result = snakemake("-n", "-p", "--forceall", "--until", "train", "--profile",
+                           REPO / "workflow/profiles/local", cwd=workdir, env_extra=env)
+    assert result.returncode == 0, result.stderr
+    requests = {(job["wildcards"]["variant"], int(job["wildcards"]["P"])): int(job["resources"]["mem_mb"])
+                for job in train_jobs(result.stdout)}
+    mop_rank = 2000 + copy_mib
+    assert requests == {("hybrid-fp32-nolp", 1): 2000, ("hybrid-fp32-nolp", 2): 2 * 2000,
+                        ("hybrid-fp32-nolp-mop", 1): mop_rank, ("hybrid-fp32-nolp-mop", 2): 2 * mop_rank}
+    commands = [line for line in result.stdout.splitlines() if "cli train" in line]
+    assert len(commands) == 4 and all("--memory-per-rank 2000 " in line for line in commands)
+
+
 def test_an_option_no_job_reads_reruns_nothing(finished_study):
     """The tiny study has no adaptive variant: AdaQP's lambda reaches none of its jobs."""
     with edited_config(finished_study[0], lambda c: c["training"].update(adaptive_weight=0.9)):
@@ -486,7 +507,7 @@ def test_int2_accuracy_study_plans_every_run():
 def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn():
     result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/paper-comparison.yaml")
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout)["train"] == 9 * 2 * 3
+    assert planned_jobs(result.stdout)["train"] == 10 * 2 * 3
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
     distgnn = [c for c in commands if "pre-fp32-nolp-cd-5/" in c]
     assert distgnn and all("/hybrid " not in c and "/pre " in c for c in distgnn)
@@ -494,6 +515,9 @@ def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn()
     for variant in ("post-fp32-nolp-bns0.1/", "post-fp32-nolp-bns0.01/", "post-fp32-nolp-pipe/"):
         runs = [c for c in commands if variant in c]
         assert len(runs) == 2 * 3 and all("/post " in c for c in runs)
+    # MixGCN's row blocks are the hybrid plan's parts; it is told the memory a rank may use.
+    mixgcn = [c for c in commands if "hybrid-fp32-nolp-mop/" in c]
+    assert len(mixgcn) == 2 * 3 and all("/hybrid " in c and "--memory-per-rank 2000 " in c for c in mixgcn)
     tables = [line for line in result.stdout.splitlines() if "supergcn.cli tables" in line]
     assert tables and "--baseline pre-fp32-nolp-cd-5" in tables[0]
 
@@ -518,6 +542,10 @@ def test_the_paper_comparison_hands_its_jobs_the_schedules_and_adaptive_bits(tmp
     assert settings["pre-fp32-nolp-cd-5"]["schedule"] == "cd-5"
     adaptive = settings["hybrid-adaptive-lp"]
     assert adaptive["bits"] == "adaptive" and adaptive["adaptive_period"] == 20
+    # Only MixGCN's jobs read the parallelism: the others' settings, and so their jobs, stay as they were.
+    assert settings["hybrid-fp32-nolp-mop"]["parallelism"] == "mop"
+    assert [name for name, job in settings.items() if "parallelism" in job] == ["hybrid-fp32-nolp-mop"]
+    assert not any("memory_per_rank" in job for job in settings.values())
 
 
 def test_a_variant_that_cannot_run_is_refused_before_any_job(tmp_path):

@@ -12,6 +12,7 @@ from supergcn.naming import (
     DATASET_NAME,
     FIGURES,
     GNN_MODELS,
+    MIXTURE_OF_PARALLELISM,
     PERF_FIGURES,
     PERF_TABLES,
     PRECISIONS,
@@ -25,7 +26,7 @@ from supergcn.models import weighted_cover_models
 from supergcn.options import command_line
 from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
-from supergcn.train.config import TrainConfig, job_settings
+from supergcn.train.config import TrainConfig, job_settings, replication_peak_bytes
 from supergcn.workflow_config import ConfigError
 
 DATA = config["data_root"]
@@ -72,14 +73,19 @@ PLAN_BYTES_PER_PAIR = 24
 STEP_BASE_MB = 1024
 
 
-def adjacency_entries(graph_dir):
-    """Directed adjacency entries of a prepared graph, from its manifest. Before the graph
-    exists the error names the graph directory, an input, so Snakemake defers the value."""
+def graph_meta(graph_dir):
+    """A prepared graph's manifest. Before the graph exists the error names the graph
+    directory, an input, so Snakemake defers the value computed from it."""
     meta = os.path.join(graph_dir, "meta.json")
     if not os.path.exists(meta):
         raise FileNotFoundError(errno.ENOENT, "graph not prepared yet", str(graph_dir))
     with open(meta) as handle:
-        return json.load(handle)["num_edges_directed"]
+        return json.load(handle)
+
+
+def adjacency_entries(graph_dir):
+    """Directed adjacency entries of a prepared graph, from its manifest."""
+    return graph_meta(graph_dir)["num_edges_directed"]
 
 
 def step_mem_mb(graph_dir, bytes_per_entry, bytes_per_pair=0, num_ranks=1):
@@ -268,9 +274,21 @@ def nodes_for(wildcards):
     return math.ceil(int(wildcards.P) / EXECUTION["ranks_per_node"])
 
 
-def memory_per_node(wildcards):
-    """Schedulers apply mem_mb per node: the ranks that share one."""
-    return min(int(wildcards.P), EXECUTION["ranks_per_node"]) * EXECUTION["mem_mb_per_rank"]
+def replicated_adjacency_mb(wildcards, input):
+    """MiB a rank of MixGCN's mixture of parallelism holds besides its share: its copy of the
+    whole adjacency at its peak while built (supergcn.train.config.replication_peak_bytes);
+    none for the other variants and for jobs of no variant (bench comm)."""
+    if "variant" not in wildcards.keys() or variant_of(wildcards).parallelism != MIXTURE_OF_PARALLELISM:
+        return 0
+    meta = graph_meta(input.graph)
+    return math.ceil(replication_peak_bytes(meta["num_nodes"], meta["num_edges_directed"]) / 2**20)
+
+
+def memory_per_node(wildcards, input):
+    """Schedulers apply mem_mb per node: the ranks that share one, each its
+    execution.mem_mb_per_rank and its copy of the adjacency where it keeps one."""
+    per_rank = EXECUTION["mem_mb_per_rank"] + replicated_adjacency_mb(wildcards, input)
+    return min(int(wildcards.P), EXECUTION["ranks_per_node"]) * per_rank
 
 
 def mpi_resource(wildcards):

@@ -47,6 +47,10 @@ rule train:
     threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
     resources:
         **RANK_JOB,
+        # What supergcn train refuses a MixGCN copy of the adjacency beyond, before it starts
+        # the ranks. A resource, as the launcher, so that a study moved to a machine of
+        # another size does not rerun its finished jobs.
+        memory_per_rank=EXECUTION["mem_mb_per_rank"],
     conda:
         "../envs/supergcn.yaml"
     log:
@@ -59,4 +63,5 @@ rule train:
         "python -m supergcn.cli train --settings {input.settings:q} --graph {input.graph:q} "
         "--partition {input.partition:q} --plan {input.plan:q} --out {output:q} --seed {wildcards.seed} "
         "--threads {resources.cpus_per_task} --checkpoint {params.checkpoint:q} --resume "
-        "--launcher {resources.launch:q} {params.rank_output} --log {log:q}"
+        "--memory-per-rank {resources.memory_per_rank} --launcher {resources.launch:q} {params.rank_output} "
+        "--log {log:q}"
