@@ -24,6 +24,7 @@ PUBLIC_MODULES = (
     "supergcn.partition.store",
     "supergcn.partition.metis",
     "supergcn.partition.kaminpar",
+    "supergcn.partition.rcm",
     "supergcn.plan.rank_plan",
     "supergcn.plan.builder",
     "supergcn.plan.store",

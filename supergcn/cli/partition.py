@@ -1,4 +1,4 @@
-"""``supergcn partition``: partition a prepared graph with METIS or KaMinPar.
+"""``supergcn partition``: partition a prepared graph with METIS, KaMinPar or reverse Cuthill–McKee ranges.
 
 Its options but the graph, P and the output are the fields of
 :class:`supergcn.partition.config.PartitionConfig`, from which the command line is derived
@@ -13,7 +13,7 @@ from supergcn.cli._args import output_dir, positive_int
 from supergcn.options import add_arguments, values_given
 from supergcn.partition.config import GROUPS, PartitionConfig
 
-HELP = "partition a prepared graph (METIS or KaMinPar)"
+HELP = "partition a prepared graph (METIS, KaMinPar or reverse Cuthill–McKee ranges)"
 
 
 def configure(parser) -> None:

@@ -38,10 +38,12 @@ def prepare_step(dataset: str, scale: float, out: Path) -> dict:
 
 
 def partition_step(graph_dir: Path, parts: int, out: Path, edge_fraction: float, engine: Engine) -> dict:
-    """Partition a prepared graph into ``parts`` with ``engine``."""
+    """Partition a prepared graph into ``parts`` with ``engine`` (reverse Cuthill–McKee's
+    equal ranges balance the node count alone)."""
     graph = load_graph(graph_dir, mmap=True)
+    constraints = {"constraints": ("nodes",)} if engine.name == "rcm" else {}
     return run_partition(graph, read_graph_meta(graph_dir)["hash"], parts, out, edge_fraction=edge_fraction,
-                         engine=engine)
+                         engine=engine, **constraints)
 
 
 def plan_step(graph_dir: Path, partition_dir: Path, out: Path) -> dict:

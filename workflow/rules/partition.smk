@@ -1,4 +1,4 @@
-# METIS or KaMinPar partition of a prepared graph into P parts.
+# METIS, KaMinPar or reverse Cuthill–McKee (rcm) partition of a prepared graph into P parts.
 import shlex
 
 from supergcn.options import command_line
