@@ -19,6 +19,8 @@ and its masked label propagation (:mod:`supergcn.train.labels`).
 * :mod:`supergcn.methods.distgnn_mb_graph` — DistGNN-MB's sampling graph of a rank: its
   solid nodes, their halos as leaves, and db_halo (the solid nodes that are halos on each
   peer), on which :mod:`supergcn.kernels.sampling` draws the mini-batches.
+* :mod:`supergcn.methods.distgnn_mb_cache` — DistGNN-MB's Historical Embedding Cache (fixed
+  lines, expiry, oldest line first) and the degree-biased choice of the rows a rank pushes.
 
 DistGNN-MB's mini-batch training, still to come, gets a room of its own beside these
 (``methods/distgnn_mb.py``). ``tests/test_layout.py`` holds this list to the modules present.
