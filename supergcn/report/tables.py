@@ -41,7 +41,7 @@ from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
-from supergcn.naming import Variant, display_name
+from supergcn.naming import PARTITION_PARALLELISM, Variant, display_name
 from supergcn.partition.store import read_partition_manifest
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
@@ -94,7 +94,8 @@ def run_record(path: str | Path) -> dict:
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
     }
     record["variant"] = Variant(record["strategy"], record["bits"], record["label_propagation"],
-                                config["schedule"], config["model"], config.get("boundary_rate", 1.0)).name
+                                config["schedule"], config["model"], config.get("boundary_rate", 1.0),
+                                config.get("parallelism", PARTITION_PARALLELISM)).name
     return record
 
 

@@ -17,6 +17,7 @@ from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
 from supergcn.plan.costs import row_costs
 from supergcn.plan.store import read_plan_pairs, run_plan
+from supergcn.report.tables import run_record
 from supergcn.testing.pyg import PyGModel, copy_weights, train_baseline
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import read_metrics
@@ -173,6 +174,9 @@ def test_mixture_of_parallelism_matches_pyg_and_moves_the_volume_of_its_algorith
     assert per_epoch == 4 * epoch_transpose_values(rows, [width, HIDDEN, HIDDEN])
     assert [e["bytes"]["sent_total"] for e in epochs] == \
         [per_epoch + 4 * transposed(width)] + [per_epoch] * (len(epochs) - 1)
+    # The tables name the run for its parallelism: hybrid's plan, but MixGCN's variant.
+    assert run_record(workspace[0] / f"P{parts}-{model}-mop.jsonl")["variant"] == "hybrid-fp32-nolp" + (
+        "" if model == "sage" else f"-{model}") + "-mop"
     assert header["mixture_of_parallelism"]["replicated_adjacency_bytes"] == [
         8 * (workspace[1].num_nodes + 1 + len(workspace[1].indices))] * parts
 
