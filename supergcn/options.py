@@ -112,7 +112,8 @@ class Range:
 
 #: The command line's groups of training options, in the order ``--help`` lists them.
 GROUPS = {"io": "inputs and outputs", "model": "model and optimisation (defaults: the paper's Table 2)",
-          "execution": "execution", "exchange": "boundary exchange while training (evaluation is always float32)"}
+          "execution": "execution", "exchange": "boundary exchange while training (evaluation is always float32)",
+          "minibatch": "DistGNN-MB's mini-batch training with a historical embedding cache (--batch-size above 0)"}
 
 
 def option(default, help: str | None = None, *, values: Range | Callable | None = None, choices=None,

@@ -210,6 +210,19 @@ class GraphOps:
                 self.operators.training = training
         return self._input_aggregation
 
+    def destinations(self, x):
+        """The destinations' own rows of a layer's input: all of them, for the rank's rows
+        are both (a mini-batch's block has fewer destinations than sources,
+        :class:`~supergcn.methods.distgnn_mb.BlockOps`).
+
+        Args:
+            x: a layer's input.
+
+        Returns:
+            ``x``.
+        """
+        return x
+
     def mean(self, x: torch.Tensor) -> torch.Tensor:
         """The mean aggregation (class docstring); the delayed one in training passes under a
         DistGNN schedule.

@@ -15,8 +15,10 @@ and its masked label propagation (:mod:`supergcn.train.labels`).
 * :mod:`supergcn.methods.bnsgcn` — BNS-GCN's boundary rows sampled each epoch
   (``--boundary-rate p``);
 * :mod:`supergcn.methods.mixgcn` — MixGCN's mixture of parallelism: the aggregation split by
-  feature columns over a replicated adjacency, the update by rows (``--parallelism mop``).
-* :mod:`supergcn.methods.distgnn_mb_graph` — DistGNN-MB's sampling graph of a rank: its
+  feature columns over a replicated adjacency, the update by rows (``--parallelism mop``);
+* :mod:`supergcn.methods.distgnn_mb` — DistGNN-MB's mini-batch training on each rank's own
+  partition, halo rows from the cache its peers push into (``--batch-size B``), with
+  :mod:`supergcn.methods.distgnn_mb_graph` — DistGNN-MB's sampling graph of a rank: its
   solid nodes, their halos as leaves, and db_halo (the solid nodes that are halos on each
   peer), on which :mod:`supergcn.kernels.sampling` draws the mini-batches.
 * :mod:`supergcn.methods.distgnn_mb_cache` — DistGNN-MB's Historical Embedding Cache (fixed

@@ -93,9 +93,12 @@ def replication_peak_bytes(num_nodes: int, entries: int) -> int:
     return REPLICATION_BUILD_FACTOR * replicated_adjacency_bytes(num_nodes, entries) + REPLICATION_BUILD_OVERHEAD
 
 
-
 def _adaptive(values: dict) -> bool:
     return values["bits"] == ADAPTIVE
+
+
+def _minibatch(values: dict) -> bool:
+    return values.get("batch_size", 0) > 0
 
 
 def _precompute_read(values: dict) -> bool:
@@ -129,6 +132,28 @@ def parse_bits(text: str) -> int | str:
         ValueError: neither ``adaptive`` nor an integer.
     """
     return text if text == ADAPTIVE else int(text)
+
+
+def parse_fanouts(text: str) -> str:
+    """Mini-batch fan-outs: neighbours drawn per layer, comma-separated, the input layer's
+    first (DGL's order), each at least 1 or -1 for every neighbour.
+
+    Args:
+        text: the command line's text, e.g. ``5,10,15``.
+
+    Returns:
+        ``text``, checked.
+
+    Raises:
+        argparse.ArgumentTypeError: not a comma-separated list of such counts.
+    """
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or any(count < 1 and count != -1 for count in counts):
+        raise argparse.ArgumentTypeError(f"fan-outs are counts >= 1 (or -1 for all), comma-separated, not {text!r}")
+    return text
 
 
 def parse_schedule(text: str) -> str:
@@ -239,6 +264,26 @@ class TrainConfig:
         "exchanges nothing (BNS-GCN's and PipeGCN's --use-pp): on, off, or auto = on for their runs (a boundary "
         "rate below 1 or a pipe schedule) where the input is the plain features", choices=PRECOMPUTE_CHOICES,
         group="exchange", study=True, trajectory=True, read_when=_precompute_read)
+    batch_size: int = option(
+        0, "DistGNN-MB: seed nodes per mini-batch on each rank, sampled on its own partition with halo rows from "
+        "the historical embedding cache (0 = full-batch training)", values=_AT_LEAST_0, group="minibatch",
+        trajectory=True, read_when=_minibatch)
+    fanouts: str = option(
+        "5,10,15", "neighbours drawn per node and layer, comma-separated, the input layer's first as DGL orders "
+        "them (-1 = all); one per layer", values=parse_fanouts, group="minibatch", trajectory=True,
+        read_when=_minibatch)
+    hec_size: int = option(1_000_000, "lines of each layer's historical embedding cache", values=_AT_LEAST_1,
+                           group="minibatch", trajectory=True, read_when=_minibatch)
+    hec_push: int = option(2000, "embeddings each rank pushes to each peer per layer and step (0 = none: local "
+                           "training)", values=_AT_LEAST_0, group="minibatch", trajectory=True,
+                           read_when=_minibatch)
+    hec_life: int = option(2, "steps a cache line lives", values=_AT_LEAST_0, group="minibatch",
+                           trajectory=True, read_when=_minibatch)
+    hec_delay: int = option(1, "steps after which a push is awaited and stored", values=_AT_LEAST_1,
+                            group="minibatch", trajectory=True, read_when=_minibatch)
+    hec_flush: bool = option(False, "empty every cache at the start of each epoch, as DistGNN-MB's published code "
+                             "does (its paper does not)", group="minibatch", trajectory=True,
+                             read_when=_minibatch)
     adaptive_weight: float = option(
         ADAPTIVE_WEIGHT, "adaptive bits: lambda, the weight of quantization variance against exchange time (1 = all "
         "8 bits, 0 = all 2 bits; AdaQP uses 0.5)", values=Range(float, 0, 1), group="exchange", study=True,
@@ -336,6 +381,8 @@ class TrainConfig:
                 found.append(f"{what} sends float32 rows — use --bits 32 or {off}")
         if self.mixes_parallelism:
             found += self._mixture_conflicts(model)
+        if self.trains_minibatch:
+            found += self._minibatch_conflicts()
         if self.boundary_rate < 1 and self.schedule != SYNCHRONOUS:
             found.append(f"boundary rate {self.boundary_rate} (BNS-GCN) samples the synchronous exchange — use "
                          "--schedule sync or --boundary-rate 1")
@@ -347,6 +394,35 @@ class TrainConfig:
             if schedule_delay(self.schedule) != 0:
                 found.append(f"--precompute-input on is BNS-GCN's and PipeGCN's; DistGNN's schedule {self.schedule} "
                              "delays every layer — use --precompute-input off")
+        return found
+
+    @property
+    def trains_minibatch(self) -> bool:
+        """Whether the run trains DistGNN-MB's mini-batches (``batch_size`` above 0)."""
+        return self.batch_size > 0
+
+    @property
+    def fanout_counts(self) -> list[int]:
+        """``fanouts`` as counts, the input layer's first."""
+        return [int(part) for part in self.fanouts.split(",")]
+
+    def _minibatch_conflicts(self) -> list[str]:
+        """What DistGNN-MB's mini-batch training cannot run with: it trains GraphSAGE on
+        float32 rows of its own partition and the cache, with the plain features as input."""
+        found, off = [], "or --batch-size 0"
+        if self.model != "sage":
+            found.append(f"--batch-size {self.batch_size} (DistGNN-MB) trains --model sage here — use it {off}")
+        if len(self.fanout_counts) != self.num_layers:
+            found.append(f"--fanouts {self.fanouts} gives {len(self.fanout_counts)} layers, the model has "
+                         f"{self.num_layers} — give one fan-out per layer")
+        others = [(self.bits != 32, f"--bits {self.bits}", "--bits 32"),
+                  (self.schedule != SYNCHRONOUS, f"--schedule {self.schedule}", "--schedule sync"),
+                  (self.boundary_rate < 1, f"--boundary-rate {self.boundary_rate}", "--boundary-rate 1"),
+                  (self.mixes_parallelism, "--parallelism mop", "--parallelism partition"),
+                  (not self.input_is_plain, "label propagation or --input-norm", "--label-rate 0 and no --input-norm"),
+                  (self.precompute_input == "on", "--precompute-input on", "--precompute-input off")]
+        found += [f"--batch-size {self.batch_size} (DistGNN-MB) does not run with {what} — use {fix} {off}"
+                  for used, what, fix in others if used]
         return found
 
     def _mixture_conflicts(self, model) -> list[str]:

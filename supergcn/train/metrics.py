@@ -88,6 +88,32 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
 
 
+def minibatch_record(comm, figures: dict) -> dict | None:
+    """A mini-batch epoch's own figures (DistGNN-MB, :mod:`supergcn.methods.distgnn_mb`),
+    the ``minibatch`` entry of its epoch line (collective: rank 0 gets it, the others None):
+    ``steps``, ``step_losses`` (each step's global loss), per layer the cache's ``hit_rate``
+    (hits over lookups of all ranks; None where nothing was looked up), ``lookups`` and the
+    vertices ``pushed`` (all ranks), and ``seconds`` per phase, the slowest rank's.
+
+    Args:
+        comm: the job's MPI communicator.
+        figures: this rank's figures (:meth:`~supergcn.methods.distgnn_mb.MiniBatchTraining.train_epoch`).
+
+    Returns:
+        The record on rank 0, None on the others.
+    """
+    gathered = comm.gather(figures, root=0)
+    if comm.Get_rank() != 0:
+        return None
+    hits = np.sum([f["hits"] for f in gathered], axis=0)
+    lookups = np.sum([f["lookups"] for f in gathered], axis=0)
+    return {"steps": figures["steps"], "step_losses": figures["step_losses"],
+            "hit_rate": [float(h / n) if n else None for h, n in zip(hits, lookups)],
+            "lookups": [int(n) for n in lookups],
+            "pushed": [int(p) for p in np.sum([f["pushed"] for f in gathered], axis=0)],
+            "seconds": {name: max(f["seconds"][name] for f in gathered) for name in figures["seconds"]}}
+
+
 def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, accuracy: dict,
                  allreduce_bytes: int, warm_up: bool) -> dict | None:
     """One epoch's line (collective: rank 0 gets it, the others None).

@@ -41,6 +41,7 @@ from supergcn.kernels.simd import kernel_target
 from supergcn.methods.adaqp import AdaptiveSettings
 from supergcn.methods.bnsgcn import BoundarySampling
 from supergcn.methods.distgnn import DelayedAggregation
+from supergcn.methods.distgnn_mb import MiniBatchTraining
 from supergcn.methods.mixgcn import FeatureParallelAggregation
 from supergcn.methods.pipegcn import StaleExchange
 from supergcn.naming import is_pipelined, schedule_delay
@@ -52,6 +53,7 @@ from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
 from supergcn.train.metrics import (
     epoch_record,
+    minibatch_record,
     peak_memory_bytes,
     print_progress,
     run_header,
@@ -135,6 +137,9 @@ class Trainer:
         broadcast_parameters(self.model, comm)  # identical start on every rank
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         torch.manual_seed(stream_seed(config.seed, self.rank))  # this rank's dropout stream
+        self.minibatch = (agree(comm, lambda: MiniBatchTraining(config, self.data, self.communicator, self.timer,
+                                                                self.model, self.optimizer))
+                          if config.trains_minibatch else None)
         counts = np.array([int(m.sum()) for m in (self.data.train_mask, self.data.val_mask, self.data.test_mask)],
                           dtype=np.int64)
         self.global_counts = self.communicator.allreduce_sum(counts)
@@ -172,18 +177,44 @@ class Trainer:
             raise SuperGCNError(f"initial weights {path} do not fit this model ({first_line(exc)})",
                                 "pass weights saved with the same --model, --num-layers, --hidden and dataset") from exc
 
-    def train_step(self) -> tuple[float, dict, dict]:
-        """One epoch: (global loss, this rank's seconds per phase, its bytes sent and received).
+    def train_step(self, epoch: int) -> tuple[float, dict, dict]:
+        """One epoch: (global loss, this rank's seconds per phase, its bytes sent and received);
+        DistGNN-MB's steps where the run trains mini-batches (their figures kept for the
+        epoch's record in :attr:`minibatch_figures`).
+
+        Args:
+            epoch: the epoch, from 1.
 
         Returns:
-            ``(loss, seconds, traffic)``: the global loss, seconds per phase (and the CPU
-            time), and ``{"sent": ..., "received": ...}`` bytes by kind of message.
+            ``(loss, seconds, traffic)``: the global loss (the mean of the steps' for
+            mini-batches), seconds per phase (and the CPU time), and
+            ``{"sent": ..., "received": ...}`` bytes by kind of message.
         """
         self.timer.reset()
         sent_before = {kind: sent.copy() for kind, sent in self.communicator.bytes_sent.items()}
         received_before = {kind: got.copy() for kind, got in self.communicator.bytes_received.items()}
         usage_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.perf_counter()
+        if self.minibatch is not None:
+            self.timer.activate()
+            global_loss, self.minibatch_figures = self.minibatch.train_epoch(epoch)
+        else:
+            global_loss = self.full_batch_step()
+        seconds = self.timer.breakdown(time.perf_counter() - started)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        # CPU time of all the rank's threads: system time shows the kernel mapping and zeroing memory.
+        seconds["cpu_user"] = usage.ru_utime - usage_before.ru_utime
+        seconds["cpu_system"] = usage.ru_stime - usage_before.ru_stime
+        sent = {kind: self.communicator.bytes_sent[kind] - sent_before[kind] for kind in sent_before}
+        received = {kind: self.communicator.bytes_received[kind] - received_before[kind] for kind in received_before}
+        return global_loss, seconds, {"sent": sent, "received": received}
+
+    def full_batch_step(self) -> float:
+        """The full-batch epoch's forward, backward, all-reduce and Adam step.
+
+        Returns:
+            The global loss.
+        """
         self.model.train()
         label_nodes, loss_nodes = self.labels.split()
         logits = self.model(self.data.x, self.ops, label_nodes, self.data.y[label_nodes])
@@ -197,14 +228,7 @@ class Trainer:
                 torch.nn.utils.clip_grad_norm_(self.parameters, self.config.grad_clip)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=False)
-        seconds = self.timer.breakdown(time.perf_counter() - started)
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        # CPU time of all the rank's threads: system time shows the kernel mapping and zeroing memory.
-        seconds["cpu_user"] = usage.ru_utime - usage_before.ru_utime
-        seconds["cpu_system"] = usage.ru_stime - usage_before.ru_stime
-        sent = {kind: self.communicator.bytes_sent[kind] - sent_before[kind] for kind in sent_before}
-        received = {kind: self.communicator.bytes_received[kind] - received_before[kind] for kind in received_before}
-        return global_loss, seconds, {"sent": sent, "received": received}
+        return global_loss
 
     def loss(self, logits: torch.Tensor, loss_nodes: torch.Tensor) -> torch.Tensor:
         """This rank's share of the global loss: its loss nodes' NLL over ALL ranks' loss nodes.
@@ -288,7 +312,8 @@ class Trainer:
             ``rng`` (torch's random state) and ``exchanges`` (:meth:`GraphOps.state
             <supergcn.distributed.graph_ops.GraphOps.state>`).
         """
-        return {"rng": torch.get_rng_state(), "exchanges": self.ops.state()}
+        return {"rng": torch.get_rng_state(), "exchanges": self.ops.state(),
+                "minibatch": None if self.minibatch is None else self.minibatch.state()}
 
     def restore_rank_state(self, state: dict) -> None:
         """Restore what :meth:`rank_state` returned, from a checkpoint.
@@ -298,6 +323,8 @@ class Trainer:
         """
         torch.set_rng_state(state["rng"])
         self.ops.restore(state["exchanges"])
+        if self.minibatch is not None:
+            self.minibatch.restore(state["minibatch"])
 
     def run(self) -> None:
         """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs.
@@ -318,7 +345,7 @@ class Trainer:
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")
             reassign = self.ops.begin_epoch(epoch, self.config.epochs)
-            loss, seconds, traffic = self.train_step()
+            loss, seconds, traffic = self.train_step(epoch)
             if not np.isfinite(loss):
                 raise CollectiveError(f"the training loss became {loss} at epoch {epoch}",
                                       "lower the learning rate (--lr) or check the input features for NaN/Inf")
@@ -326,6 +353,10 @@ class Trainer:
             self.track_best(epoch, accuracy)
             record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes,
                                   warm_up=epoch == self.start_epoch)
+            if self.minibatch is not None:
+                figures = minibatch_record(self.comm, self.minibatch_figures)
+                if self.rank == 0:
+                    record["minibatch"] = figures
             if reassign:
                 assignment = self.reassign_bits()
                 if self.rank == 0:
@@ -416,5 +447,7 @@ def train(config: TrainConfig, comm) -> None:
     try:
         trainer.run()
         trainer.ops.close()
+        if trainer.minibatch is not None:
+            trainer.minibatch.drain()
     finally:
         trainer.communicator.close()

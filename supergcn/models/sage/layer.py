@@ -44,7 +44,7 @@ class Layer(nn.Module):
             neigh = add(ops.mean(projected(x, weight, dtype)), bias)
         else:
             neigh = aggregate_and_project(x, ops, ops.mean, weight, bias, dtype)
-        return projected(x, self.lin_self.weight, dtype, neigh)
+        return projected(ops.destinations(x), self.lin_self.weight, dtype, neigh)
 
 
 def pyg_conv(in_dim: int, out_dim: int, last: bool, heads: int) -> nn.Module:

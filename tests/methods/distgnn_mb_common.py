@@ -1,0 +1,11 @@
+"""What tests/methods/test_distgnn_mb.py and its MPI job (distgnn_mb_job.py) agree on."""
+
+HIDDEN, LAYERS, EPOCHS, LR, SEED = 16, 3, 2, 0.01, 5
+#: Seeds per step and fan-outs (input layer first): synthetic-tiny's training nodes make
+#: several steps an epoch, and degrees above and below each fan-out.
+BATCH, FANOUTS = 300, "4,3,5"
+#: Embeddings pushed per peer, layer and step: fewer than the candidates of most steps.
+PUSH = 20
+#: The runs at each P: one rank (no halo, so no cache and no push), and three ranks with
+#: the push and without it.
+RUNS = {1: {"mb": {}}, 3: {"mb-push": {"hec_push": PUSH}, "mb-local": {"hec_push": 0}}}
