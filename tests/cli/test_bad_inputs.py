@@ -14,13 +14,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 import torch
 import yaml
 
-from conftest import REPO, SHARED_DATASETS, mpiexec, run_cli, run_mpi
+from conftest import REPO, SHARED_DATASETS, mpiexec, run_cli, run_mpi, snakemake_each, snakemake_environment
 
 BIN = Path(sys.executable).parent
 ERROR_LINE = re.compile(r"^supergcn [a-z ]+: error: ")
@@ -481,22 +482,53 @@ def empty_table(ws, bad) -> Path:
 
 def run_case(runner: str, command, env: dict) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "OMP_NUM_THREADS": "1", **env}
-    if runner == "snakemake":
-        return subprocess.run([str(BIN / "snakemake"), "-n", "--configfiles", "config/config.yaml", str(command)],
-                              cwd=REPO, capture_output=True, text=True, env=full_env, timeout=300)
     launcher = {"cli": [], "mpi": [mpiexec(), "-n", "2"], "mpi3": [mpiexec(), "-n", "3"]}[runner]
     return subprocess.run([*launcher, sys.executable, "-m", "supergcn.cli", *map(str, command)], capture_output=True,
                           text=True, env=full_env, timeout=300)
 
 
+class Refusal(NamedTuple):
+    """A case's run: its folder of bad inputs, the snapshots of the good outputs and of that
+    folder before it ran, and what it printed."""
+
+    bad: Path
+    good_before: dict
+    bad_before: dict
+    result: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="module")
+def config_refusals(good, tmp_path_factory) -> dict[str, Refusal]:
+    """The dry runs of the config cases (``snakemake -n`` with their overlay, in the
+    repository), forked from one started Snakemake (:func:`conftest.snakemake_each`): a
+    dry run is mostly Snakemake's start-up."""
+    root = tmp_path_factory.mktemp("config")
+    refusals, commands = {}, []
+    for name, runner, make, _ in CASES:
+        if runner == "snakemake":
+            bad = root / f"case{len(commands)}"
+            bad.mkdir()
+            overlay = make(good, bad)
+            refusals[name] = (bad, snapshot(bad))
+            env = snakemake_environment(ENVIRONMENTS.get(name, lambda bad: {})(bad))
+            commands.append((["-n", "--configfiles", "config/config.yaml", overlay], env, REPO))
+    good_before = snapshot(good.root)
+    results = snakemake_each(commands, root / "output")
+    return {name: Refusal(bad, good_before, bad_before, result)
+            for (name, (bad, bad_before)), result in zip(refusals.items(), results)}
+
+
 @pytest.mark.parametrize("name, runner, make, message", CASES, ids=[case[0] for case in CASES])
-def test_bad_input_is_one_clear_line_and_leaves_nothing(good, tmp_path, name, runner, make, message):
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    env = ENVIRONMENTS.get(name, lambda bad: {})(bad)
-    command = make(good, bad)
-    good_before, bad_before = snapshot(good.root), snapshot(bad)
-    result = run_case(runner, command, env)
+def test_bad_input_is_one_clear_line_and_leaves_nothing(good, request, tmp_path, name, runner, make, message):
+    if runner == "snakemake":
+        bad, good_before, bad_before, result = request.getfixturevalue("config_refusals")[name]
+    else:
+        bad = tmp_path / "bad"
+        bad.mkdir()
+        env = ENVIRONMENTS.get(name, lambda bad: {})(bad)
+        command = make(good, bad)
+        good_before, bad_before = snapshot(good.root), snapshot(bad)
+        result = run_case(runner, command, env)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
     assert "Traceback" not in output, output
