@@ -16,7 +16,11 @@ of M steps:
    (the input features at layer 0) and the cache's rows of the halo sources that hit;
    a miss's edges are removed, so the mean runs over the neighbours that remain,
 
-       h_v^{l+1} = W_n · mean_{u ∈ N_l(v), u solid or hit} h_u^l + b + W_s · h_v^l;
+       h_v^{l+1} = W_n · mean_{u ∈ N_l(v), u solid or hit} h_u^l + b + W_s · h_v^l
+
+   for GraphSAGE; GAT's softmax runs over the same kept neighbours and v's own self loop
+   (:mod:`supergcn.models.gat.block_attention`), its heads concatenated or averaged as
+   over the full graph;
 
    if k < M − d and ``--hec-push`` nc > 0, for every peer j the layer's solid sources that
    are halos on j (``boundary[j]``) are candidates, up to nc of them are chosen by degree
@@ -55,6 +59,8 @@ from supergcn.kernels.gather import GatherCsr
 from supergcn.kernels.sampling import Block, sample_blocks
 from supergcn.methods.distgnn_mb_cache import HistoricalEmbeddingCache, select_push
 from supergcn.methods.distgnn_mb_graph import PartitionGraph
+from supergcn.models.gat.block_attention import BlockAttention
+from supergcn.models.gat.online_softmax import rank_attention
 from supergcn.train.gnn import activate
 from supergcn.train.inputs import written_out
 
@@ -90,15 +96,48 @@ class BlockOps:
         indptr: the block's CSR pointers over its destinations, the misses' edges removed.
         indices: each kept edge's source position.
         num_src: the block's sources.
+        layer: the block's layer, from 0 (the input layer's).
     """
 
     exact = True  # float32 and synchronous: a linear map of its input
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_src: int) -> None:
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_src: int, layer: int) -> None:
+        self.indptr, self.indices, self.num_src, self.layer = indptr, indices, num_src, layer
         self.csr = GatherCsr(indptr, indices, num_src)
         self.num_dst = len(indptr) - 1
         degree = torch.from_numpy(np.diff(indptr).astype(np.float32))
         self.inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
+        self._built: dict = {}
+
+    def cached(self, build):
+        """The block's form of what a model builds once per rank over the full graph
+        (:meth:`~supergcn.distributed.graph_ops.GraphOps.cached`), built on the first call
+        and kept: for GAT's attention (:func:`~supergcn.models.gat.online_softmax.rank_attention`),
+        the attention over this block (:class:`~supergcn.models.gat.block_attention.BlockAttention`).
+
+        Args:
+            build: what the model builds over the full graph.
+
+        Returns:
+            Its block form.
+
+        Raises:
+            NotImplementedError: a build without a block form (GCN's normalisation: a block's
+                degrees are not DistGNN-MB's).
+        """
+        if build not in _BLOCK_FORMS:
+            raise NotImplementedError(f"{getattr(build, '__qualname__', build)} has no mini-batch block form")
+        if build not in self._built:
+            self._built[build] = _BLOCK_FORMS[build](self)
+        return self._built[build]
+
+    def next_layer(self) -> int:
+        """The layer of this block's aggregation (the full graph's counts them per pass).
+
+        Returns:
+            Its index.
+        """
+        return self.layer
 
     def mean(self, x: torch.Tensor) -> torch.Tensor:
         """The mean over each destination's kept sources (0 where none is kept).
@@ -121,6 +160,10 @@ class BlockOps:
             A row per destination.
         """
         return written_out(x)[:self.num_dst]
+
+
+#: What a model builds over the full graph -> its form on a block, built from the block's ops.
+_BLOCK_FORMS = {rank_attention: lambda ops: BlockAttention(ops.indptr, ops.indices, ops.num_src)}
 
 
 @dataclass
@@ -237,7 +280,7 @@ class MiniBatchTraining:
         edge_destination = np.repeat(np.arange(block.num_dst), np.diff(block.indptr))
         indptr = np.zeros(block.num_dst + 1, dtype=np.int64)
         np.cumsum(np.bincount(edge_destination[edge_kept], minlength=block.num_dst), out=indptr[1:])
-        return BlockOps(indptr, block.indices[edge_kept], len(block.src)), halo_rows
+        return BlockOps(indptr, block.indices[edge_kept], len(block.src), layer), halo_rows
 
     def _forward(self, blocks: list[Block], kept: list, epoch: int, step: int, figures: dict | None) -> torch.Tensor:
         """The model on the blocks, pushing each layer's solid rows where ``figures`` is given."""
