@@ -407,11 +407,13 @@ class TrainConfig:
         return [int(part) for part in self.fanouts.split(",")]
 
     def _minibatch_conflicts(self) -> list[str]:
-        """What DistGNN-MB's mini-batch training cannot run with: it trains GraphSAGE on
-        float32 rows of its own partition and the cache, with the plain features as input."""
+        """What DistGNN-MB's mini-batch training cannot run with: it trains GraphSAGE or GAT
+        (its paper's two models) on float32 rows of its own partition and the cache, with the
+        plain features as input."""
         found, off = [], "or --batch-size 0"
-        if self.model != "sage":
-            found.append(f"--batch-size {self.batch_size} (DistGNN-MB) trains --model sage here — use it {off}")
+        if self.model not in ("sage", "gat"):
+            found.append(f"--batch-size {self.batch_size} (DistGNN-MB) trains --model sage or gat here — use one "
+                         f"{off}")
         if len(self.fanout_counts) != self.num_layers:
             found.append(f"--fanouts {self.fanouts} gives {len(self.fanout_counts)} layers, the model has "
                          f"{self.num_layers} — give one fan-out per layer")

@@ -6,6 +6,9 @@ HIDDEN, LAYERS, EPOCHS, LR, SEED = 16, 3, 2, 0.01, 5
 BATCH, FANOUTS = 300, "4,3,5"
 #: Embeddings pushed per peer, layer and step: fewer than the candidates of most steps.
 PUSH = 20
-#: The runs at each P: one rank (no halo, so no cache and no push), and three ranks with
-#: the push and without it.
-RUNS = {1: {"mb": {}}, 3: {"mb-push": {"hec_push": PUSH}, "mb-local": {"hec_push": 0}}}
+#: The runs at each P, each from its model's initial weights (``init-<model>.pt``): one rank
+#: (no halo, so no cache and no push) for each of DistGNN-MB's models, and three ranks with
+#: the push (both models) and without it.
+RUNS = {1: {"mb": {"model": "sage"}, "mb-gat": {"model": "gat"}},
+        3: {"mb-push": {"model": "sage", "hec_push": PUSH}, "mb-gat-push": {"model": "gat", "hec_push": PUSH},
+            "mb-local": {"model": "sage", "hec_push": 0}}}

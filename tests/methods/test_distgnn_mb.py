@@ -1,8 +1,10 @@
 """DistGNN-MB's mini-batch training (supergcn.methods.distgnn_mb) held to independent
-references: at one rank, PyG's ``SAGEConv`` trained on the same sampled blocks from the same
-weights, step by step; at three ranks, the bytes of every push against the candidates
-counted from the blocks each rank samples (Σ_peers min(nc, candidates) · (8 + 4 d)), and
-training without a push sending nothing and hitting no cache line."""
+references: at one rank, PyG's ``SAGEConv`` and ``GATConv`` trained on the same sampled
+blocks from the same weights, step by step, and GAT's attention dropout on a block against
+``GATConv``'s under the same torch stream; at three ranks, the bytes of every push of either
+model against the candidates counted from the blocks each rank samples
+(Σ_peers min(nc, candidates) · (8 + 4 d)), and training without a push sending nothing and
+hitting no cache line."""
 
 from pathlib import Path
 
@@ -13,8 +15,9 @@ import torch.nn.functional as F
 
 from supergcn.data.graph import load_graph, save_graph
 from supergcn.kernels.sampling import sample_blocks
-from supergcn.methods.distgnn_mb import batch_seeds, epoch_order
+from supergcn.methods.distgnn_mb import BlockOps, batch_seeds, epoch_order
 from supergcn.methods.distgnn_mb_graph import PartitionGraph
+from supergcn.models.gat.layer import Layer, copy_to_pyg, pyg_conv
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
 from supergcn.plan.store import load_rank_plan, run_plan
@@ -31,8 +34,8 @@ FANOUT_COUNTS = [int(f) for f in FANOUTS.split(",")]
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    """synthetic-tiny in one part and in three, their hybrid plans, the initial weights,
-    and the MPI job's runs at P = 1 and 3."""
+    """synthetic-tiny in one part and in three, their hybrid plans, each model's initial
+    weights, and the MPI job's runs at P = 1 and 3."""
     from supergcn.data.datasets import prepare_dataset
 
     root = tmp_path_factory.mktemp("distgnn_mb")
@@ -43,8 +46,9 @@ def workspace(tmp_path_factory):
         run_plan(graph, meta["hash"], partition_graph(graph, parts), manifest["partition_hash"], "hybrid",
                  root / f"p{parts}hybrid")
     torch.manual_seed(3)
-    torch.save(GNN("sage", graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0).state_dict(),
-               root / "init.pt")
+    for model in ("sage", "gat"):
+        torch.save(GNN(model, graph.features.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0).state_dict(),
+                   root / f"init-{model}.pt")
     for parts in RUNS:
         run_rank_job(Path(__file__).with_name("distgnn_mb_job.py"), parts, timeout=300,
                      args=[root])
@@ -59,17 +63,21 @@ def rank_sampling(root, graph, parts, rank):
     return plan, sampling, np.flatnonzero(np.asarray(graph.train_mask)[plan.owned_old_ids])
 
 
-def test_one_rank_trains_what_pyg_trains_on_the_same_blocks(workspace):
-    """Every step's loss equals PyG's (SAGEConv on the bipartite blocks, Adam), within 1e-5."""
+@pytest.mark.parametrize("run", ["mb", "mb-gat"])
+def test_one_rank_trains_what_pyg_trains_on_the_same_blocks(workspace, run):
+    """Every step's loss equals PyG's (SAGEConv or GATConv on the bipartite blocks, Adam),
+    within 1e-5. GATConv on (x_src, x_src[:num_dst]) adds a self loop to each destination,
+    the first num_dst sources, as ours attends over its own row."""
     root, graph = workspace
-    _, epochs, _ = read_metrics(root / "P1-mb.jsonl")
+    model_name = RUNS[1][run]["model"]
+    _, epochs, _ = read_metrics(root / f"P1-{run}.jsonl")
     ours = [loss for epoch in epochs for loss in epoch["minibatch"]["step_losses"]]
     plan, sampling, train_nodes = rank_sampling(root, graph, 1, 0)
     x = torch.from_numpy(np.asarray(graph.features)[plan.owned_old_ids])
     y = torch.from_numpy(np.asarray(graph.labels)[plan.owned_old_ids])
-    model = GNN("sage", x.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
-    model.load_state_dict(torch.load(root / "init.pt"))
-    pyg = PyGModel("sage", x.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
+    model = GNN(model_name, x.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
+    model.load_state_dict(torch.load(root / f"init-{model_name}.pt"))
+    pyg = PyGModel(model_name, x.shape[1], HIDDEN, graph.num_classes, LAYERS, dropout=0.0)
     copy_weights(model, pyg)
     optimizer = torch.optim.Adam(pyg.parameters(), lr=LR)
     expected = []
@@ -96,10 +104,43 @@ def test_one_rank_trains_what_pyg_trains_on_the_same_blocks(workspace):
                for epoch in epochs)
 
 
+def test_gat_attention_dropout_on_a_block_drops_what_pyg_drops():
+    """A GAT layer training with attention dropout on a block whose edges include a self
+    loop (dropped and added back once, as PyG does) and a destination without a kept edge:
+    output and gradients equal GATConv's under the same torch stream (both draw the mask
+    over the edges in PyG's order, the self loops last)."""
+    rng = np.random.default_rng(7)
+    num_dst, num_src = 6, 13
+    rows = [np.sort(rng.choice(num_src, 3, replace=False)) for _ in range(num_dst - 1)] + [np.empty(0, np.int64)]
+    rows[1] = np.union1d(rows[1], [1])  # destination 1's own source: a self loop
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
+    indices = np.concatenate(rows).astype(np.int64)
+    torch.manual_seed(11)
+    ours = Layer(5, 8, heads=4, attention_dropout=0.4).train()
+    theirs = pyg_conv(5, 8, False, 4)
+    copy_to_pyg(ours, theirs)
+    theirs.dropout = 0.4
+    x = torch.randn(num_src, 5, requires_grad=True)
+    x_pyg = x.detach().clone().requires_grad_()
+    torch.manual_seed(12)
+    out = ours(x, BlockOps(indptr, indices, num_src, 0))
+    torch.manual_seed(12)
+    edges = torch.from_numpy(np.stack([indices, np.repeat(np.arange(num_dst), np.diff(indptr))]))
+    expected = theirs((x_pyg, x_pyg[:num_dst]), edges, size=(num_src, num_dst))
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+    weights = torch.randn_like(out)
+    (out * weights).sum().backward()
+    (expected * weights).sum().backward()
+    torch.testing.assert_close(x.grad, x_pyg.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours.att_dst.grad, theirs.att_dst.grad, rtol=1e-5, atol=1e-6)
+
+
 def expected_push_bytes(root, graph, epoch):
     """Bytes the three ranks push in ``epoch``, counted from the blocks each samples: at
     every step but the last (the delay is 1), layer and peer, min(nc, the layer's solid
-    sources that are halos on the peer) vertices of an int64 id and a float32 row."""
+    sources that are halos on the peer) vertices of an int64 id and a float32 row of the
+    layer's input width (the features, then the hidden width: SAGE's, and GAT's H heads of
+    hidden / H concatenated)."""
     ranks = [rank_sampling(root, graph, 3, rank) for rank in range(3)]
     steps = max(-(-len(train) // BATCH) for _, _, train in ranks)
     widths = [graph.features.shape[1], HIDDEN, HIDDEN]
@@ -116,9 +157,10 @@ def expected_push_bytes(root, graph, epoch):
     return total
 
 
-def test_each_push_sends_the_candidates_capped_at_nc(workspace):
+@pytest.mark.parametrize("run", ["mb-push", "mb-gat-push"])
+def test_each_push_sends_the_candidates_capped_at_nc(workspace, run):
     root, graph = workspace
-    _, epochs, _ = read_metrics(root / "P3-mb-push.jsonl")
+    _, epochs, _ = read_metrics(root / f"P3-{run}.jsonl")
     for number, epoch in enumerate(epochs, 1):
         expected = expected_push_bytes(root, graph, number)
         assert epoch["bytes"]["sent_total"] == expected > 0
@@ -141,7 +183,8 @@ def test_without_a_push_nothing_crosses_and_every_halo_misses(workspace):
 
 
 @pytest.mark.parametrize("options, refused", [
-    ({"model": "gat"}, "trains --model sage here"),
+    ({"model": "gcn"}, "trains --model sage or gat here"),
+    ({"model": "gin"}, "trains --model sage or gat here"),
     ({"fanouts": "5,10"}, "gives 2 layers, the model has 3"),
     ({"bits": 2}, "--bits 2"),
     ({"schedule": "pipe"}, "--schedule pipe"),
@@ -153,3 +196,8 @@ def test_what_minibatch_training_cannot_run_with_is_refused_with_its_fix(options
     found = TrainConfig(**paths, batch_size=100, **options).conflicts()
     assert any(refused in message and "--batch-size 0" in message or refused in message for message in found), found
     assert not any("DistGNN-MB" in message for message in TrainConfig(**paths, **options).conflicts())
+
+
+def test_minibatch_training_runs_gat():
+    paths = {name: "x" for name in ("graph", "partition", "plan", "out")}
+    assert TrainConfig(**paths, batch_size=100, model="gat").conflicts() == []
