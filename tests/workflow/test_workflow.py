@@ -343,43 +343,6 @@ def test_unknown_machine_name_is_reported(tmp_path):
     assert "perf.machines names summit" in result.stderr + result.stdout
 
 
-def test_interrupted_training_resumes_on_the_next_invocation(tmp_path):
-    import signal
-    import time
-
-    workdir = copy_workflow(tmp_path / "wf")
-    config = {**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY, "process_counts": [2]}
-    # Enough epochs to be interrupted after the first checkpoint (epoch 5) and well before the end.
-    epochs = 300
-    config["training"] = {**TINY["training"], "hidden": 128, "epochs": epochs, "checkpoint_every": 5}
-    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
-    run = f"{TINY_RESULTS}/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
-    checkpoints = workdir / "data/checkpoints/synthetic-tiny/P2/hybrid-fp32-nolp"
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
-    first = subprocess.Popen([SNAKEMAKE, run, "--profile", REPO / "workflow/profiles/local", "--cores", "2"],
-                             cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
-    deadline = time.monotonic() + 240
-    def checkpoint_files():
-        return list(checkpoints.glob("seed0-*.pt")) if checkpoints.exists() else []
-
-    while not checkpoint_files() and time.monotonic() < deadline and first.poll() is None:
-        time.sleep(0.2)
-    assert checkpoint_files(), "no checkpoint was written"
-    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
-    first.communicate(timeout=120)
-    assert not (workdir / run).exists()
-
-    second = snakemake(run, "--profile", REPO / "workflow/profiles/local", "--cores", 2, cwd=workdir)
-    assert second.returncode == 0, second.stderr[-3000:]
-    log = (workdir / TINY_RESULTS / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log").read_text()
-    resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log).group(1))
-    assert resumed_after >= 5
-    lines = [yaml.safe_load(line) for line in (workdir / run).read_text().splitlines()]
-    assert [line["epoch"] for line in lines if line["type"] == "epoch"] == list(range(1, epochs + 1))
-    assert not checkpoint_files(), "a finished run keeps no checkpoint"
-
-
 def rank_processes(workdir: Path) -> dict[int, int]:
     """MPI rank -> pid of the `supergcn train` processes running in ``workdir`` (Linux /proc)."""
     found = {}
@@ -400,55 +363,81 @@ def rank_processes(workdir: Path) -> dict[int, int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the rank processes through /proc")
-def test_a_killed_rank_ends_the_job_and_the_rerun_resumes_to_the_same_weights(tmp_path):
-    """SIGKILL one rank mid-epoch: the job ends quickly with a clear message, and running
-    the same Snakemake target again resumes from the last checkpoint and reaches the very
-    weights of an uninterrupted run (the parameter hashes of every rank)."""
+def test_an_interrupted_run_resumes_on_the_next_invocation_to_the_same_weights(tmp_path):
+    """Ctrl-C during training, then SIGKILL of one rank mid-epoch in the rerun: each ends
+    the job (the kill quickly, with a clear message) and leaves no run but the last good
+    checkpoint, and each next invocation of the same Snakemake target resumes from the last
+    checkpoint; the last reaches the very weights of an uninterrupted run (the parameter
+    hashes of every rank) and keeps no checkpoint."""
     import signal
     import time
 
     workdir = copy_workflow(tmp_path / "wf")
     config = {**yaml.safe_load((REPO / "config" / "config.yaml").read_text()), **TINY, "process_counts": [2]}
-    epochs = 200  # enough to be killed after the first checkpoint (epoch 5), well before the end
+    # Enough epochs to be interrupted twice after a checkpoint (every 5), well before the end.
+    epochs = 200
     config["training"] = {**TINY["training"], "hidden": 128, "epochs": epochs, "checkpoint_every": 5}
     (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
     run = workdir / f"{TINY_RESULTS}/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
     log = workdir / TINY_RESULTS / "logs/train/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.log"
     checkpoints = workdir / "data/checkpoints/synthetic-tiny/P2/hybrid-fp32-nolp"
     profile = ["--profile", REPO / "workflow/profiles/local", "--cores", 2]
+    command = [SNAKEMAKE, str(run.relative_to(workdir)), *map(str, profile)]
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+
+    def checkpointed_after() -> int:
+        """At most the epoch of the last whole checkpoint (0: none yet). A checkpoint writes
+        the ranks' states, then rank 0's file, and only then does rank 1 delete its state of
+        the one before: the oldest it keeps is complete."""
+        if not checkpoints.exists() or not list(checkpoints.glob("seed0-*.pt")):
+            return 0
+        states = checkpoints.glob("seed0-*.pt.epoch*.rank1")
+        return min((int(re.search(r"\.epoch(\d+)\.rank", path.name).group(1)) for path in states), default=0)
+
+    def started_until_checkpoint(after: int, **popen) -> subprocess.Popen:
+        """The target's run, once it has written a checkpoint past epoch ``after``."""
+        started = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, **popen)
+        deadline = time.monotonic() + 240
+        while checkpointed_after() <= after and time.monotonic() < deadline and started.poll() is None:
+            time.sleep(0.1)
+        assert checkpointed_after() > after, "training did not reach a checkpoint"
+        return started
 
     straight = snakemake(run.relative_to(workdir), *profile, cwd=workdir)
     assert straight.returncode == 0, straight.stderr[-3000:]
     uninterrupted = read_summary(run)
     run.unlink()
 
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
-    first = subprocess.Popen([SNAKEMAKE, str(run.relative_to(workdir)), *map(str, profile)], cwd=workdir, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and first.poll() is None and not list(checkpoints.glob("seed0-*.pt")):
-        time.sleep(0.1)
+    first = started_until_checkpoint(0, start_new_session=True)
+    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
+    first.communicate(timeout=120)
+    assert not run.exists() and checkpointed_after() >= 5
+
+    second = started_until_checkpoint(checkpointed_after())
     ranks = rank_processes(workdir)
-    assert list(checkpoints.glob("seed0-*.pt")) and set(ranks) == {0, 1}, "training did not reach a checkpoint"
+    assert set(ranks) == {0, 1}, "the ranks were not found"
     os.kill(ranks[1], signal.SIGKILL)
     killed_at = time.monotonic()
-    output, _ = first.communicate(timeout=120)
+    output, _ = second.communicate(timeout=120)
     ended_after = time.monotonic() - killed_at
     print(f"the job ended {ended_after:.2f} s after rank 1 was killed")
-    assert first.returncode != 0 and ended_after < 60
+    assert second.returncode != 0 and ended_after < 60
     assert "supergcn train: error: the MPI job ended with status" in output
     assert "a rank was killed" in log.read_text() and not run.exists()
-    assert list(checkpoints.glob("seed0-*.pt")), "the last good checkpoint must survive"
+    first_resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log.read_text()).group(1))
+    assert first_resumed_after >= 5 and list(checkpoints.glob("seed0-*.pt")), "the last good checkpoint must survive"
 
-    second = snakemake(run.relative_to(workdir), *profile, cwd=workdir)
-    assert second.returncode == 0, second.stderr[-3000:]
+    third = snakemake(run.relative_to(workdir), *profile, cwd=workdir)
+    assert third.returncode == 0, third.stderr[-3000:]
     resumed_after = int(re.search(r"resuming from checkpoint .* after epoch (\d+)", log.read_text()).group(1))
     records = [yaml.safe_load(line) for line in run.read_text().splitlines()][1:-1]
-    assert resumed_after >= 5 and [e["epoch"] for e in records] == list(range(1, epochs + 1))
-    assert [e["epoch"] for e in records if e["warm_up"]] == [1, resumed_after + 1]
+    assert resumed_after > first_resumed_after and [e["epoch"] for e in records] == list(range(1, epochs + 1))
+    assert [e["epoch"] for e in records if e["warm_up"]] == [1, first_resumed_after + 1, resumed_after + 1]
     resumed = read_summary(run)
     assert resumed["parameter_hash_per_rank"] == uninterrupted["parameter_hash_per_rank"]
     assert resumed["test_acc_at_best_val"] == uninterrupted["test_acc_at_best_val"]
+    assert not list(checkpoints.glob("seed0-*")), "a finished run keeps no checkpoint"
 
 
 def read_summary(path: Path) -> dict:
