@@ -145,6 +145,8 @@ class FeatureParallelAggregation:
             N × c_i.
         """
         rows = rows.detach().contiguous()
+        if self.size == 1:  # one rank's rows are all rows, its columns all columns
+            return rows
         bounds = self._columns(rows.shape[1])
         mine = slice(bounds[self.rank], bounds[self.rank + 1])
         width = mine.stop - mine.start
@@ -175,6 +177,8 @@ class FeatureParallelAggregation:
         Returns:
             The rank's rows.
         """
+        if self.size == 1:
+            return columns
         columns = columns.contiguous().numpy()
         bounds = self._columns(width)
         mine = columns.shape[1]
