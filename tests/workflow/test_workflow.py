@@ -48,12 +48,12 @@ def write_overlay(tmp_path, **values) -> Path:
     return path
 
 
+# A 3-bit variant, a negative learning rate, a variant that cannot run and the old `model:`
+# key are tests/cli/test_bad_inputs.py's config refusals, held to these checks and more.
 @pytest.mark.parametrize("override, key", [
     ({"process_counts": [0, 2]}, "process_counts"),
     ({"variants": [{"strategy": "both", "bits": 32, "label_propagation": False}]}, "strategy"),
-    ({"variants": [{"strategy": "hybrid", "bits": 3, "label_propagation": False}]}, "bits"),
     ({"datasets": ["ogbn-nope"]}, "datasets"),
-    ({"training": {"lr": -1}}, "lr"),
 ])
 def test_schema_violations_fail_before_any_job(tmp_path, override, key):
     overlay = write_overlay(tmp_path, **override)
@@ -535,25 +535,6 @@ def test_the_paper_comparison_hands_its_jobs_the_schedules_and_adaptive_bits(tmp
     assert settings["hybrid-fp32-nolp-mop"]["parallelism"] == "mop"
     assert [name for name, job in settings.items() if "parallelism" in job] == ["hybrid-fp32-nolp-mop"]
     assert not any("memory_per_rank" in job for job in settings.values())
-
-
-def test_a_variant_that_cannot_run_is_refused_before_any_job(tmp_path):
-    overlay = write_overlay(tmp_path, variants=[{"strategy": "pre", "bits": 2, "label_propagation": False,
-                                                 "schedule": "cd-5"}])
-    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
-    assert result.returncode != 0 and "Job stats" not in result.stdout
-    assert "variant pre-int2-nolp-cd-5: schedule cd-5 (DistGNN) sends float32" in result.stderr + result.stdout
-
-
-def test_the_old_model_key_names_its_new_name(tmp_path):
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config["model"] = config.pop("perf")
-    overlay = tmp_path / "old.yaml"
-    overlay.write_text(yaml.safe_dump(config))
-    result = snakemake("-n", "--configfile", overlay)
-    assert result.returncode != 0
-    assert "config key `model:` is now `perf:`" in result.stderr + result.stdout
-    assert "Job stats" not in result.stdout
 
 
 def test_the_html_report_holds_the_tables_and_the_figures(finished_study):
