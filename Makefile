@@ -51,10 +51,11 @@ run: $(STAMP)
 # The suite in TEST_WORKERS processes (pytest-xdist), a test file to each at a time: a
 # file's module fixtures (a finished study, a Slurm cluster) are built once. Much of the
 # suite waits on MPI jobs, Snakemake and schedulers, so two workers fill two cores.
-# --durations=30 lists the slowest tests, so a run's log shows where the time goes.
+# --durations=30 lists the slowest tests, so a run's log shows where the time goes; the
+# files run longest first (tests/conftest.py's LONGEST_FILES, not xdist's most tests first).
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=30
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # The documentation site (docs/): HTML in docs/_build/html, built afresh (-E) with warnings
 # as errors, as tests/test_docs.py builds it.

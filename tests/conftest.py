@@ -19,6 +19,34 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SNAKEMAKE = str(BIN / "snakemake")
 SHARED_DATASETS = Path(os.environ.get("SUPERGCN_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+#: The test files that take longest, longest first (``make test`` lists its slowest tests).
+#: ``make test`` hands whole files to its two workers as they free up, in the order of the
+#: run (``--no-loadscope-reorder``; pytest-xdist would put the files of most tests first,
+#: and a long file of a few tests, such as the docs build, last). These run first, so that
+#: the many short files even out the workers at the end instead of one long file keeping
+#: one busy while the other has nothing left.
+LONGEST_FILES = (
+    "cli/test_bad_inputs.py", "cluster/test_slurm.py", "kernels/test_targets.py", "workflow/test_workflow.py",
+    "methods/test_adaqp.py", "train/test_trainer.py", "cluster/test_pjm_emulated.py", "workflow/test_own_graph.py",
+    "train/test_models.py", "methods/test_distgnn.py", "train/test_inputs.py", "cli/test_cli.py",
+    "test_printed_commands.py", "methods/test_bnsgcn.py", "test_docs.py", "test_getting_started.py",
+    "test_outputs_page.py", "methods/test_pipegcn.py", "data/datasets/test_own_arrays.py", "test_sources.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests of :data:`LONGEST_FILES` first, file by file in that order; the others
+    after them in their own order.
+
+    Raises:
+        pytest.UsageError: a file named there is gone (take it off the list).
+    """
+    tests = Path(__file__).parent
+    gone = [name for name in LONGEST_FILES if not (tests / name).is_file()]
+    if gone:
+        raise pytest.UsageError(f"tests/conftest.py LONGEST_FILES names files that are gone: {', '.join(gone)}")
+    rank = {tests / name: index for index, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))
 
 
 @pytest.fixture(scope="session")
