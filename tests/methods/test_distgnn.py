@@ -65,19 +65,24 @@ def test_the_value_added_at_pass_t_is_the_partial_sum_of_pass_t_minus_r():
     run_rank_job(Path(__file__).with_name("distgnn_job.py"), 2)
 
 
-def test_cd0_runs_the_synchronous_pre_exchange(workspace, tmp_path):
+@pytest.fixture(scope="module")
+def synchronous(workspace, tmp_path_factory):
+    """The synchronous ``pre`` run's epochs and final logits (the cd-0 and cd-r tests read
+    the one run)."""
+    out = tmp_path_factory.mktemp("sync")
+    _, epochs, _ = train(workspace, out / "sync.jsonl", "--schedule", "sync", "--save-logits", out / "sync.npy")
+    return epochs, np.load(out / "sync.npy")
+
+
+def test_cd0_runs_the_synchronous_pre_exchange(workspace, synchronous, tmp_path):
     """cd-0 is DistGNN's name for the exact exchange: the same run as ``pre``, gradients
     included (DRPA's own cd-0 drops the remote gradient; see supergcn.methods.distgnn)."""
-    logits = {}
-    for name, schedule in (("sync", "sync"), ("cd0", "cd-0")):
-        logits[name] = tmp_path / f"{name}.npy"
-        _, epochs, summary = train(workspace, tmp_path / f"{name}.jsonl", "--schedule", schedule, "--save-logits",
-                                   logits[name])
-        logits[name + "-losses"] = [e["loss"] for e in epochs]
-        logits[name + "-bytes"] = [e["bytes"]["sent_total"] for e in epochs]
-    assert logits["sync-losses"] == logits["cd0-losses"]
-    assert logits["sync-bytes"] == logits["cd0-bytes"]
-    np.testing.assert_array_equal(np.load(logits["sync"]), np.load(logits["cd0"]))
+    _, epochs, _ = train(workspace, tmp_path / "cd0.jsonl", "--schedule", "cd-0", "--save-logits",
+                         tmp_path / "cd0.npy")
+    sync_epochs, sync_logits = synchronous
+    assert [e["loss"] for e in epochs] == [e["loss"] for e in sync_epochs]
+    assert [e["bytes"]["sent_total"] for e in epochs] == [e["bytes"]["sent_total"] for e in sync_epochs]
+    np.testing.assert_array_equal(np.load(tmp_path / "cd0.npy"), sync_logits)
 
 
 def test_0c_trains_as_the_graph_without_its_cut_edges(workspace, tmp_path):
@@ -91,10 +96,9 @@ def test_0c_trains_as_the_graph_without_its_cut_edges(workspace, tmp_path):
         torch.testing.assert_close(ours[key], reference[key], rtol=1e-4, atol=1e-5)
 
 
-def test_cd_r_sends_one_bucket_per_layer_and_epoch(workspace, tmp_path):
+def test_cd_r_sends_one_bucket_per_layer_and_epoch(workspace, synchronous, tmp_path):
     delay, hidden = 3, COMMON[1]
     _, epochs, _ = train(workspace, tmp_path / "cd3.jsonl", "--schedule", f"cd-{delay}")
-    _, synchronous, _ = train(workspace, tmp_path / "pre.jsonl")
     plans = [load_rank_plan(workspace / "plan", rank) for rank in range(3)]
     features = load_graph(workspace / "g").features.shape[1]
     # SAGE aggregates the narrower side of each layer: min(in, out) floats per row.
@@ -105,7 +109,7 @@ def test_cd_r_sends_one_bucket_per_layer_and_epoch(workspace, tmp_path):
         rows = sum(counts * (bucket + 1) // delay - counts * bucket // delay
                    for plan in plans for counts in plan.send_counts)
         assert epoch["bytes"]["sent_total"] == rows * sum(widths) * 4
-    one_epoch_pre = synchronous[1]["bytes"]["sent_total"]
+    one_epoch_pre = synchronous[0][1]["bytes"]["sent_total"]
     per_cycle = sum(e["bytes"]["sent_total"] for e in epochs[:delay])
     # Over r epochs cd-r sends every partial row forward once; pre sends them forward and back each epoch.
     assert per_cycle * 2 == one_epoch_pre
