@@ -8,7 +8,7 @@ enums are held equal to these by ``tests/test_naming.py``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from pathlib import Path
 
@@ -76,6 +76,23 @@ PARALLELISMS = (PARTITION_PARALLELISM, MIXTURE_OF_PARALLELISM)
 #: The paper's name of a float32 GraphSAGE run of the mixture of parallelism (any strategy:
 #: the mixture reads the plan's rows, not how it serves cut edges).
 MIXGCN = "MixGCN"
+#: DistGNN-MB's mini-batch settings beside the batch size (:class:`MiniBatch`, the defaults of
+#: ``supergcn train``'s options of that group), its paper's (§4.4): neighbours drawn per layer,
+#: the input layer's first, lines of each layer's historical embedding cache (cs), rows pushed
+#: to each peer per layer and step (nc), steps a line lives (ls) and steps after which a push
+#: is stored (d).
+DEFAULT_FANOUTS, HEC_SIZE, HEC_PUSH, HEC_LIFE, HEC_DELAY = "5,10,15", 1_000_000, 2000, 2, 1
+#: Fan-outs as a study writes them: counts of at least 1, or -1 for every neighbour, comma-separated.
+FANOUTS_PATTERN = r"(?:-1|[1-9][0-9]*)(?:,(?:-1|[1-9][0-9]*))*"
+#: The paper's name of a float32 mini-batch run (any strategy: it samples its part of the
+#: graph, the plan serves only the exact full-graph evaluation).
+DISTGNN_MB = "DistGNN-MB"
+_COUNT, _FANOUT_WORD = "[1-9][0-9]*", "(?:all|[1-9][0-9]*)"
+#: A mini-batch variant's suffix (:attr:`MiniBatch.suffix`): ``-mb<B>``, then each setting
+#: that differs from its default, in the options' order: ``-fan<f1>_<f2>..`` (``all`` for
+#: -1), ``-hec<lines>``, ``-push<nc>``, ``-life<steps>``, ``-delay<steps>``, ``-flush``.
+MINIBATCH_PATTERN = (rf"-mb({_COUNT})(?:-fan({_FANOUT_WORD}(?:_{_FANOUT_WORD})*))?(?:-hec({_COUNT}))?"
+                     rf"(?:-push(0|{_COUNT}))?(?:-life(0|{_COUNT}))?(?:-delay({_COUNT}))?(-flush)?")
 #: Vertex weights a partition balances (:mod:`supergcn.partition.partition`).
 PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 #: Partitioners (:mod:`supergcn.partition.metis`, :mod:`supergcn.partition.kaminpar`), and MixGCN's
@@ -83,13 +100,15 @@ PARTITION_CONSTRAINTS = ("nodes", "in_degree", "train")
 PARTITION_ENGINES = ("metis", "kaminpar", "rcm")
 #: Masked label propagation on / off, as it appears in variant names.
 LABEL_PROPAGATION = {True: "lp", False: "nolp"}
-#: A variant's label: strategy-precision-lp[-schedule][-bns<rate>][-model][-mop] (:class:`Variant`; the
-#: model only where it is not GraphSAGE, the default; the parallelism only where it is not by partition).
+#: A variant's label: strategy-precision-lp[-schedule][-bns<rate>][-model][-mop][-mb<B>...]
+#: (:class:`Variant`; the model only where it is not GraphSAGE, the default; the parallelism
+#: only where it is not by partition; the mini-batch settings only for mini-batch training).
 VARIANT_PATTERN = (f"({'|'.join(STRATEGIES)})-({'|'.join([*PRECISIONS.values(), ADAPTIVE])})-"
                    f"({'|'.join(LABEL_PROPAGATION.values())})(?:-({DELAYED_PATTERN}|{PIPELINED_PATTERN}))?"
                    f"(?:-bns({BOUNDARY_RATE_PATTERN}))?"
                    f"(?:-({'|'.join(m for m in GNN_MODELS if m != DEFAULT_MODEL)}))?"
-                   f"(?:-({'|'.join(p for p in PARALLELISMS if p != PARTITION_PARALLELISM)}))?")
+                   f"(?:-({'|'.join(p for p in PARALLELISMS if p != PARTITION_PARALLELISM)}))?"
+                   f"(?:{MINIBATCH_PATTERN})?")
 #: What preparation does with self loops: keep them (once, the default) or drop them
 #: (upstream SuperGCN's preprocessing).
 KEEP_SELF_LOOPS, DROP_SELF_LOOPS = "keep", "drop"
@@ -163,12 +182,97 @@ def schedule_delay(schedule: str) -> int | None:
     return 0 if schedule == SYNCHRONOUS else int(schedule[len("cd-"):])
 
 
+#: How a variant's name spells a mini-batch setting that differs from its default
+#: (:data:`MINIBATCH_PATTERN`), and how a name's word is read back.
+_SUFFIX_WORDS = {
+    "fanouts": ("fan", lambda value: "_".join("all" if int(c) == -1 else str(int(c)) for c in value.split(",")),
+                lambda word: word.replace("all", "-1").replace("_", ",")),
+    "hec_size": ("hec", str, int), "hec_push": ("push", str, int), "hec_life": ("life", str, int),
+    "hec_delay": ("delay", str, int), "hec_flush": ("flush", lambda value: "", bool),
+}
+
+
+@dataclass(frozen=True)
+class MiniBatch:
+    """DistGNN-MB's settings of a mini-batch variant: ``supergcn train``'s options of that
+    group (:class:`~supergcn.train.config.TrainConfig`, whose defaults these are), the seed
+    nodes per mini-batch on each rank, the fan-outs and the historical embedding cache's
+    lines, push, life, delay and flush (:mod:`supergcn.methods.distgnn_mb`)."""
+
+    batch_size: int
+    fanouts: str = DEFAULT_FANOUTS
+    hec_size: int = HEC_SIZE
+    hec_push: int = HEC_PUSH
+    hec_life: int = HEC_LIFE
+    hec_delay: int = HEC_DELAY
+    hec_flush: bool = False
+
+    def changed(self) -> dict:
+        """The settings besides the batch size that differ from their defaults.
+
+        Returns:
+            Option name -> value, in the options' order.
+        """
+        defaults = MiniBatch(self.batch_size)
+        return {field.name: getattr(self, field.name) for field in fields(self)[1:]
+                if getattr(self, field.name) != getattr(defaults, field.name)}
+
+    def words(self) -> list[str]:
+        """The changed settings as a variant's name spells them: ``push0``, ``fan10_all``, ``flush``.
+
+        Returns:
+            One word per changed setting, in the options' order.
+        """
+        return [prefix + spell(value) for name, value in self.changed().items()
+                for prefix, spell, _ in [_SUFFIX_WORDS[name]]]
+
+    @property
+    def suffix(self) -> str:
+        """The variant name's suffix (:data:`MINIBATCH_PATTERN`): ``-mb1000``, ``-mb64-push0``."""
+        return "".join(f"-{word}" for word in [f"mb{self.batch_size}", *self.words()])
+
+    @classmethod
+    def from_groups(cls, groups) -> "MiniBatch | None":
+        """The settings a variant's name spells, from the groups of :data:`MINIBATCH_PATTERN`.
+
+        Args:
+            groups: the batch size, then each setting's text (None where the name leaves it out).
+
+        Returns:
+            The settings; None where the name has no ``-mb<B>``.
+        """
+        batch, *texts = groups
+        if batch is None:
+            return None
+        given = {name: read(text) for (name, (_, _, read)), text in zip(_SUFFIX_WORDS.items(), texts)
+                 if text is not None}
+        return cls(int(batch), **given)
+
+    @classmethod
+    def from_options(cls, options: dict) -> "MiniBatch | None":
+        """The settings of a run with ``options`` (a metrics header's ``config``), fan-outs
+        spelled as a study writes them.
+
+        Args:
+            options: option name -> value, every option of ``supergcn train``.
+
+        Returns:
+            The settings; None where the run trains full batches (``batch_size`` 0 or absent).
+        """
+        if options.get("batch_size", 0) <= 0:
+            return None
+        given = {field.name: options[field.name] for field in fields(cls)}
+        given["fanouts"] = ",".join(str(int(count)) for count in given["fanouts"].split(","))
+        return cls(**given)
+
+
 @dataclass(frozen=True)
 class Variant:
     """A training variant of the study: how cut edges are served (``strategy``), the bits of
     exchanged rows (or ``adaptive``), label propagation, the exchange ``schedule``, BNS-GCN's
-    ``boundary_rate`` (1: every boundary row), the GNN ``model`` and the ``parallelism``
-    (:data:`PARALLELISMS`: by partition, or MixGCN's mixture)."""
+    ``boundary_rate`` (1: every boundary row), the GNN ``model``, the ``parallelism``
+    (:data:`PARALLELISMS`: by partition, or MixGCN's mixture) and DistGNN-MB's ``minibatch``
+    settings (None: full-batch training)."""
 
     strategy: str
     bits: int | str
@@ -177,35 +281,46 @@ class Variant:
     model: str = DEFAULT_MODEL
     boundary_rate: float = 1.0
     parallelism: str = PARTITION_PARALLELISM
+    minibatch: MiniBatch | None = None
 
     @property
     def name(self) -> str:
         """The label in paths, tables and figures, e.g. ``hybrid-int2-lp``, ``pre-fp32-nolp-cd-5``,
-        ``post-fp32-nolp-bns0.1``, ``hybrid-fp32-nolp-gat`` or ``hybrid-fp32-nolp-mop``."""
+        ``post-fp32-nolp-bns0.1``, ``hybrid-fp32-nolp-gat``, ``hybrid-fp32-nolp-mop`` or
+        ``hybrid-fp32-nolp-mb1000``."""
         suffix = "" if self.schedule == SYNCHRONOUS else f"-{self.schedule}"
         suffix += "" if self.boundary_rate == 1 else f"-bns{rate_text(self.boundary_rate)}"
         suffix += "" if self.model == DEFAULT_MODEL else f"-{self.model}"
         suffix += "" if self.parallelism == PARTITION_PARALLELISM else f"-{self.parallelism}"
+        suffix += "" if self.minibatch is None else self.minibatch.suffix
         return f"{self.strategy}-{precision_name(self.bits)}-{LABEL_PROPAGATION[bool(self.label_propagation)]}{suffix}"
 
     @classmethod
     def from_config(cls, entry: dict, model: str = DEFAULT_MODEL) -> "Variant":
         """The variant of one entry of the config's ``variants`` list; ``model`` is the
         study's (``training.model``), which the entry's own ``model`` overrides."""
+        minibatch = None if entry.get("minibatch") is None else MiniBatch(**entry["minibatch"])
         return cls(entry["strategy"], entry["bits"], entry["label_propagation"], entry.get("schedule", SYNCHRONOUS),
                    entry.get("model", model), float(entry.get("boundary_rate", 1.0)),
-                   entry.get("parallelism", PARTITION_PARALLELISM))
+                   entry.get("parallelism", PARTITION_PARALLELISM), minibatch)
 
     @classmethod
     def parse(cls, name: str) -> "Variant":
-        """The inverse of :attr:`name`."""
+        """The inverse of :attr:`name`; a name that spells a mini-batch setting at its
+        default is refused, so that one variant has one name."""
         match = re.fullmatch(VARIANT_PATTERN, name)
         if match is None:
             raise ValueError(f"{name!r} is not a variant name such as hybrid-int2-lp, pre-fp32-nolp-cd-5, "
-                             "post-fp32-nolp-bns0.1, hybrid-fp32-nolp-gat or hybrid-fp32-nolp-mop")
-        strategy, precision, lp, schedule, rate, model, parallelism = match.groups()
-        return cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS,
-                   model or DEFAULT_MODEL, 1.0 if rate is None else float(rate), parallelism or PARTITION_PARALLELISM)
+                             "post-fp32-nolp-bns0.1, hybrid-fp32-nolp-gat, hybrid-fp32-nolp-mop or "
+                             "hybrid-fp32-nolp-mb1000")
+        strategy, precision, lp, schedule, rate, model, parallelism, *minibatch = match.groups()
+        variant = cls(strategy, precision_bits(precision), lp == LABEL_PROPAGATION[True], schedule or SYNCHRONOUS,
+                      model or DEFAULT_MODEL, 1.0 if rate is None else float(rate),
+                      parallelism or PARTITION_PARALLELISM, MiniBatch.from_groups(minibatch))
+        if variant.name != name:
+            raise ValueError(f"{name!r} is variant {variant.name} spelled otherwise (a name leaves out each "
+                             "mini-batch setting at its default)")
+        return variant
 
 
 def rate_text(rate: float) -> str:
@@ -216,8 +331,8 @@ def rate_text(rate: float) -> str:
 
 
 #: The variants the paper names (ICS '25 Fig. 12 and Table 3): its configurations without
-#: and with the communication optimisations. DistGNN's, PipeGCN's, BNS-GCN's and MixGCN's
-#: are named by :func:`display_name`.
+#: and with the communication optimisations. DistGNN's, PipeGCN's, BNS-GCN's, MixGCN's and
+#: DistGNN-MB's are named by :func:`display_name`.
 PAPER_NAMES = {"post-fp32-nolp": "SuperGCN w/o comm optimizations",
                "hybrid-int2-lp": "SuperGCN w/ comm optimizations"}
 
@@ -227,9 +342,16 @@ def display_name(variant: str) -> str:
     aggregates in float32 on any schedule but ``sync`` are "DistGNN (cd-5)", "DistGNN (0c)",
     ...; float32 post rows one epoch stale "PipeGCN" (its paper's -F, -G, -GF with
     smoothing), sampled "BNS-GCN (p = 0.1)"; the synchronous float32 mixture of parallelism
-    of any strategy "MixGCN"."""
+    of any strategy "MixGCN"; synchronous float32 mini-batches by partition without label
+    inputs, of any strategy, "DistGNN-MB", with a model other than GraphSAGE and the settings
+    that differ from their defaults as the label spells them ("DistGNN-MB (gat, push0)")."""
     parsed = Variant.parse(variant)
     float32_rows = (parsed.bits, parsed.label_propagation, parsed.model) == (32, False, DEFAULT_MODEL)
+    if parsed.minibatch is not None:
+        plain = (parsed.bits, parsed.label_propagation, parsed.schedule, parsed.boundary_rate,
+                 parsed.parallelism) == (32, False, SYNCHRONOUS, 1, PARTITION_PARALLELISM)
+        changed = [*([parsed.model] if parsed.model != DEFAULT_MODEL else []), *parsed.minibatch.words()]
+        return (DISTGNN_MB + (f" ({', '.join(changed)})" if changed else "")) if plain else variant
     if parsed.parallelism == MIXTURE_OF_PARALLELISM:
         plain = float32_rows and (parsed.schedule, parsed.boundary_rate) == (SYNCHRONOUS, 1)
         return MIXGCN if plain else variant

@@ -2,12 +2,14 @@
 training values and the command line agree with the Python definitions."""
 
 import re
+from dataclasses import fields
 
 import pytest
 import yaml
 
 from supergcn import naming
-from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default
+from supergcn.options import declared
+from supergcn.train.config import UPSTREAM_LABEL_RATE, TrainConfig, default, job_settings
 from supergcn.workflow_config import config_problems, load_schema
 
 from conftest import REPO
@@ -92,7 +94,10 @@ def test_the_schedule_pattern_of_the_schema_is_the_python_one():
     naming.Variant("post", 32, False, boundary_rate=0.01), naming.Variant("hybrid", 32, False, model="gin",
                                                                           boundary_rate=0.0),
     naming.Variant("post", 32, False, boundary_rate=1e-7), naming.Variant("hybrid", 32, False, parallelism="mop"),
-    naming.Variant("pre", 32, True, model="gcn", parallelism="mop")])
+    naming.Variant("pre", 32, True, model="gcn", parallelism="mop"),
+    naming.Variant("hybrid", 32, False, minibatch=naming.MiniBatch(1000)),
+    naming.Variant("post", 32, False, minibatch=naming.MiniBatch(64, hec_push=0)),
+    naming.Variant("hybrid", 2, True, "cd-5", "gcn", 0.1, "mop", naming.MiniBatch(7, "10,-1,3", 5, 0, 0, 3, True))])
 def test_variants_round_trip_their_names(variant):
     assert naming.Variant.parse(variant.name) == variant
 
@@ -108,6 +113,95 @@ def test_the_mixture_of_parallelism_is_named_mixgcn_as_published_only():
     assert naming.Variant.parse("hybrid-fp32-nolp").parallelism == "partition"
     with pytest.raises(ValueError, match="hybrid-fp32-nolp-mop"):
         naming.Variant.parse("hybrid-fp32-nolp-mop-gcn")  # the parallelism comes last
+
+
+def minibatch_options() -> list[str]:
+    """TrainConfig's options of the command line's mini-batch group, in declaration order."""
+    return [field.name for field, spec in declared(TrainConfig) if spec["group"] == "minibatch"]
+
+
+def test_a_minibatch_variant_holds_exactly_trains_minibatch_options_with_their_defaults():
+    names = minibatch_options()
+    assert [field.name for field in fields(naming.MiniBatch)] == names
+    assert list(schema_at("variants", "[]", "minibatch")["properties"]) == names
+    assert {name: getattr(naming.MiniBatch(1), name) for name in names[1:]} == {name: default(name)
+                                                                               for name in names[1:]}
+
+
+def test_a_minibatch_variant_is_named_for_its_batch_and_the_settings_off_their_defaults():
+    entry = {"strategy": "hybrid", "bits": 32, "label_propagation": False, "minibatch": {"batch_size": 1000}}
+    plain = naming.Variant.from_config(entry)
+    assert plain.name == "hybrid-fp32-nolp-mb1000" and naming.display_name(plain.name) == "DistGNN-MB"
+    # Settings given at their defaults name the same variant.
+    spelled_out = {**entry, "minibatch": {"batch_size": 1000, "fanouts": "5,10,15", "hec_push": 2000}}
+    assert naming.Variant.from_config(spelled_out) == plain
+    changed = naming.Variant.from_config({**entry, "minibatch": {"batch_size": 64, "fanouts": "10,-1,5",
+                                                                 "hec_size": 500, "hec_push": 0, "hec_life": 4,
+                                                                 "hec_delay": 2, "hec_flush": True}})
+    assert changed.name == "hybrid-fp32-nolp-mb64-fan10_all_5-hec500-push0-life4-delay2-flush"
+    assert naming.display_name("hybrid-fp32-nolp-mb32-push0") == "DistGNN-MB (push0)"
+    assert naming.display_name("post-fp32-nolp-mb32") == "DistGNN-MB"  # it samples its part, whatever the plan
+    assert naming.display_name("hybrid-fp32-nolp-gat-mb32-flush") == "DistGNN-MB (gat, flush)"
+    for other in ("hybrid-int2-nolp-mb32", "hybrid-fp32-lp-mb32", "hybrid-fp32-nolp-mop-mb32",
+                  "hybrid-fp32-nolp-bns0.1-mb32", "pre-fp32-nolp-cd-5-mb32"):
+        assert naming.display_name(other) == other
+    assert naming.Variant.parse("hybrid-fp32-nolp").minibatch is None
+    with pytest.raises(ValueError, match="is variant hybrid-fp32-nolp-mb64 spelled otherwise"):
+        naming.Variant.parse("hybrid-fp32-nolp-mb64-push2000")
+    for wrong in ("hybrid-fp32-nolp-mb0", "hybrid-fp32-nolp-mb64-flush-push0", "hybrid-fp32-nolp-mb64-mop"):
+        with pytest.raises(ValueError, match="is not a variant name"):
+            naming.Variant.parse(wrong)
+
+
+def test_only_a_minibatch_variants_jobs_read_the_minibatch_options():
+    training = {"model": "sage", "num_layers": 3, "epochs": 5}
+    full = job_settings(training, naming.Variant("hybrid", 32, False))
+    assert not set(full) & set(minibatch_options())
+    settings = job_settings(training, naming.Variant("hybrid", 32, False, minibatch=naming.MiniBatch(64, hec_push=0)))
+    assert {name: settings[name] for name in minibatch_options()} == {
+        "batch_size": 64, "fanouts": "5,10,15", "hec_size": 1_000_000, "hec_push": 0, "hec_life": 2, "hec_delay": 1,
+        "hec_flush": False}
+    assert {name: value for name, value in settings.items() if name not in minibatch_options()} == full
+
+
+def cli_takes(option: str, value) -> bool:
+    """Whether ``supergcn train --option value`` parses."""
+    from supergcn.cli import build_parser
+
+    words = ["train", "--graph", "g", "--partition", "p", "--plan", "q", "--out", "o",
+             f"--{option.replace('_', '-')}={value}"]
+    try:
+        build_parser(["train"]).parse_args(words)
+    except SystemExit:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("option, value", [
+    ("batch_size", 1), ("fanouts", "5,10,15"), ("fanouts", "-1,3"), ("fanouts", "5,0,15"), ("fanouts", "5,-2"),
+    ("fanouts", "five"), ("fanouts", ""), ("hec_size", 0), ("hec_size", 1), ("hec_push", -1), ("hec_push", 0),
+    ("hec_life", -1), ("hec_life", 0), ("hec_delay", 0), ("hec_delay", 1)])
+def test_the_schema_takes_a_minibatch_setting_where_the_command_line_does(option, value):
+    config = {**CONFIG, "variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False,
+                                      "minibatch": {"batch_size": 64, option: value}}]}
+    problems = config_problems(config, SCHEMA)
+    assert (problems == []) == cli_takes(option, value), problems
+    assert all(line.startswith(f"variants.0.minibatch.{option}: ") for line in problems)
+
+
+@pytest.mark.parametrize("minibatch, problem", [
+    ({"batch_size": 0}, "variants.0.minibatch.batch_size: 0 is less than the minimum of 1"),
+    ({}, "variants.0.minibatch: 'batch_size' is a required property"),
+    ({"batch_size": 64, "fanouts": "5, 10"}, "variants.0.minibatch.fanouts: \"5, 10\" is not fan-outs such as"),
+    ({"batch_size": 64, "hec_flush": "yes"}, "variants.0.minibatch.hec_flush: 'yes' is not of type 'boolean'"),
+    ({"batch_size": 64, "hec_pushes": 0}, "variants.0.minibatch.hec_pushes: unknown key (did you mean "
+                                          "variants.0.minibatch.hec_push?)")])
+def test_the_schema_refuses_a_minibatch_variant_without_a_batch_or_with_a_setting_it_cannot_take(minibatch, problem):
+    """A batch of 0 would train full batches; fan-outs are spelled as the variant's name reads them back."""
+    config = {**CONFIG, "variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False,
+                                      "minibatch": minibatch}]}
+    (line,) = config_problems(config, SCHEMA)
+    assert line.startswith(problem), line
 
 
 @pytest.mark.parametrize("parallelism, refused", [("mop", False), ("partition", False), ("mixed", True)])

@@ -23,9 +23,15 @@ from supergcn.naming import (
     ADAPTIVE_PERIOD,
     ADAPTIVE_WEIGHT,
     BIT_CHOICES,
+    DEFAULT_FANOUTS,
     DEFAULT_PARAMETER_DTYPE,
     DENSE_DTYPES,
+    FANOUTS_PATTERN,
     GNN_MODELS,
+    HEC_DELAY,
+    HEC_LIFE,
+    HEC_PUSH,
+    HEC_SIZE,
     KERNELS,
     LABEL_DRAWS,
     MIXTURE_OF_PARALLELISM,
@@ -269,17 +275,17 @@ class TrainConfig:
         "the historical embedding cache (0 = full-batch training)", values=_AT_LEAST_0, group="minibatch",
         trajectory=True, read_when=_minibatch)
     fanouts: str = option(
-        "5,10,15", "neighbours drawn per node and layer, comma-separated, the input layer's first as DGL orders "
+        DEFAULT_FANOUTS, "neighbours drawn per node and layer, comma-separated, the input layer's first as DGL orders "
         "them (-1 = all); one per layer", values=parse_fanouts, group="minibatch", trajectory=True,
         read_when=_minibatch)
-    hec_size: int = option(1_000_000, "lines of each layer's historical embedding cache", values=_AT_LEAST_1,
+    hec_size: int = option(HEC_SIZE, "lines of each layer's historical embedding cache", values=_AT_LEAST_1,
                            group="minibatch", trajectory=True, read_when=_minibatch)
-    hec_push: int = option(2000, "embeddings each rank pushes to each peer per layer and step (0 = none: local "
+    hec_push: int = option(HEC_PUSH, "embeddings each rank pushes to each peer per layer and step (0 = none: local "
                            "training)", values=_AT_LEAST_0, group="minibatch", trajectory=True,
                            read_when=_minibatch)
-    hec_life: int = option(2, "steps a cache line lives", values=_AT_LEAST_0, group="minibatch",
+    hec_life: int = option(HEC_LIFE, "steps a cache line lives", values=_AT_LEAST_0, group="minibatch",
                            trajectory=True, read_when=_minibatch)
-    hec_delay: int = option(1, "steps after which a push is awaited and stored", values=_AT_LEAST_1,
+    hec_delay: int = option(HEC_DELAY, "steps after which a push is awaited and stored", values=_AT_LEAST_1,
                             group="minibatch", trajectory=True, read_when=_minibatch)
     hec_flush: bool = option(False, "empty every cache at the start of each epoch, as DistGNN-MB's published code "
                              "does (its paper does not)", group="minibatch", trajectory=True,
@@ -493,11 +499,41 @@ def with_model_defaults(values: dict, given) -> dict:
     return {**values, **{name: value for name, value in own.items() if name not in given}}
 
 
+def minibatch_properties() -> dict:
+    """JSON schema properties of a study variant's ``minibatch`` settings: the options of
+    :class:`TrainConfig`'s ``minibatch`` group, each taking what its command-line option takes,
+    but a batch size of at least 1 (0 would train full batches) and fan-outs spelled as
+    :data:`~supergcn.naming.FANOUTS_PATTERN` (as the variant's name reads them back).
+
+    Returns:
+        Option name -> JSON schema: a range, a pattern or ``boolean``; the option's default
+        (none for the batch size, which the variant gives) and its help as ``description``.
+    """
+    fanouts = {"type": "string", "pattern": f"^{FANOUTS_PATTERN}$",
+               "message": "{value} is not fan-outs such as \"5,10,15\": a count of at least 1 (or -1, every "
+                          "neighbour) per layer, the input layer's first, comma-separated"}
+    properties = {}
+    for field, spec in declared(TrainConfig):
+        if spec["group"] != "minibatch":
+            continue
+        if field.name == "batch_size":
+            keywords = Range(int, 1).schema()
+        elif spec["values"] is parse_fanouts:
+            keywords = {**fanouts, "default": field.default}
+        elif isinstance(spec["values"], Range):
+            keywords = {**spec["values"].schema(), "default": field.default}
+        else:
+            keywords = {"type": "boolean", "default": field.default}
+        properties[field.name] = {**keywords, "description": spec["help"]}
+    return properties
+
+
 def job_settings(training: dict, variant: Variant, given=()) -> dict:
     """The options a study hands one training job: its ``training`` settings (with the
-    dataset's own) for a ``variant``'s bits, schedule, boundary rate, parallelism and label propagation,
-    keeping only the options such a job reads, so that a change of an option no job of a
-    variant reads (an adaptive run's lambda, the label draw) reruns no job of it.
+    dataset's own) for a ``variant``'s bits, schedule, boundary rate, parallelism, mini-batch
+    settings and label propagation, keeping only the options such a job reads, so that a
+    change of an option no job of a variant reads (an adaptive run's lambda, the label draw)
+    reruns no job of it.
 
     Args:
         training: the study's training settings, with the dataset's own.
@@ -508,8 +544,10 @@ def job_settings(training: dict, variant: Variant, given=()) -> dict:
     Returns:
         Option name -> value for the options the job reads.
     """
+    minibatch = {} if variant.minibatch is None else dataclasses.asdict(variant.minibatch)
     values = with_model_defaults({**training, "bits": variant.bits, "schedule": variant.schedule,
-                                  "boundary_rate": variant.boundary_rate, "parallelism": variant.parallelism}, given)
+                                  "boundary_rate": variant.boundary_rate, "parallelism": variant.parallelism,
+                                  **minibatch}, given)
     if not variant.label_propagation:
         values["label_rate"] = 0.0
     return {field.name: values[field.name] for field, spec in declared(TrainConfig)
