@@ -15,7 +15,7 @@ import yaml
 
 from supergcn.naming import FIGURES, PERF_FIGURES, PERF_TABLES, TABLES
 
-from conftest import BIN, REPO, SNAKEMAKE, copy_workflow, snakemake
+from conftest import BIN, REPO, SNAKEMAKE, copy_workflow, snakemake, snakemake_each, snakemake_environment
 
 
 def plan_from_scratch(*args, **kwargs) -> subprocess.CompletedProcess:
@@ -213,9 +213,12 @@ def test_outputs_of_the_study_exist_and_are_readable(finished_study):
     assert sorted(path.name for path in tables.iterdir()) == sorted(
         f"{table}.{ext}" for table in TABLES for ext in ("csv", "md", "tex"))
     assert all(path.stat().st_size > 0 for path in tables.iterdir())
-    # The default targets, 0.95 and 0.99 of the best accuracy, each reached by some run.
+    # The default targets, 0.95 and 0.99 of the best accuracy, each reached by some run; and
+    # on the test split DistGNN-MB's convergence, within a point of the P = 1 run's final accuracy.
     reached = pd.read_csv(workdir / TINY_RESULTS / "tables" / "time_to_accuracy.csv")
-    assert set(reached["target"]) == {"0.95 x best", "0.99 x best"} and set(reached["split"]) == {"val", "test"}
+    assert set(reached["target"]) == {"0.95 x best", "0.99 x best", "P = 1 final - 1 pt"}
+    assert set(reached["split"]) == {"val", "test"}
+    assert set(reached[reached["target"] == "P = 1 final - 1 pt"]["split"]) == {"test"}
     assert (reached.groupby(["split", "target"])["epoch_mean"].min() >= 1).all()
     assert sorted(path.name for path in (workdir / TINY_RESULTS / "figures").iterdir()) == sorted(
         f"{figure}.{ext}" for figure in FIGURES for ext in ("png", "pdf"))
@@ -496,7 +499,7 @@ def test_int2_accuracy_study_plans_every_run():
 def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn():
     result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/paper-comparison.yaml")
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout)["train"] == 10 * 2 * 3
+    assert planned_jobs(result.stdout)["train"] == 11 * 2 * 3
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
     distgnn = [c for c in commands if "pre-fp32-nolp-cd-5/" in c]
     assert distgnn and all("/hybrid " not in c and "/pre " in c for c in distgnn)
@@ -507,8 +510,28 @@ def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn()
     # MixGCN's row blocks are the hybrid plan's parts; it is told the memory a rank may use.
     mixgcn = [c for c in commands if "hybrid-fp32-nolp-mop/" in c]
     assert len(mixgcn) == 2 * 3 and all("/hybrid " in c and "--memory-per-rank 2000 " in c for c in mixgcn)
+    # DistGNN-MB samples the hybrid plan's parts; its settings file holds its batch.
+    distgnn_mb = [c for c in commands if "hybrid-fp32-nolp-mb1000/" in c]
+    assert len(distgnn_mb) == 2 * 3 and all("/hybrid " in c for c in distgnn_mb)
     tables = [line for line in result.stdout.splitlines() if "supergcn.cli tables" in line]
     assert tables and "--baseline pre-fp32-nolp-cd-5" in tables[0]
+
+
+def test_the_distgnn_mb_studies_train_mini_batches_beside_full_batches(tmp_path):
+    """Both studies' dry runs (forked from one started Snakemake): every dataset, P, variant
+    and seed, the full-batch run beside DistGNN-MB's."""
+    studies = {"distgnn-mb-accuracy": (["cora", "citeseer", "facebook"], [1, 4], "hybrid-fp32-nolp-mb32"),
+               "distgnn-mb-epoch": (["synthetic-arxiv"], [1, 2, 3, 4], "hybrid-fp32-nolp-mb1000")}
+    commands = [(["-n", "-p", "--forceall", "--configfiles", "config/config.yaml", f"config/studies/{study}.yaml"],
+                 snakemake_environment(), REPO) for study in studies]
+    for (study, (datasets, counts, minibatch)), result in zip(studies.items(), snakemake_each(commands, tmp_path)):
+        assert result.returncode == 0, result.stderr
+        seeds = len(yaml.safe_load((REPO / "config" / "studies" / f"{study}.yaml").read_text())["seeds"])
+        trained = re.findall(r"cli train --settings \S+/runs/(\S+)/P(\d+)/(\S+)/seed\d+\.settings\.json",
+                             result.stdout)
+        assert sorted(set(trained)) == sorted((dataset, str(p), variant) for dataset in datasets for p in counts
+                                              for variant in ("hybrid-fp32-nolp", minibatch))
+        assert planned_jobs(result.stdout)["train"] == len(trained) == len(set(trained)) * seeds
 
 
 def test_models_study_trains_each_model_on_its_own_plan():
@@ -535,6 +558,10 @@ def test_the_paper_comparison_hands_its_jobs_the_schedules_and_adaptive_bits(tmp
     assert settings["hybrid-fp32-nolp-mop"]["parallelism"] == "mop"
     assert [name for name, job in settings.items() if "parallelism" in job] == ["hybrid-fp32-nolp-mop"]
     assert not any("memory_per_rank" in job for job in settings.values())
+    # Only DistGNN-MB's read the mini-batch options: its batch, and its paper's settings.
+    assert {key: settings["hybrid-fp32-nolp-mb1000"][key] for key in ("batch_size", "fanouts", "hec_push")} == {
+        "batch_size": 1000, "fanouts": "5,10,15", "hec_push": 2000}
+    assert [name for name, job in settings.items() if "batch_size" in job] == ["hybrid-fp32-nolp-mb1000"]
 
 
 def test_the_html_report_holds_the_tables_and_the_figures(finished_study):
