@@ -50,10 +50,11 @@ class Column:
 
 
 DATASET = Column("dataset", "", "The graph's name (its `meta.json`'s `name`).")
-VARIANT = Column("variant", "", "The training variant: strategy-precision-lp/nolp[-schedule][-model] "
-                 "({py:class}`supergcn.naming.Variant`).")
+VARIANT = Column("variant", "", "The training variant: strategy-precision-lp/nolp[-schedule][-bns<rate>][-model]"
+                 "[-mop][-mb<B>...] ({py:class}`supergcn.naming.Variant`; a mini-batch run's settings that differ "
+                 "from their defaults follow its batch size, config/README.md's `variants.minibatch`).")
 NAME = Column("name", "", "The paper's name of the variant where it has one (\"SuperGCN w/ comm optimizations\", "
-              "\"DistGNN (cd-5)\", ...), else the variant.")
+              "\"DistGNN (cd-5)\", \"DistGNN-MB\", ...), else the variant.")
 P = Column("P", "ranks", "MPI processes of the run, one partition each.")
 MODEL = Column("model", "", "The GNN architecture (`sage`, `gat`, ...).")
 MACHINE = Column("machine", "", "The machine profile the model predicts for (`perf.machines`; `local`: this machine, "
@@ -113,6 +114,12 @@ RUNS = (
     Column("final_test_acc", _FRACTION, "Test accuracy after the last epoch."),
     Column("metrics", "", "The run's metrics file (its header holds the options and the input hashes)."),
     VARIANT,
+    Column("minibatch_steps", "steps", "A mini-batch run's (DistGNN-MB's) steps per epoch, the same on every rank: "
+           "ceil(training nodes / batch size) of the rank with the most; empty for full-batch runs."),
+    Column("hit_rate_layer_<layer>", _FRACTION, "A mini-batch run's historical embedding cache at that layer (0: the "
+           "input layer's, whose lines hold input features): the halo rows found in the cache over those looked up, "
+           "all ranks and epochs together (a miss drops the row's edges from the batch); empty where none was looked "
+           "up (P = 1) and for full-batch runs."),
 )
 
 SCALING = (
@@ -154,7 +161,9 @@ TIME_TO_ACCURACY = (
     DATASET, VARIANT, NAME, P,
     Column("split", "", "The accuracy followed: `val` or `test`."),
     Column("target", "", "The target as given: `90 %` (absolute) or `0.95 x best` (a share of the best accuracy "
-           "any run of the dataset reaches on the split in any epoch)."),
+           "any run of the dataset reaches on the split in any epoch); and, on the test split of a variant with "
+           "P = 1 runs, `P = 1 final - 1 pt`: 1 point below the mean final test accuracy of the dataset and "
+           "variant's P = 1 runs, DistGNN-MB's convergence criterion (its §4.5), at every P."),
     Column("target_acc", "%", "The accuracy the target stands for."),
     Column("reached", "runs", "`k/n`: k of the row's n runs (seeds) reach the target."),
     Column("epoch_mean", "epochs", "The first epoch at which a run's accuracy is at least target_acc, mean over the "

@@ -41,7 +41,7 @@ from supergcn.data.storage import write_text
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import layer_bytes
-from supergcn.naming import PARTITION_PARALLELISM, Variant, display_name
+from supergcn.naming import PARTITION_PARALLELISM, MiniBatch, Variant, display_name
 from supergcn.partition.store import read_partition_manifest
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
@@ -51,6 +51,13 @@ from supergcn.train.metrics import read_metrics, timed_epochs
 NOT_AVAILABLE = "n/a"
 #: The paper's categories, then the phases that split its ``other``.
 PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
+#: The runs table's columns of a mini-batch run's cache hit rate, this and the layer (from 0,
+#: the input layer's).
+HIT_RATE_PREFIX = "hit_rate_layer_"
+#: DistGNN-MB's convergence criterion (its §4.5): a run has converged at the first epoch whose
+#: test accuracy is within this many points of the single-rank run's, here its variant's
+#: P = 1 runs' final test accuracy (mean over their seeds).
+CONVERGENCE_MARGIN = 1.0
 
 
 def run_record(path: str | Path) -> dict:
@@ -64,7 +71,8 @@ def run_record(path: str | Path) -> dict:
         outnumbered the cores (None where the file does not say) and epochs; mean
         epoch time and the slowest rank's seconds per phase (first epochs excluded); peak
         memory, bytes sent and re-assignment seconds per epoch; the accuracies; the
-        variant's name and the file's path.
+        variant's name and the file's path; a mini-batch run's steps per epoch and cache hit
+        rate per layer (:func:`minibatch_columns`).
 
     Raises:
         SuperGCNError: the metrics file is missing, damaged or incomplete.
@@ -95,8 +103,31 @@ def run_record(path: str | Path) -> dict:
     }
     record["variant"] = Variant(record["strategy"], record["bits"], record["label_propagation"],
                                 config["schedule"], config["model"], config.get("boundary_rate", 1.0),
-                                config.get("parallelism", PARTITION_PARALLELISM)).name
-    return record
+                                config.get("parallelism", PARTITION_PARALLELISM), MiniBatch.from_options(config)).name
+    return {**record, **minibatch_columns(epochs)}
+
+
+def minibatch_columns(epochs: list[dict]) -> dict:
+    """A mini-batch run's steps per epoch (the same in every epoch) and each layer's cache hit
+    rate over the whole run: its epochs' hits over their lookups, Σ_e r_e n_e / Σ_e n_e for
+    an epoch's rate r_e of n_e lookups (None where nothing was looked up).
+
+    Args:
+        epochs: the run's epoch records.
+
+    Returns:
+        ``minibatch_steps`` (None for a full-batch run, which has nothing else) and
+        ``hit_rate_layer_<l>`` per layer l.
+    """
+    records = [epoch["minibatch"] for epoch in epochs if "minibatch" in epoch]
+    if not records:
+        return {"minibatch_steps": None}
+    lookups = np.sum([record["lookups"] for record in records], axis=0)
+    hits = np.sum([[round((rate or 0.0) * count) for rate, count in zip(record["hit_rate"], record["lookups"])]
+                   for record in records], axis=0)
+    return {"minibatch_steps": records[-1]["steps"],
+            **{f"{HIT_RATE_PREFIX}{layer}": float(hit / count) if count else None
+               for layer, (hit, count) in enumerate(zip(hits, lookups))}}
 
 
 def runs_table(metrics_files) -> pd.DataFrame:
@@ -111,7 +142,14 @@ def runs_table(metrics_files) -> pd.DataFrame:
     Raises:
         SuperGCNError: a metrics file is missing, damaged or incomplete.
     """
-    return pd.DataFrame.from_records([run_record(p) for p in metrics_files])
+    table = pd.DataFrame.from_records([run_record(p) for p in metrics_files])
+    # A full-batch run has no hit rates: where one comes first, they would follow the last column.
+    rates = sorted((column for column in table.columns if column.startswith(HIT_RATE_PREFIX)),
+                   key=lambda column: int(column.removeprefix(HIT_RATE_PREFIX)))
+    columns = [column for column in table.columns if column not in rates]
+    after = columns.index("minibatch_steps") + 1
+    table = table[[*columns[:after], *rates, *columns[after:]]]
+    return table.assign(minibatch_steps=table["minibatch_steps"].astype("Int64"))
 
 
 def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFrame:
@@ -252,7 +290,11 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.DataFrame:
     """First epoch and training seconds at which each run's validation and test accuracy
-    reach each target, mean (and std of the seconds) over the seeds that reach it.
+    reach each target, mean (and std of the seconds) over the seeds that reach it; and, on
+    the test split of a variant with P = 1 runs, DistGNN-MB's convergence (its §4.5): the
+    first epoch at which the test accuracy reaches a - m, for a the mean final test accuracy
+    of the dataset and variant's P = 1 runs and m = :data:`CONVERGENCE_MARGIN` points, at
+    every P (P = 1 included).
 
     Args:
         runs: :func:`runs_table`'s rows.
@@ -271,6 +313,10 @@ def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.D
     curves = {path: accuracy_curve(path) for path in runs["metrics"]}
     best = {(dataset, split): max(curves[path][f"{split}_acc"].max() for path in group["metrics"])
             for dataset, group in runs.groupby("dataset") for split in TARGET_SPLITS}
+    ones = runs[runs["P"] == 1]
+    single_rank = (pd.to_numeric(ones["final_test_acc"]).groupby([ones["dataset"], ones["variant"]]).mean().dropna()
+                   - CONVERGENCE_MARGIN / 100)
+    converged = f"P = 1 final - {CONVERGENCE_MARGIN:g} pt"
     rows = []
     for run in runs.itertuples():
         curve = curves[run.metrics]
@@ -279,6 +325,8 @@ def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.D
                 continue  # no run of the dataset has this split
             targets = ([(f"{a:g} %", a / 100) for a in absolute]
                        + [(f"{r:g} x best", r * best[run.dataset, split]) for r in relative])
+            if split == "test" and (run.dataset, run.variant) in single_rank.index:
+                targets.append((converged, single_rank[run.dataset, run.variant]))
             for target, accuracy in targets:
                 reached = curve[curve[f"{split}_acc"] >= accuracy]
                 first = reached.iloc[0] if len(reached) else {"epoch": np.nan, "seconds": np.nan}

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 import pytest
-from test_tables import write_run
+from test_tables import minibatch_epoch, write_run
 
 from supergcn.cli import main
 from supergcn.data.storage import write_json
@@ -22,12 +22,15 @@ from conftest import REPO
 @pytest.fixture(scope="module")
 def written(tiny_plans, tmp_path_factory) -> dict[str, list[str]]:
     """Table name -> its CSV's header, from ``supergcn tables`` (every optional table, a
-    speed-up baseline, a variant without a P = 1 run) and ``supergcn perf tables`` (with
-    validation) on small inputs."""
+    speed-up baseline, a variant without a P = 1 run, a mini-batch run) and ``supergcn perf
+    tables`` (with validation) on small inputs."""
     root = tmp_path_factory.mktemp("columns")
     runs = [write_run(root / f"{strategy}{parts}.jsonl", parts, {"dense": 1.0 / parts}, [2**30],
                       header={"strategy": strategy}) for strategy, parts in (("hybrid", 1), ("hybrid", 2),
                                                                              ("post", 2))]
+    runs.append(write_run(root / "mb2.jsonl", 2, {"dense": 0.5}, [2**30],
+                          minibatch=[minibatch_epoch(4, [0.5, 0.25], [2, 4])] * 3, batch_size=64, fanouts="5,10",
+                          hec_size=100, hec_push=10, hec_life=2, hec_delay=1, hec_flush=False))
     plans = tiny_plans
     assert main(["tables", "--runs", *runs, "--plans", f"tiny={plans / 'P2-hybrid'}", "--graphs", plans / "graph",
                  "--partitions", plans / "P2", "--plan-dirs", plans / "P2-pre", plans / "P2-hybrid",

@@ -1,6 +1,7 @@
 """Result tables from metrics files written the way a training run writes them."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from supergcn.report.tables import (
     accuracy_table,
     breakdown_table,
     preprocessing_table,
+    run_record,
     runs_table,
     scaling_caption,
     scaling_table,
@@ -20,7 +22,9 @@ from supergcn.report.tables import (
     volume_table,
     write_table,
 )
-from supergcn.train.metrics import METRICS_FORMAT, summary_record, write_metrics
+from supergcn.train.metrics import METRICS_FORMAT, read_metrics, summary_record, write_metrics
+
+from conftest import run_mpi
 
 
 def run_header(num_ranks, **config):
@@ -31,14 +35,17 @@ def run_header(num_ranks, **config):
             "config": {"bits": 32, "label_rate": 0.0, "seed": 0, "schedule": "sync", "model": "sage", **config}}
 
 
-def write_run(path, num_ranks, epoch_phases, peaks, best=None, header=(), **config):
-    """A metrics file whose every epoch has the slowest rank's phases ``epoch_phases``, with
-    :func:`run_header`'s header (its ``config`` updated by ``config``) updated by ``header``."""
+def write_run(path, num_ranks, epoch_phases, peaks, best=None, header=(), minibatch=None, **config):
+    """A metrics file of three epochs, each with the slowest rank's phases ``epoch_phases``
+    (and ``minibatch[e]``, a mini-batch epoch's record), with :func:`run_header`'s header (its
+    ``config`` updated by ``config``) updated by ``header``."""
     timer = PhaseTimer()
     timer.seconds.update(epoch_phases)
     seconds = timer.breakdown(sum(epoch_phases.values()) + 0.5)  # 0.5 s remainder
     records = [{"type": "epoch", "epoch": e, "seconds": {"max": seconds, "slowest_rank": seconds},
                 "bytes": {"sent_total": 100}, "val_acc": 0.5, "test_acc": 0.4} for e in (1, 2, 3)]
+    for record, epoch in zip(records, minibatch or ()):
+        record["minibatch"] = epoch
     header = {**run_header(num_ranks, **config), **dict(header)}
     best = best or {"val_acc": 0.5, "epoch": 2, "test_acc": 0.4}
     write_metrics(path, header, records, summary_record(records, best, {"test_acc": 0.4}, ["h"] * num_ranks, peaks))
@@ -161,14 +168,16 @@ def test_int2_reduction_counts_the_parameters_that_travel_with_the_data(monkeypa
     assert table.loc["wide", "int2_reduction"] == pytest.approx(15.0588, abs=1e-4)
 
 
-def write_curve(path, label_rate, seed, seconds, val, test):
-    """A metrics file with these per-epoch times and accuracies."""
+def write_curve(path, label_rate, seed, seconds, val, test, num_ranks=2):
+    """A metrics file of Int2 runs at ``num_ranks`` with these per-epoch times and accuracies,
+    the last epoch's test accuracy its final one."""
     records = [{"type": "epoch", "epoch": e, "bytes": {"sent_total": 0}, "val_acc": v, "test_acc": a,
                 "seconds": {"max": {"total": t}, "slowest_rank": PhaseTimer().breakdown(t)}}
                for e, (t, v, a) in enumerate(zip(seconds, val, test), start=1)]
-    header = run_header(2, bits=2, label_rate=label_rate, seed=seed)
+    header = run_header(num_ranks, bits=2, label_rate=label_rate, seed=seed)
     best = {"val_acc": max(val), "epoch": 1, "test_acc": 0.5}
-    write_metrics(path, header, records, summary_record(records, best, {"test_acc": 0.5}, ["h", "h"], [1, 1]))
+    write_metrics(path, header, records, summary_record(records, best, {"test_acc": test[-1]}, ["h"] * num_ranks,
+                                                        [1] * num_ranks))
     return path
 
 
@@ -195,6 +204,70 @@ def test_time_to_accuracy_gives_the_first_epoch_and_the_seconds_summed_until_the
     assert table.loc[(no_lp, "test", "0.95 x best"), "reached"] == "1/2"
     assert table.loc[(lp, "test", "0.95 x best"), "seconds_mean"] == 7.0
     assert table.loc[(lp, "test", "0.95 x best"), "name"] == "SuperGCN w/ comm optimizations"
+
+
+def test_time_to_accuracy_gives_distgnn_mbs_convergence_within_a_point_of_the_p1_runs(tmp_path):
+    """DistGNN-MB's §4.5 at every P: the first epoch whose test accuracy is at least the mean
+    final test accuracy of the variant's P = 1 runs (0.80 and 0.70 here: 0.75) less 1 point,
+    0.74; a variant without P = 1 runs has no such target."""
+    val = [0.5, 0.6, 0.7, 0.8]
+    runs = runs_table([
+        write_curve(tmp_path / "p1s0.jsonl", 0.0, 0, [2, 2, 2, 2], val, [0.5, 0.745, 0.79, 0.80], num_ranks=1),
+        write_curve(tmp_path / "p1s1.jsonl", 0.0, 1, [2, 2, 2, 2], val, [0.5, 0.6, 0.65, 0.70], num_ranks=1),
+        write_curve(tmp_path / "p4.jsonl", 0.0, 0, [1, 1, 1, 1], val, [0.5, 0.735, 0.741, 0.73], num_ranks=4),
+        write_curve(tmp_path / "lp.jsonl", 0.62, 0, [1, 1, 1, 1], val, [0.9, 0.9, 0.9, 0.9], num_ranks=4),
+    ])
+    table = time_to_accuracy_table(runs, relative=[0.95]).set_index(["variant", "P", "split", "target"])
+    target = "P = 1 final - 1 pt"
+    one, four = table.loc[("hybrid-int2-nolp", 1, "test", target)], table.loc[("hybrid-int2-nolp", 4, "test", target)]
+    assert one["target_acc"] == four["target_acc"] == pytest.approx(74.0)
+    assert (one["reached"], one["epoch_mean"], one["seconds_mean"]) == ("1/2", 2.0, 4.0)
+    assert (four["reached"], four["epoch_mean"], four["seconds_mean"]) == ("1/1", 3.0, 3.0)
+    assert target not in set(table.xs("val", level="split").index.get_level_values("target"))
+    assert target not in set(table.loc["hybrid-int2-lp"].index.get_level_values("target"))
+
+
+def minibatch_epoch(steps, hit_rate, lookups):
+    return {"steps": steps, "step_losses": [1.0] * steps, "hit_rate": hit_rate, "lookups": lookups,
+            "pushed": [0] * len(lookups), "seconds": {}}
+
+
+def test_a_minibatch_run_pools_its_epochs_hits_over_their_lookups_and_is_named_distgnn_mb(tmp_path):
+    """Layer 1: 2 of 4, 2 of 2 and 0 of 6 lookups hit, 4 / 12, not the mean of the rates (1/2);
+    layer 2: 2 of 8, none looked up, 2 of 4: 4 / 12; layer 0 (one rank: no halo) is never
+    looked up. A full-batch run listed first has neither steps nor hit rates."""
+    epochs = [minibatch_epoch(5, [None, 0.5, 0.25], [0, 4, 8]), minibatch_epoch(5, [None, 1.0, None], [0, 2, 0]),
+              minibatch_epoch(5, [None, 0.0, 0.5], [0, 6, 4])]
+    settings = {"batch_size": 32, "fanouts": "5,10,15", "hec_size": 1_000_000, "hec_push": 0, "hec_life": 2,
+                "hec_delay": 1, "hec_flush": False}
+    runs = runs_table([write_run(tmp_path / "full.jsonl", 2, {"dense": 1.0}, [1]),
+                       write_run(tmp_path / "mb.jsonl", 2, {"dense": 1.0}, [1], minibatch=epochs, **settings)])
+    assert list(runs.columns[-4:]) == ["minibatch_steps", "hit_rate_layer_0", "hit_rate_layer_1", "hit_rate_layer_2"]
+    full, mb = runs.iloc[0], runs.iloc[1]
+    assert mb["variant"] == "hybrid-fp32-nolp-mb32-push0" and mb["minibatch_steps"] == 5
+    assert np.isnan(mb["hit_rate_layer_0"]) and mb["hit_rate_layer_1"] == mb["hit_rate_layer_2"] == pytest.approx(1 / 3)
+    assert full["variant"] == "hybrid-fp32-nolp" and pd.isna(full["minibatch_steps"])
+    assert full[["hit_rate_layer_0", "hit_rate_layer_1", "hit_rate_layer_2"]].isna().all()
+    names = accuracy_table(runs).set_index("variant")["name"]
+    assert names["hybrid-fp32-nolp-mb32-push0"] == "DistGNN-MB (push0)"
+
+
+def test_a_real_minibatch_run_is_named_from_its_header(tiny_plans, tmp_path):
+    """``supergcn train --batch-size 64`` at P = 2, two layers of fan-outs 5 and 10, 50 rows
+    pushed: the tables name it for every setting off its default, count the steps of the rank
+    with the most training nodes (ceil(n / 64)), and find cached rows at both layers."""
+    out = tmp_path / "mb.jsonl"
+    result = run_mpi(2, "train", "--graph", tiny_plans / "graph", "--partition", tiny_plans / "P2", "--plan",
+                     tiny_plans / "P2-hybrid", "--epochs", 2, "--num-layers", 2, "--hidden", 16, "--batch-size", 64,
+                     "--fanouts", "5,10", "--hec-push", 50, "--out", out)
+    assert result.returncode == 0, result.stdout + result.stderr
+    record = run_record(out)
+    assert record["variant"] == "hybrid-fp32-nolp-mb64-fan5_10-push50"
+    parts = np.load(tiny_plans / "P2" / "parts.npy")
+    train = np.load(tiny_plans / "graph" / "train_mask.npy")
+    assert record["minibatch_steps"] == max(math.ceil(train[parts == rank].sum() / 64) for rank in (0, 1))
+    assert [epoch["minibatch"]["steps"] for epoch in read_metrics(out)[1]] == [record["minibatch_steps"]] * 2
+    assert 0 < record["hit_rate_layer_0"] <= 1 and 0 < record["hit_rate_layer_1"] <= 1
 
 
 def test_written_tables_show_a_missing_value_as_a_dash_not_nan(tmp_path):
