@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -36,11 +37,10 @@ def jobs(state: Path) -> dict:
     return json.loads(path.read_text())["jobs"] if path.exists() else {}
 
 
-@pytest.fixture
-def fugaku(tmp_path):
-    """A copy of the workflow whose site file suits the emulator: the job environment is
-    built by pjm.setup, as on Fugaku (pjsub passes none of the caller's on)."""
-    workdir = tmp_path / "wf"
+def fugaku_workflow(root: Path) -> Path:
+    """A copy of the workflow in ``root``/wf whose site file suits the emulator: the job
+    environment is built by pjm.setup, as on Fugaku (pjsub passes none of the caller's on)."""
+    workdir = root / "wf"
     workdir.mkdir()
     shutil.copy(REPO / "Snakefile", workdir)
     for folder in ("workflow", "config"):
@@ -53,14 +53,41 @@ def fugaku(tmp_path):
     site["pjm"]["setup"] = [f"export PATH={EMULATOR}:{BIN}:$PATH", f"export PYTHONPATH={REPO}",
                             "export OMP_NUM_THREADS=1"]
     (workdir / "config" / "fugaku.yaml").write_text(yaml.safe_dump(site))
-    yield workdir, tmp_path / "pjm"
-    # Whatever a failing test left running must not run on beside the rest of the suite.
-    for job in jobs(tmp_path / "pjm").values():
+    return workdir
+
+
+def kill_left_running(state: Path) -> None:
+    """Whatever a failing test left running must not run on beside the rest of the suite."""
+    for job in jobs(state).values():
         if job.get("pgid"):
             try:
                 os.killpg(job["pgid"], signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.fixture
+def fugaku(tmp_path):
+    """:func:`fugaku_workflow` in the test's folder, and the emulator's state folder."""
+    yield fugaku_workflow(tmp_path), tmp_path / "pjm"
+    kill_left_running(tmp_path / "pjm")
+
+
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory):
+    """The tiny study run through PJM to its scaling table in a :func:`fugaku_workflow` of
+    its own, as it stood after the run: the workflow, the emulator's state, the run, the
+    jobs PJM knew, the rank output files left, and the dry run of the same target. The
+    interruption test trains on in it."""
+    root = tmp_path_factory.mktemp("study")
+    workdir, state = fugaku_workflow(root), root / "pjm"
+    target = f"{RESULTS}/tables/scaling.csv"
+    first = snakemake(workdir, state, target)
+    rank_output = [*workdir.glob("output.*"), *(workdir / RESULTS / "logs/train").rglob("*.rank.*")]
+    again = snakemake(workdir, state, target, "-n")
+    yield SimpleNamespace(workdir=workdir, state=state, first=first, jobs=jobs(state), rank_output=rank_output,
+                          again=again)
+    kill_left_running(state)
 
 
 def snakemake(workdir, state, *args, timeout=600, **extra):
@@ -92,11 +119,9 @@ def test_emulator_refuses_what_pjsub_refuses(tmp_path):
     assert listed.stdout.split("\n")[1].split() == ["1", "CCL", "-", "1", "-"]
 
 
-def test_a_tiny_study_runs_through_pjm(fugaku):
-    workdir, state = fugaku
-    first = snakemake(workdir, state, f"{RESULTS}/tables/scaling.csv")
+def test_a_tiny_study_runs_through_pjm(tiny_study):
+    workdir, state, first, submitted = tiny_study.workdir, tiny_study.state, tiny_study.first, tiny_study.jobs
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    submitted = jobs(state)
     assert submitted and all(job["st"] == "EXT" and job["ec"] == "0" and job["pc"] == "0"
                              for job in submitted.values())
     # Per P one job partitions and plans (a group), one trains; the tables run locally.
@@ -109,8 +134,8 @@ def test_a_tiny_study_runs_through_pjm(fugaku):
     # no rank output under output.<jobid>/, none left beside the logs.
     train = [job_id for job_id, job in submitted.items() if job["name"] == "smk-train"]
     assert len(train) == 2 and all((state / f"mpiexec-{job_id}").exists() for job_id in train)
-    assert not list(workdir.glob("output.*")) and not list((workdir / RESULTS / "logs/train").rglob("*.rank.*"))
-    again = snakemake(workdir, state, f"{RESULTS}/tables/scaling.csv", "-n")
+    assert tiny_study.rank_output == []
+    again = tiny_study.again
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
@@ -133,25 +158,27 @@ def test_a_submission_over_the_accept_limit_names_the_fix(fugaku):
     assert len(jobs(state)) == 1
 
 
-def test_interrupting_snakemake_cancels_its_jobs_with_pjdel(fugaku):
-    workdir, state = fugaku
-    prepared = snakemake(workdir, state, "data/plans/synthetic-tiny/P2/hybrid")
-    assert prepared.returncode == 0, prepared.stderr[-3000:]
+def test_interrupting_snakemake_cancels_its_jobs_with_pjdel(tiny_study):
+    """Training longer in the tiny study's workflow (its P = 2 plan is there), interrupted."""
+    workdir, state, before = tiny_study.workdir, tiny_study.state, tiny_study.jobs
+    assert tiny_study.first.returncode == 0 and (workdir / "data/plans/synthetic-tiny/P2/hybrid").is_dir()
     overlay = workdir / "long.yaml"
     overlay.write_text(yaml.safe_dump({"training": {"epochs": 100000, "checkpoint_every": 1}}))
     target = f"{RESULTS}/runs/synthetic-tiny/P2/hybrid-fp32-nolp/seed0.jsonl"
     configs = ["--configfiles", "config/config.yaml", "config/fugaku.yaml"]
+    checkpoints = workdir / "data" / "checkpoints"
+    assert not list(checkpoints.rglob("*.pt")), "the study's finished runs keep no checkpoint"
     running = subprocess.Popen([str(BIN / "snakemake"), "--profile", "workflow/profiles/fugaku", *FAST, target,
                                 *configs, str(overlay)], cwd=workdir, env=emulator_env(state),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    checkpoints = workdir / "data" / "checkpoints"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and not list(checkpoints.rglob("*.pt")):
         time.sleep(0.5)
-    assert any(job["name"] == "smk-train" for job in jobs(state).values()), running.communicate(timeout=60)[0]
+    assert any(job["name"] == "smk-train" for job_id, job in jobs(state).items() if job_id not in before), \
+        running.communicate(timeout=60)[0]
     os.killpg(running.pid, signal.SIGINT)
     output, _ = running.communicate(timeout=120)
-    train = [job for job in jobs(state).values() if job["name"] == "smk-train"]
+    train = [job for job_id, job in jobs(state).items() if job["name"] == "smk-train" and job_id not in before]
     assert [(job["st"], job["pc"]) for job in train] == [("CCL", "1")], (train, output[-3000:])
     assert not (workdir / target).exists()
     # The next run meets the checkpoint; rank 0 says so in its own output file, which
