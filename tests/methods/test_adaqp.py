@@ -13,16 +13,27 @@ def test_a_mixed_assignment_sends_its_bytes_and_is_unbiased():
     run_rank_job(Path(__file__).with_name("adaqp_job.py"), 3)
 
 
-@pytest.mark.parametrize("weight, uniform_bits", [(1.0, 8), (0.0, 2)])
-def test_lambda_one_and_zero_send_as_uniform_int8_and_int2(tiny_plans, tmp_path, weight, uniform_bits):
-    def train(out, *extra):
-        result = run_mpi(2, "train", "--graph", tiny_plans / "graph", "--partition", tiny_plans / "P2", "--plan",
-                         tiny_plans / "P2-hybrid", "--out", out, "--hidden", 16, "--epochs", 5, *extra)
-        assert result.returncode == 0, result.stderr
-        return read_metrics(out)[1]
+@pytest.fixture(scope="module")
+def trained(tiny_plans, tmp_path_factory):
+    """``trained(*options)``: the epochs of 5 at P = 2 on the hybrid plan with ``options``,
+    each set of options trained once in the module (both cases compare with Int8's)."""
+    root, runs = tmp_path_factory.mktemp("adaqp"), {}
 
-    adaptive = train(tmp_path / "a.jsonl", "--bits", "adaptive", "--adaptive-weight", weight, "--adaptive-period", 3)
-    uniform = train(tmp_path / "u.jsonl", "--bits", uniform_bits)
+    def train(*options):
+        if options not in runs:
+            out = root / f"{len(runs)}.jsonl"
+            result = run_mpi(2, "train", "--graph", tiny_plans / "graph", "--partition", tiny_plans / "P2", "--plan",
+                             tiny_plans / "P2-hybrid", "--out", out, "--hidden", 16, "--epochs", 5, *options)
+            assert result.returncode == 0, result.stderr
+            runs[options] = read_metrics(out)[1]
+        return runs[options]
+    return train
+
+
+@pytest.mark.parametrize("weight, uniform_bits", [(1.0, 8), (0.0, 2)])
+def test_lambda_one_and_zero_send_as_uniform_int8_and_int2(trained, weight, uniform_bits):
+    adaptive = trained("--bits", "adaptive", "--adaptive-weight", weight, "--adaptive-period", 3)
+    uniform = trained("--bits", uniform_bits)
     assigned = [e["bit_assignment"] for e in adaptive if "bit_assignment" in e]
     # Traced: epochs 1 and 4; not 5, the last, whose assignment nothing would use.
     assert [e["epoch"] for e in adaptive if "bit_assignment" in e] == [1, 4]
@@ -35,7 +46,7 @@ def test_lambda_one_and_zero_send_as_uniform_int8_and_int2(tiny_plans, tmp_path,
             # Rows whose values are all equal (zero gradients) have no variance at any width.
             assert rows[str(uniform_bits)] >= sum(rows.values()) - exchange["rows_without_spread"]
     # Epoch 1 runs at AdaQP's initial 8 bits; from epoch 2 on the assignment's bytes.
-    int8 = uniform if uniform_bits == 8 else train(tmp_path / "8.jsonl", "--bits", 8)
+    int8 = trained("--bits", 8)
     assert adaptive[0]["bytes"]["sent_total"] == int8[0]["bytes"]["sent_total"]
     sent = [[e["bytes"]["sent_total"] for e in run[1:]] for run in (adaptive, uniform)]
     assert sent[0] == sent[1] if uniform_bits == 2 else all(a <= u for a, u in zip(*sent))

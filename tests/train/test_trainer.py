@@ -42,12 +42,20 @@ def train_args(root, parts, strategy, out, *extra):
             root / f"p{parts}{strategy}", "--out", out, "--hidden", HIDDEN, "--num-layers", LAYERS, *extra]
 
 
-def test_metrics_record_breakdown_bytes_and_provenance(workspace, tmp_path):
+@pytest.fixture(scope="module")
+def hybrid_fp32_run(workspace, tmp_path_factory):
+    """The metrics file of 3 epochs at P = 3 on the hybrid plan in float32 (the metrics test
+    reads it, and the Int2 test compares with it)."""
     root, _ = workspace
-    out = tmp_path / "m.jsonl"
-    result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 3))
+    out = tmp_path_factory.mktemp("fp32") / "m.jsonl"
+    result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 3, "--bits", 32))
     assert result.returncode == 0, result.stderr
-    header, epochs, summary = read_metrics(out)
+    return out
+
+
+def test_metrics_record_breakdown_bytes_and_provenance(workspace, hybrid_fp32_run):
+    root, _ = workspace
+    header, epochs, summary = read_metrics(hybrid_fp32_run)
     assert {"graph_hash", "partition_hash", "plan_hash", "versions", "git_commit", "hosts"} <= set(header)
     assert header["config"]["hidden"] == HIDDEN and header["threads_per_rank"] == 1
     library = requested_library()
@@ -146,14 +154,13 @@ def test_nan_loss_stops_with_the_epoch(tmp_path):
     assert not (tmp_path / "m.jsonl").exists()
 
 
-def test_int2_exchange_moves_a_sixteenth_of_the_data(workspace, tmp_path):
+def test_int2_exchange_moves_a_sixteenth_of_the_data(workspace, hybrid_fp32_run, tmp_path):
     from supergcn.kernels.wire import layer_bytes
 
     root, _ = workspace
-    fp32, int2 = tmp_path / "fp32.jsonl", tmp_path / "int2.jsonl"
-    for out, bits in ((fp32, 32), (int2, 2)):
-        result = run_mpi(3, *train_args(root, 3, "hybrid", out, "--epochs", 3, "--bits", bits))
-        assert result.returncode == 0, result.stderr
+    fp32, int2 = hybrid_fp32_run, tmp_path / "int2.jsonl"
+    result = run_mpi(3, *train_args(root, 3, "hybrid", int2, "--epochs", 3, "--bits", 2))
+    assert result.returncode == 0, result.stderr
     rows = read_plan_pairs(root / "p3hybrid")["rows"].tolist()
     widths = (32 + HIDDEN + 5) + (HIDDEN + 5)  # forward layers 1-3, backward layers 2-3
     data, params = layer_bytes(rows, 1, 2)
