@@ -17,11 +17,9 @@ from supergcn.naming import FIGURES, PERF_FIGURES, PERF_TABLES, TABLES
 
 from conftest import BIN, REPO, SNAKEMAKE, copy_workflow, snakemake, snakemake_each, snakemake_environment
 
-
-def plan_from_scratch(*args, **kwargs) -> subprocess.CompletedProcess:
-    """A dry run of every job of the study, as if nothing were built: the checkout's own
-    results/ (after `make run`) must not change what a test of the plan sees."""
-    return snakemake("-n", "--forceall", *args, **kwargs)
+#: A dry run of every job of the study, as if nothing were built: the checkout's own
+#: results/ (after `make run`) must not change what a test of the plan sees.
+FROM_SCRATCH = ("-n", "--forceall")
 
 
 def planned_jobs(output: str) -> dict[str, int]:
@@ -48,44 +46,93 @@ def write_overlay(tmp_path, **values) -> Path:
     return path
 
 
+#: The Snakemake runs of the tests below that depend on nothing another test does, each
+#: registered beside its test by :func:`run_of`: name -> (arguments, config overlay,
+#: variables added, whether it runs in a copy of the workflow).
+RUNS: dict[str, tuple] = {}
+
+
+def run_of(name: str, *arguments, overlay: dict | None = None, env: dict | None = None,
+           in_copy: bool = False) -> str:
+    """Register a run of :func:`snakemake_runs`.
+
+    Args:
+        name: what its test looks it up by.
+        arguments: Snakemake's arguments.
+        overlay: a config overlay written for the run and given after ``arguments``.
+        env: variables the run adds to :func:`conftest.snakemake_environment`, ``{folder}``
+            in a value standing for a folder of the run's own.
+        in_copy: whether it runs in a copy of the workflow in that folder (else in the checkout).
+
+    Returns:
+        ``name``.
+    """
+    assert name not in RUNS, f"two runs named {name}"
+    RUNS[name] = (arguments, overlay, env or {}, in_copy)
+    return name
+
+
+@pytest.fixture(scope="module")
+def snakemake_runs(tmp_path_factory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    """Every run of :data:`RUNS`, each in a folder of its own, forked from one started
+    Snakemake (:func:`conftest.snakemake_each`): a dry run is mostly Snakemake's start-up.
+    Returns name -> (the run, the folder it ran in)."""
+    root = tmp_path_factory.mktemp("runs")
+    commands, folders = [], []
+    for index, (arguments, overlay, env, in_copy) in enumerate(RUNS.values()):
+        folder = root / f"run{index}"
+        folder.mkdir()
+        cwd = copy_workflow(folder / "wf") if in_copy else REPO
+        given = [*arguments, *([] if overlay is None else [write_overlay(folder, **overlay)])]
+        added = {key: value.replace("{folder}", str(folder)) for key, value in env.items()}
+        commands.append((given, snakemake_environment(added), cwd))
+        folders.append(cwd if in_copy else folder)
+    return {name: (run, folder) for name, run, folder in
+            zip(RUNS, snakemake_each(commands, root / "output"), folders)}
+
+
 # A 3-bit variant, a negative learning rate, a variant that cannot run and the old `model:`
 # key are tests/cli/test_bad_inputs.py's config refusals, held to these checks and more.
-@pytest.mark.parametrize("override, key", [
-    ({"process_counts": [0, 2]}, "process_counts"),
-    ({"variants": [{"strategy": "both", "bits": 32, "label_propagation": False}]}, "strategy"),
-    ({"datasets": ["ogbn-nope"]}, "datasets"),
-])
-def test_schema_violations_fail_before_any_job(tmp_path, override, key):
-    overlay = write_overlay(tmp_path, **override)
-    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+@pytest.mark.parametrize("run, key", [
+    (run_of(f"schema: {key}", "-n", "--configfiles", "config/config.yaml", overlay=override), key)
+    for override, key in [({"process_counts": [0, 2]}, "process_counts"),
+                          ({"variants": [{"strategy": "both", "bits": 32, "label_propagation": False}]}, "strategy"),
+                          ({"datasets": ["ogbn-nope"]}, "datasets")]])
+def test_schema_violations_fail_before_any_job(snakemake_runs, run, key):
+    result, _ = snakemake_runs[run]
     assert result.returncode != 0
     errors = [line for line in (result.stderr + result.stdout).splitlines() if "error:" in line]
     assert len(errors) == 1 and errors[0].startswith("supergcn config: error: ") and key in errors[0]
     assert "Job stats" not in result.stdout
 
 
-@pytest.mark.parametrize("override, message", [
-    ({"trainig": {}, "training": {"epoch": 3}}, "trainig: unknown key (did you mean training?); training.epoch: "
-     "unknown key (did you mean training.epochs?) — fix it in your config file or overlay"),
-    ({"speedup_baseline": "nope"}, "speedup_baseline 'nope' is not a variant of this study"),
-])
-def test_a_config_error_is_its_line_alone(tmp_path, override, message):
+@pytest.mark.parametrize("run, message", [
+    (run_of(f"config error {index}", "-n", "--configfiles", "config/config.yaml", overlay=override), message)
+    for index, (override, message) in enumerate([
+        ({"trainig": {}, "training": {"epoch": 3}}, "trainig: unknown key (did you mean training?); training.epoch: "
+         "unknown key (did you mean training.epochs?) — fix it in your config file or overlay"),
+        ({"speedup_baseline": "nope"}, "speedup_baseline 'nope' is not a variant of this study")])])
+def test_a_config_error_is_its_line_alone(snakemake_runs, run, message):
     """Found by the schema or by the rules as they read the config: one line and status 2,
     none of Snakemake's lines about where in the workflow's code it was raised."""
-    result = snakemake("-n", "--configfiles", "config/config.yaml", write_overlay(tmp_path, **override))
+    result, _ = snakemake_runs[run]
     assert result.returncode == 2
     lines = [line for line in (result.stdout + result.stderr).splitlines()
              if line.strip() and not line.startswith("Config file config/config.yaml is extended")]
     assert len(lines) == 1 and lines[0].startswith(f"supergcn config: error: {message}"), lines
 
 
-def test_two_studies_share_the_logs_of_the_data_steps_only():
+TWO_STUDIES = [run_of(f"study {index}", *FROM_SCRATCH, "--configfiles", "config/config.yaml", *overlays)
+               for index, overlays in enumerate([[], ["config/studies/paper-comparison-laptop.yaml"]])]
+
+
+def test_two_studies_share_the_logs_of_the_data_steps_only(snakemake_runs):
     """Two overlays train the same graphs: each writes its jobs' logs and benchmark records
     of its own; only the steps they share (prepare, partition, plan: the same outputs)
     log to the same files."""
     logs = []
-    for overlays in ([], ["config/studies/paper-comparison-laptop.yaml"]):
-        result = plan_from_scratch("--configfiles", "config/config.yaml", *overlays)
+    for run in TWO_STUDIES:
+        result, _ = snakemake_runs[run]
         assert result.returncode == 0, result.stderr
         assert planned_jobs(result.stdout).get("train", 0) > 0
         logs.append(set(re.findall(r"^\s+(?:log|benchmark): (\S+)", result.stdout, re.M)))
@@ -94,12 +141,14 @@ def test_two_studies_share_the_logs_of_the_data_steps_only():
         sorted(shared)
 
 
-def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
+FUGAKU = run_of("fugaku", *FROM_SCRATCH, "--profile", "workflow/profiles/fugaku", "--configfiles",
+                "config/config.yaml", "config/fugaku.yaml", overlay={"process_counts": [1, 4, 6, 16]})
+
+
+def test_fugaku_profile_requests_nodes_and_processes_per_train_job(snakemake_runs):
     from supergcn.cluster.pjm import pjm_script, read_site
 
-    overlay = write_overlay(tmp_path, process_counts=[1, 4, 6, 16])
-    result = plan_from_scratch("--profile", "workflow/profiles/fugaku", "--configfiles", "config/config.yaml",
-                               "config/fugaku.yaml", overlay)
+    result, _ = snakemake_runs[FUGAKU]
     assert result.returncode == 0, result.stderr
     jobs = train_jobs(result.stdout)
     assert sorted({int(j["wildcards"]["P"]) for j in jobs}) == [1, 4, 6, 16]
@@ -116,14 +165,17 @@ def test_fugaku_profile_requests_nodes_and_processes_per_train_job(tmp_path):
         assert '#PJM --mpi "max-proc-per-node=4"' in script
 
 
-def test_a_profile_named_by_its_path_applies_with_nothing_installed(tmp_path):
-    # The docs name profiles by path: no profile in the user's config folder is needed or read.
-    empty = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config")}
-    result = plan_from_scratch("--profile", "workflow/profiles/fugaku", env_extra=empty)
+# The docs name profiles by path: no profile in the user's config folder is needed or read.
+NOTHING_INSTALLED = {"HOME": "{folder}", "XDG_CONFIG_HOME": "{folder}/.config"}
+PROFILE_BY_PATH = [run_of(f"profile {profile}", *FROM_SCRATCH, "--profile", profile, env=NOTHING_INSTALLED)
+                   for profile in ("workflow/profiles/fugaku", "fugaku")]
+
+
+def test_a_profile_named_by_its_path_applies_with_nothing_installed(snakemake_runs):
+    (result, _), (bare, _) = (snakemake_runs[run] for run in PROFILE_BY_PATH)
     assert result.returncode == 0, result.stderr
     assert "Using profile workflow/profiles/fugaku" in result.stdout + result.stderr
     assert train_jobs(result.stdout)[0]["resources"]["cpus_per_task"] == "12"
-    bare = plan_from_scratch("--profile", "fugaku", env_extra=empty)
     assert bare.returncode != 0 and "no profile.yaml (or config.yaml) found" in bare.stderr
 
 
@@ -134,11 +186,14 @@ def test_no_default_workflow_profile_can_override_a_cluster_profile():
         assert not (REPO / candidate).exists()
 
 
-def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without_mpi(tmp_path):
+SLURM = run_of("slurm", *FROM_SCRATCH, "-p", "--profile", "workflow/profiles/slurm")
+
+
+def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without_mpi(snakemake_runs):
     # The SLURM executor refuses the `mpi` resource with one task; its srun needs --mpi=pmi2
     # where Slurm's MpiDefault is none, and SRUN_CPUS_PER_TASK since Slurm 22.05 (tests/cluster/test_slurm.py
     # runs all of it on a real Slurm).
-    result = plan_from_scratch("-p", "--profile", "workflow/profiles/slurm")
+    result, _ = snakemake_runs[SLURM]
     assert result.returncode == 0, result.stderr
     jobs = train_jobs(result.stdout)
     launcher = yaml.safe_load((REPO / "config" / "slurm.yaml").read_text())["execution"]["mpi"]
@@ -154,9 +209,13 @@ def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without
                          rf"'SRUN_CPUS_PER_TASK=8 {re.escape(launcher)} -n {procs}' ", result.stdout, re.M)
 
 
-def test_overriding_default_resources_keeps_every_job_s_runtime(tmp_path):
+SLURM_RESOURCES = run_of("slurm resources", *FROM_SCRATCH, "--profile", "workflow/profiles/slurm",
+                         "--default-resources", "slurm_account=a")
+
+
+def test_overriding_default_resources_keeps_every_job_s_runtime(snakemake_runs):
     # --default-resources replaces a profile's whole list; runtime lives in the rules instead.
-    result = plan_from_scratch("--profile", "workflow/profiles/slurm", "--default-resources", "slurm_account=a")
+    result, _ = snakemake_runs[SLURM_RESOURCES]
     assert result.returncode == 0, result.stderr
     local = {"all", *(name for rules in (REPO / "workflow" / "rules").glob("*.smk")
                       for block in re.findall(r"^localrules:\n((?:    \w+,\n)+)", rules.read_text(), re.M)
@@ -339,9 +398,12 @@ def test_machine_profile_change_reruns_only_its_predictions(finished_study):
                                            "perf_figures": 1, "all": 1}
 
 
-def test_unknown_machine_name_is_reported(tmp_path):
-    overlay = write_overlay(tmp_path, perf={"machines": ["fugaku", "summit"]})
-    result = snakemake("-n", "--configfiles", "config/config.yaml", overlay)
+UNKNOWN_MACHINE = run_of("unknown machine", "-n", "--configfiles", "config/config.yaml",
+                         overlay={"perf": {"machines": ["fugaku", "summit"]}})
+
+
+def test_unknown_machine_name_is_reported(snakemake_runs):
+    result, _ = snakemake_runs[UNKNOWN_MACHINE]
     assert result.returncode != 0
     assert "perf.machines names summit" in result.stderr + result.stdout
 
@@ -455,12 +517,17 @@ def test_lint_is_clean():
     assert "Congratulations" in result.stdout + result.stderr
 
 
-def study_settings(tmp_path, *configfiles) -> dict[str, dict]:
-    """Every training job's settings file of a study (rule train_settings alone, run in a
-    copy of the workflow), by variant; the jobs of one variant must agree."""
-    workdir = copy_workflow(tmp_path / "wf")
-    result = snakemake("--cores", 1, "--until", "train_settings", "--configfiles",
-                       *(REPO / path if not Path(path).is_absolute() else path for path in configfiles), cwd=workdir)
+def settings_run(name: str, *configfiles, overlay: dict | None = None) -> str:
+    """Register (:func:`run_of`) rule train_settings alone of the study of ``configfiles``
+    (and ``overlay``), run in a copy of the workflow."""
+    return run_of(name, "--cores", 1, "--until", "train_settings", "--configfiles",
+                  *(REPO / path for path in configfiles), overlay=overlay, in_copy=True)
+
+
+def study_settings(snakemake_runs, run: str) -> dict[str, dict]:
+    """Every training job's settings file of :func:`settings_run`'s ``run``, by variant;
+    the jobs of one variant must agree."""
+    result, workdir = snakemake_runs[run]
     assert result.returncode == 0, result.stderr[-3000:]
     by_variant = {}
     for path in workdir.glob("results/**/*.settings.json"):
@@ -469,10 +536,14 @@ def study_settings(tmp_path, *configfiles) -> dict[str, dict]:
     return {variant: jobs[0] for variant, jobs in by_variant.items()}
 
 
-def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
-    overlay = write_overlay(tmp_path, variants=[{"strategy": "hybrid", "bits": 2, "label_propagation": True},
-                                                {"strategy": "hybrid", "bits": 32, "label_propagation": False}])
-    settings = study_settings(tmp_path, "config/config.yaml", overlay)
+QUANTIZED_AND_LABELS = settings_run(
+    "quantized and labels", "config/config.yaml",
+    overlay={"variants": [{"strategy": "hybrid", "bits": 2, "label_propagation": True},
+                          {"strategy": "hybrid", "bits": 32, "label_propagation": False}]})
+
+
+def test_quantized_and_label_propagation_variants_reach_the_trainer(snakemake_runs):
+    settings = study_settings(snakemake_runs, QUANTIZED_AND_LABELS)
     assert settings["hybrid-int2-lp"]["bits"] == 2 and settings["hybrid-int2-lp"]["label_rate"] == 0.62
     assert settings["hybrid-int2-lp"]["label_draw"] == "exact"
     assert settings["hybrid-fp32-nolp"]["label_rate"] == 0 and "label_draw" not in settings["hybrid-fp32-nolp"]
@@ -480,24 +551,35 @@ def test_quantized_and_label_propagation_variants_reach_the_trainer(tmp_path):
     assert settings["hybrid-fp32-nolp"]["epochs"] == 40 and settings["hybrid-fp32-nolp"]["model"] == "sage"
 
 
-def test_a_variants_model_reaches_the_trainer_with_its_options(tmp_path):
-    overlay = write_overlay(tmp_path, variants=[{"strategy": "post", "bits": 2, "label_propagation": False,
-                                                 "model": "gat"},
-                                                {"strategy": "post", "bits": 2, "label_propagation": False}])
-    settings = study_settings(tmp_path, "config/config.yaml", overlay)
+A_VARIANTS_MODEL = settings_run(
+    "a variant's model", "config/config.yaml",
+    overlay={"variants": [{"strategy": "post", "bits": 2, "label_propagation": False, "model": "gat"},
+                          {"strategy": "post", "bits": 2, "label_propagation": False}]})
+
+
+def test_a_variants_model_reaches_the_trainer_with_its_options(snakemake_runs):
+    settings = study_settings(snakemake_runs, A_VARIANTS_MODEL)
     assert settings["post-int2-nolp-gat"]["model"] == "gat" and settings["post-int2-nolp-gat"]["heads"] == 4
     assert settings["post-int2-nolp"]["model"] == "sage" and "heads" not in settings["post-int2-nolp"]
 
 
-def test_int2_accuracy_study_plans_every_run():
-    result = plan_from_scratch("--configfiles", "config/config.yaml", "config/studies/int2-accuracy.yaml")
+INT2_ACCURACY = run_of("int2 accuracy", *FROM_SCRATCH, "--configfiles", "config/config.yaml",
+                       "config/studies/int2-accuracy.yaml")
+
+
+def test_int2_accuracy_study_plans_every_run(snakemake_runs):
+    result, _ = snakemake_runs[INT2_ACCURACY]
     assert result.returncode == 0, result.stderr
     assert planned_jobs(result.stdout)["train"] == 4 * 4 * 4 * 5
     assert "results/int2-accuracy/tables/accuracy.md" in result.stdout
 
 
-def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn():
-    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/paper-comparison.yaml")
+PAPER_COMPARISON = run_of("paper comparison", *FROM_SCRATCH, "-p", "--configfiles", "config/config.yaml",
+                          "config/studies/paper-comparison.yaml")
+
+
+def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn(snakemake_runs):
+    result, _ = snakemake_runs[PAPER_COMPARISON]
     assert result.returncode == 0, result.stderr
     assert planned_jobs(result.stdout)["train"] == 11 * 2 * 3
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
@@ -534,10 +616,13 @@ def test_the_distgnn_mb_studies_train_mini_batches_beside_full_batches(tmp_path)
         assert planned_jobs(result.stdout)["train"] == len(trained) == len(set(trained)) * seeds
 
 
-def test_models_study_trains_each_model_on_its_own_plan():
+MODELS = run_of("models", *FROM_SCRATCH, "-p", "--configfiles", "config/config.yaml", "config/studies/models.yaml")
+
+
+def test_models_study_trains_each_model_on_its_own_plan(snakemake_runs):
     """config/studies/models.yaml: four models, FP32 and Int2, every strategy; hybrid GAT on
     a plan whose cover is weighed by GAT's row costs, the others on the fewest rows'."""
-    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/models.yaml")
+    result, _ = snakemake_runs[MODELS]
     assert result.returncode == 0, result.stderr
     assert planned_jobs(result.stdout)["train"] == 4 * 3 * 2 * 2
     assert planned_jobs(result.stdout)["plan_weighted"] == 2  # one per graph at P = 4
@@ -549,8 +634,12 @@ def test_models_study_trains_each_model_on_its_own_plan():
     assert weighted and all("--num-layers 3 --hidden 256 --heads 4" in line for line in weighted)
 
 
-def test_the_paper_comparison_hands_its_jobs_the_schedules_and_adaptive_bits(tmp_path):
-    settings = study_settings(tmp_path, "config/config.yaml", "config/studies/paper-comparison.yaml")
+PAPER_COMPARISON_SETTINGS = settings_run("paper comparison settings", "config/config.yaml",
+                                         "config/studies/paper-comparison.yaml")
+
+
+def test_the_paper_comparison_hands_its_jobs_the_schedules_and_adaptive_bits(snakemake_runs):
+    settings = study_settings(snakemake_runs, PAPER_COMPARISON_SETTINGS)
     assert settings["pre-fp32-nolp-cd-5"]["schedule"] == "cd-5"
     adaptive = settings["hybrid-adaptive-lp"]
     assert adaptive["bits"] == "adaptive" and adaptive["adaptive_period"] == 20
@@ -589,18 +678,25 @@ def test_ruff_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_prepost_profile_preprocesses_and_stops_before_training():
-    result = plan_from_scratch("--profile", "workflow/profiles/fugaku-prepost")
+PREPOST = run_of("prepost", *FROM_SCRATCH, "--profile", "workflow/profiles/fugaku-prepost")
+
+
+def test_the_prepost_profile_preprocesses_and_stops_before_training(snakemake_runs):
+    result, _ = snakemake_runs[PREPOST]
     assert result.returncode == 0, result.stderr
     assert set(planned_jobs(result.stdout)) == {"prepare", "partition", "plan"}
 
 
-def test_the_table2_study_plans_every_graph_at_every_process_count():
+TABLE2 = run_of("table 2", *FROM_SCRATCH, "-p", "--configfiles", "config/config.yaml",
+                "config/studies/paper-table2.yaml")
+
+
+def test_the_table2_study_plans_every_graph_at_every_process_count(snakemake_runs):
     """config/studies/paper-table2.yaml: the eight graphs of the paper's Table 2, the three
     that fit a node trained at Table 3's counts, the five largest partitioned, planned and
     predicted at the paper's, each with its own Table 2 settings."""
     study = yaml.safe_load((REPO / "config" / "studies" / "paper-table2.yaml").read_text())
-    result = plan_from_scratch("-p", "--configfiles", "config/config.yaml", "config/studies/paper-table2.yaml")
+    result, _ = snakemake_runs[TABLE2]
     assert result.returncode == 0, result.stderr
     jobs = planned_jobs(result.stdout)
     graphs = [*study["datasets"], *study["perf"]["datasets"]]
@@ -626,12 +722,16 @@ def test_the_table2_study_plans_every_graph_at_every_process_count():
     assert re.search(rf"supergcn.cli tables .*--hidden-by-dataset {widths} ", result.stdout)
 
 
-@pytest.mark.parametrize("training, gin_lr", [({}, 0.001), ({"lr": 0.02}, 0.02)])
-def test_a_models_own_defaults_reach_its_jobs_unless_the_config_sets_them(tmp_path, training, gin_lr):
+GIN = {"strategy": "post", "bits": 32, "label_propagation": False, "model": "gin"}
+
+
+@pytest.mark.parametrize("run, training, gin_lr", [
+    (settings_run(f"model defaults {training}", "config/config.yaml",
+                  overlay={"variants": [GIN, {**GIN, "model": "sage"}], "training": training}), training, gin_lr)
+    for training, gin_lr in [({}, 0.001), ({"lr": 0.02}, 0.02)]])
+def test_a_models_own_defaults_reach_its_jobs_unless_the_config_sets_them(snakemake_runs, run, training, gin_lr):
     """GIN's card sets its own learning rate: its jobs train at it where no config file sets
     ``training.lr``; the other models keep the option's default, or the config's value."""
-    gin = {"strategy": "post", "bits": 32, "label_propagation": False, "model": "gin"}
-    overlay = write_overlay(tmp_path, variants=[gin, {**gin, "model": "sage"}], training=training)
-    settings = study_settings(tmp_path, "config/config.yaml", overlay)
+    settings = study_settings(snakemake_runs, run)
     assert settings["post-fp32-nolp-gin"]["lr"] == gin_lr
     assert settings["post-fp32-nolp"]["lr"] == training.get("lr", 0.01)
