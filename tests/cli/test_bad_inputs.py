@@ -253,7 +253,8 @@ CASES = [
     ("train: a rank file with counts for another number of ranks, hashes rewritten to match", "mpi",
      lambda ws, bad: train(ws, bad, plan=rewritten_plan(ws, bad, "recv_counts", lambda counts: counts[:1])),
      "contradicts itself: recv_counts holds 1 values"),
-    ("train: three ranks for a plan of two", "mpi3", lambda ws, bad: train(ws, bad), "launch with `mpiexec -n 2`"),
+    ("train: three ranks for a plan of two", "mpi3", lambda ws, bad: train(ws, bad),
+     "is for 2 ranks but 3 were started — launch with `mpiexec -n 2`"),
     # tables and figures
     ("tables: truncated metrics file", "cli",
      lambda ws, bad: ["tables", "--runs", ws.run / "metrics.jsonl", truncated_metrics(ws, bad), "--out-dir",
