@@ -10,7 +10,7 @@ import networkx as nx
 
 from supergcn import sources
 
-from conftest import REPO
+from conftest import LONGEST_FILES, REPO
 
 #: The most lines of code (docstrings, comments and blank lines left out) of a module and of a
 #: function of the package.
@@ -107,6 +107,12 @@ def test_test_files_have_distinct_names():
     of one name in different folders make the second fail to import."""
     names = [path.name for path in (REPO / "tests").rglob("test_*.py")]
     assert sorted({name for name in names if names.count(name) > 1}) == []
+
+
+def test_the_longest_test_files_named_first_exist():
+    """conftest.LONGEST_FILES orders the suite's files: one renamed or gone would be
+    ordered no longer, silently."""
+    assert [name for name in LONGEST_FILES if not (REPO / "tests" / name).is_file()] == []
 
 
 def test_pointers_to_a_section_name_one_that_exists():
