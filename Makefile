@@ -55,7 +55,8 @@ run: $(STAMP)
 # files run longest first (tests/conftest.py's LONGEST_FILES, not xdist's most tests first).
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile \
+		--no-loadscope-reorder --durations=30
 
 # The documentation site (docs/): HTML in docs/_build/html, built afresh (-E) with warnings
 # as errors, as tests/test_docs.py builds it.
