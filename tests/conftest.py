@@ -29,8 +29,9 @@ LONGEST_FILES = (
     "cli/test_bad_inputs.py", "cluster/test_slurm.py", "kernels/test_targets.py", "workflow/test_workflow.py",
     "methods/test_adaqp.py", "train/test_trainer.py", "cluster/test_pjm_emulated.py", "workflow/test_own_graph.py",
     "train/test_models.py", "methods/test_distgnn.py", "train/test_inputs.py", "cli/test_cli.py",
-    "test_printed_commands.py", "methods/test_bnsgcn.py", "test_docs.py", "test_getting_started.py",
-    "test_outputs_page.py", "methods/test_pipegcn.py", "data/datasets/test_own_arrays.py", "test_sources.py",
+    "test_printed_commands.py", "methods/test_bnsgcn.py", "test_docs.py", "methods/test_distgnn_mb.py",
+    "test_getting_started.py", "test_outputs_page.py", "methods/test_pipegcn.py", "data/datasets/test_own_arrays.py",
+    "test_sources.py",
 )
 
 
