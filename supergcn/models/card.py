@@ -104,6 +104,8 @@ class ModelCard:
             value it trains with unless the user sets one.
         delayable: whether DistGNN's delayed aggregates are defined for its aggregation
             (a mean).
+        trains_on_blocks: whether its layer runs on a mini-batch's sampled blocks
+            (DistGNN-MB, :mod:`supergcn.methods.distgnn_mb`: its paper's GraphSAGE and GAT).
         conflicts: ``(settings) -> list[str]``: what it cannot train with, one message and
             fix each.
     """
@@ -119,6 +121,7 @@ class ModelCard:
     training_options: tuple[str, ...] = ()
     training_defaults: dict = field(default_factory=dict)
     delayable: bool = False
+    trains_on_blocks: bool = False
     conflicts: Callable[[object], list[str]] = no_conflicts
 
     @property

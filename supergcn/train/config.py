@@ -417,8 +417,9 @@ class TrainConfig:
         (its paper's two models) on float32 rows of its own partition and the cache, with the
         plain features as input."""
         found, off = [], "or --batch-size 0"
-        if self.model not in ("sage", "gat"):
-            found.append(f"--batch-size {self.batch_size} (DistGNN-MB) trains --model sage or gat here — use one "
+        if not card(self.model).trains_on_blocks:
+            blocks = " or ".join(name for name in GNN_MODELS if card(name).trains_on_blocks)
+            found.append(f"--batch-size {self.batch_size} (DistGNN-MB) trains --model {blocks} here — use one "
                          f"{off}")
         if len(self.fanout_counts) != self.num_layers:
             found.append(f"--fanouts {self.fanouts} gives {len(self.fanout_counts)} layers, the model has "

@@ -58,4 +58,4 @@ CARD = ModelCard(
     messages=(Message("attention", pre=1, post=0, transposed=True), Message("data"),
               Message("attention", pre=2, post=1)),
     backward_gathers=2, gathers_self_loops=True, training_options=("heads", "attention_dropout"),
-    conflicts=heads_divide_hidden)
+    trains_on_blocks=True, conflicts=heads_divide_hidden)

@@ -12,4 +12,5 @@ cheapest. The mean is the aggregation DistGNN's delayed partial aggregates are d
 
 from supergcn.models.card import ModelCard, narrower_output
 
-CARD = ModelCard(name="sage", title="GraphSAGE", transforms_first=narrower_output, delayable=True)
+CARD = ModelCard(name="sage", title="GraphSAGE", transforms_first=narrower_output, delayable=True,
+                 trains_on_blocks=True)
