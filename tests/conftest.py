@@ -31,7 +31,7 @@ LONGEST_FILES = (
     "train/test_models.py", "methods/test_distgnn.py", "train/test_inputs.py", "cli/test_cli.py",
     "test_printed_commands.py", "methods/test_bnsgcn.py", "test_docs.py", "methods/test_distgnn_mb.py",
     "test_getting_started.py", "test_outputs_page.py", "methods/test_pipegcn.py", "data/datasets/test_own_arrays.py",
-    "test_sources.py",
+    "test_sources.py", "workflow/test_dry_runs.py",
 )
 
 
@@ -201,6 +201,24 @@ def snakemake_each(commands: list[tuple[list, dict[str, str], Path]], root: Path
     statuses = json.loads(server.stdout.splitlines()[-1])
     return [subprocess.CompletedProcess(job["argv"], status, Path(job["stdout"]).read_text(),
                                         Path(job["stderr"]).read_text()) for job, status in zip(jobs, statuses)]
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """The 'Job stats' table of a dry run: rule -> count."""
+    match = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal", output, re.S)
+    if match is None:
+        return {}
+    return {line.split()[0]: int(line.split()[1]) for line in match.group(1).strip().splitlines()}
+
+
+def train_jobs(output: str) -> list[dict]:
+    """Wildcards and resources of every train job a dry run lists."""
+    jobs = []
+    for block in output.split("rule train:")[1:]:
+        wildcards = dict(kv.split("=") for kv in re.search(r"wildcards: (.*)", block).group(1).split(", "))
+        resources = dict(kv.split("=", 1) for kv in re.search(r"resources: (.*)", block).group(1).split(", "))
+        jobs.append({"wildcards": wildcards, "resources": resources})
+    return jobs
 
 
 def copy_workflow(destination: Path) -> Path:
