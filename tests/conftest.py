@@ -26,12 +26,12 @@ SHARED_DATASETS = Path(os.environ.get("SUPERGCN_SHARED_DATASETS", REPO.parent / 
 #: the many short files even out the workers at the end instead of one long file keeping
 #: one busy while the other has nothing left.
 LONGEST_FILES = (
-    "cli/test_bad_inputs.py", "cluster/test_slurm.py", "kernels/test_targets.py", "workflow/test_workflow.py",
-    "methods/test_adaqp.py", "train/test_trainer.py", "cluster/test_pjm_emulated.py", "workflow/test_own_graph.py",
-    "train/test_models.py", "methods/test_distgnn.py", "train/test_inputs.py", "cli/test_cli.py",
-    "test_printed_commands.py", "methods/test_bnsgcn.py", "test_docs.py", "methods/test_distgnn_mb.py",
-    "test_getting_started.py", "test_outputs_page.py", "methods/test_pipegcn.py", "data/datasets/test_own_arrays.py",
-    "test_sources.py", "workflow/test_dry_runs.py",
+    "cluster/test_slurm.py", "train/test_trainer.py", "kernels/test_targets.py", "cli/test_bad_inputs.py",
+    "workflow/test_workflow.py", "train/test_models.py", "cluster/test_pjm_emulated.py", "workflow/test_own_graph.py",
+    "methods/test_bnsgcn.py", "methods/test_distgnn.py", "cli/test_cli.py", "test_getting_started.py",
+    "workflow/test_dry_runs.py", "methods/test_adaqp.py", "methods/test_pipegcn.py", "test_docs.py",
+    "train/test_inputs.py", "data/datasets/test_own_arrays.py", "test_sources.py", "methods/test_distgnn_mb.py",
+    "test_printed_commands.py", "test_outputs_page.py",
 )
 
 
