@@ -131,9 +131,6 @@ class FeatureParallelAggregation:
         """N, the rows of every column slice."""
         return int(self.offsets[-1])
 
-    def _columns(self, width: int) -> np.ndarray:
-        return column_bounds(width, self.size)
-
     def to_columns(self, rows: torch.Tensor) -> torch.Tensor:
         """The row → column transpose: this rank's ``n_i × d`` rows in, its N × c_i column
         slice of all ranks' rows out (collective).
@@ -147,7 +144,7 @@ class FeatureParallelAggregation:
         rows = rows.detach().contiguous()
         if self.size == 1:  # one rank's rows are all rows, its columns all columns
             return rows
-        bounds = self._columns(rows.shape[1])
+        bounds = column_bounds(rows.shape[1], self.size)
         mine = slice(bounds[self.rank], bounds[self.rank + 1])
         width = mine.stop - mine.start
         with self.timer.phase("communication"):
@@ -180,7 +177,7 @@ class FeatureParallelAggregation:
         if self.size == 1:
             return columns
         columns = columns.contiguous().numpy()
-        bounds = self._columns(width)
+        bounds = column_bounds(width, self.size)
         mine = columns.shape[1]
         n = int(self.rows[self.rank])
         with self.timer.phase("communication"):

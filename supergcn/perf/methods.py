@@ -63,6 +63,7 @@ from supergcn.methods.mixgcn import column_bounds
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.prediction import ExchangeLoad, MachineProfile, epoch_loads, load_time
 from supergcn.perf.traffic import epoch_traffic
+from supergcn.train.config import replicated_adjacency_bytes
 
 #: BNS-GCN's boundary rates predicted unless told otherwise: those of its published sweep
 #: besides p = 0 (which sends nothing and trains on each rank's own part alone).
@@ -76,8 +77,6 @@ _FP32_BYTES = 4
 HYBRID_INT2, POST_FP32, VANILLA, PIPEGCN = "hybrid-int2", "post-fp32", "vanilla", "pipegcn"
 #: The table's name of MixGCN's mixture of parallelism.
 MIXGCN = "mixgcn"
-#: Bytes per replicated adjacency entry and row pointer (int64).
-_INDEX_BYTES = 8
 
 
 def bns_method(rate: float) -> str:
@@ -332,7 +331,7 @@ def mixture_epoch(rows: np.ndarray, layers: Layers, adjacency_entries: int) -> M
     passes = widths + widths[1:]
     read = adjacency_entries * sum(columns[width] for width in passes)
     num_nodes = int(rows.sum())
-    memory = (_INDEX_BYTES * (num_nodes + 1 + adjacency_entries)
+    memory = (replicated_adjacency_bytes(num_nodes, adjacency_entries)
               + _FP32_BYTES * num_nodes * sum(columns[width] for width in widths))
     return MethodEpoch(MIXGCN, forward + backward, read, memory_bytes=int(memory.max()))
 
