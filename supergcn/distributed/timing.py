@@ -21,8 +21,13 @@ optimizer + remainder. :meth:`PhaseTimer.breakdown` reports both.
 
 Backward time is measured where autograd spends it: :meth:`PhaseTimer.timed` hooks the
 backward nodes a forward call created (``Node.register_prehook`` / ``register_hook``),
-so each node's execution is booked to the phase of the call that made it. The CPU
-autograd engine runs one node at a time, so the booked intervals never overlap.
+so each node's execution is booked to the phase of the call that made it.
+
+Every instant is booked once: the timer keeps the phases under way as a stack and, at each
+phase's start and end, books the time since the previous one to the innermost phase (none
+when the stack is empty). A phase entered inside another (a step called from a timed one,
+a backward node running another's steps) takes its own time from the outer one, so the
+phases never add up to more than the epoch, whatever the nesting or the clock's jitter.
 
 The layers' formulas carry no timer: their steps are functions wrapped by :func:`phase`,
 which book to the timer of the pass under way (:meth:`PhaseTimer.activate`, called as a
@@ -52,6 +57,8 @@ class PhaseTimer:
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
+        self._under_way: list[str] = []  # the phases entered and not left, innermost last
+        self._since = 0.0  # when the innermost phase was last booked to
 
     def activate(self) -> None:
         """Book the steps wrapped by :func:`phase` to this timer from now on."""
@@ -60,13 +67,25 @@ class PhaseTimer:
     def reset(self) -> None:
         self.seconds = dict.fromkeys(PHASES, 0.0)
 
+    def _enter(self, name: str) -> None:
+        now = time.perf_counter()
+        if self._under_way:
+            self.seconds[self._under_way[-1]] += now - self._since
+        self._under_way.append(name)
+        self._since = now
+
+    def _leave(self) -> None:
+        now = time.perf_counter()
+        self.seconds[self._under_way.pop()] += now - self._since
+        self._since = now
+
     @contextlib.contextmanager
     def phase(self, name: str):
-        started = time.perf_counter()
+        self._enter(name)
         try:
             yield
         finally:
-            self.seconds[name] += time.perf_counter() - started
+            self._leave()
 
     def timed(self, name: str, function, *inputs):
         """``function(*inputs)``, its forward and (where it builds a graph) its backward
@@ -80,13 +99,11 @@ class PhaseTimer:
         return output
 
     def _hook_backward(self, name: str, roots: list, boundary: set) -> None:
-        started: list[float] = []
-
         def before(_grad_outputs):
-            started.append(time.perf_counter())
+            self._enter(name)
 
         def after(_grad_inputs, _grad_outputs):
-            self.seconds[name] += time.perf_counter() - started.pop()
+            self._leave()
 
         pending, seen = list(roots), set(boundary)
         while pending:
@@ -112,8 +129,8 @@ class PhaseTimer:
 def phase(name: str):
     """A decorator: the function's calls (forward and backward) booked to phase ``name`` of
     the active timer (:meth:`PhaseTimer.activate`), or run as they are where none is. The
-    wrapped function takes positional arguments; a wrapped step must not call another (its
-    time would be booked twice).
+    wrapped function takes positional arguments; a wrapped step called inside another books
+    its time to its own phase, not to both.
 
     Args:
         name: a phase of :data:`PHASES`.

@@ -50,3 +50,38 @@ def test_breakdown_adds_up_in_both_views():
     assert sum(seconds[c] for c in BREAKDOWN) == pytest.approx(5.0)
     assert seconds["other"] == pytest.approx(sum(seconds[p] for p in PAPER_CATEGORIES["other"]))
     assert sorted(p for phases in PAPER_CATEGORIES.values() for p in phases) == sorted(DETAIL)
+
+
+class BackwardWithAStep(torch.autograd.Function):
+    """Identity whose backward sleeps ``delay`` seconds, then runs a step of phase
+    ``aggregation`` that sleeps as long (as an exchange's backward runs its kernels)."""
+
+    @staticmethod
+    def forward(ctx, x, timer, delay):
+        ctx.timer, ctx.delay = timer, delay
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(ctx.delay)
+        with ctx.timer.phase("aggregation"):
+            time.sleep(ctx.delay)
+        return grad, None, None
+
+
+def test_a_phase_inside_another_takes_its_time_from_it_and_nothing_is_booked_twice():
+    timer = PhaseTimer()
+    x = torch.ones(3, requires_grad=True)
+    started = time.perf_counter()
+    with timer.phase("dense"):
+        time.sleep(0.05)
+        with timer.phase("quantization"):
+            time.sleep(0.05)
+    out = timer.timed("communication", BackwardWithAStep.apply, x, timer, 0.05)
+    out.sum().backward()
+    elapsed = time.perf_counter() - started
+    for phase in ("dense", "quantization", "communication", "aggregation"):
+        assert timer.seconds[phase] == pytest.approx(0.05, abs=0.02), phase
+    assert sum(timer.seconds.values()) <= elapsed
+    seconds = timer.breakdown(elapsed)
+    assert sum(seconds[p] for p in DETAIL) == pytest.approx(elapsed, rel=1e-9)
