@@ -198,7 +198,12 @@ class MiniBatchTraining:
         self.train_nodes = np.flatnonzero(data.train_mask.numpy())
         widths = [conv_input_width(conv) for conv in model.convs]
         life = config.hec_life
-        self.caches = [HistoricalEmbeddingCache(config.hec_size, width, life) for width in widths]
+        # Only the rank's halos are pushed to it, so a cache never holds more tags than there
+        # are halos: with that many lines no line is ever replaced, as with --hec-size lines,
+        # and a rank's caches cost at most its halo rows (at P = 1, none) instead of
+        # hec_size rows of every width (1 M input rows of 3,703 floats are 15 GB).
+        lines = max(1, min(config.hec_size, self.graph.num_halo))
+        self.caches = [HistoricalEmbeddingCache(lines, width, life) for width in widths]
         self.pending: deque = deque()  # (step of the epoch, [_Push per layer])
         self.steps_run = 0              # steps over the whole run: the caches' clock
 
