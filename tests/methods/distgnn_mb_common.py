@@ -11,5 +11,6 @@ PUSH = 20
 #: the push (both models) and without it. The SAGE push's caches are asked for 10^12 lines: a
 #: rank keeps only as many as it has halos (the lines of 10^12 rows would need petabytes).
 RUNS = {1: {"mb": {"model": "sage"}, "mb-gat": {"model": "gat"}},
-        3: {"mb-push": {"model": "sage", "hec_push": PUSH, "hec_size": 10**12}, "mb-gat-push": {"model": "gat", "hec_push": PUSH},
+        3: {"mb-push": {"model": "sage", "hec_push": PUSH, "hec_size": 10**12},
+            "mb-gat-push": {"model": "gat", "hec_push": PUSH},
             "mb-local": {"model": "sage", "hec_push": 0}}}

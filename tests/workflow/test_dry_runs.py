@@ -295,17 +295,18 @@ def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn(s
     assert tables and "--baseline pre-fp32-nolp-cd-5" in tables[0]
 
 
-#: DistGNN-MB's two studies: (their datasets, process counts and mini-batch variant) by run.
+#: DistGNN-MB's studies: (their datasets, process counts and mini-batch variant) by run.
 DISTGNN_MB_STUDIES = {
     run_of(f"study {study}", *FROM_SCRATCH, "-p", "--configfiles", "config/config.yaml",
            f"config/studies/{study}.yaml"): (study, datasets, counts, minibatch)
     for study, datasets, counts, minibatch in [
-        ("distgnn-mb-accuracy", ["cora", "citeseer", "facebook"], [1, 4], "hybrid-fp32-nolp-mb32"),
+        ("distgnn-mb-accuracy", ["cora", "citeseer"], [1, 4], "hybrid-fp32-nolp-mb32"),
+        ("distgnn-mb-accuracy-facebook", ["facebook"], [1, 4], "hybrid-fp32-nolp-mb1000"),
         ("distgnn-mb-epoch", ["synthetic-arxiv"], [1, 2, 3, 4], "hybrid-fp32-nolp-mb1000")]}
 
 
 def test_the_distgnn_mb_studies_train_mini_batches_beside_full_batches(snakemake_runs):
-    """Both studies' dry runs: every dataset, P, variant and seed, the full-batch run beside
+    """The studies' dry runs: every dataset, P, variant and seed, the full-batch run beside
     DistGNN-MB's."""
     for run, (study, datasets, counts, minibatch) in DISTGNN_MB_STUDIES.items():
         result, _ = snakemake_runs[run]
