@@ -103,7 +103,7 @@ def volume(args) -> list[dict]:
                 partition = partitioned(graph, workdir, parts)
                 fewest = pair_rows(graph, partition, None)
                 for bits in (32, 2):
-                    pre_cost, post_cost = row_costs(args.model, args.num_layers, args.hidden, args.heads,
+                    pre_cost, post_cost = row_costs(card(args.model), args.num_layers, args.hidden, args.heads,
                                                     graph.num_classes, bits)
                     weighted = pair_rows(graph, partition, (pre_cost, post_cost))
                     per_pair = {

@@ -60,7 +60,7 @@ from supergcn.data.graph import load_graph, save_graph
 from supergcn.data.storage import peak_memory_mib
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import BREAKDOWN, DETAIL
-from supergcn.models import weighted_cover_models
+from supergcn.models import card, weighted_cover_models
 from supergcn.partition.store import load_partition, run_partition
 from supergcn.plan.costs import row_costs
 from supergcn.plan.store import run_plan
@@ -89,7 +89,7 @@ def prepare(root: Path, dataset: str, parts: list[int], strategy: str, models=("
         partition, _ = load_partition(root / f"p{p}", meta["hash"])
         for name in sorted({plan_name(p, model) for model in models}):
             model = name.partition("-")[2] or "sage"
-            costs = row_costs(model, 3, hidden, heads, graph.num_classes) if strategy == "hybrid" else None
+            costs = row_costs(card(model), 3, hidden, heads, graph.num_classes) if strategy == "hybrid" else None
             run_plan(graph, meta["hash"], partition, manifest["partition_hash"], strategy, root / name, costs)
     return graph
 

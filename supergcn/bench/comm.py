@@ -26,7 +26,7 @@ turn, one call each per round in a shuffled order: this machine's memory and mes
 speed drift by up to 2x between runs, and by tens of percent within a second, so a
 model fitted in one job and checked in another measures the drift.
 
-The fits to these sweeps are :mod:`supergcn.perf.fits`.
+The fits to these sweeps are :mod:`supergcn.bench.fits`.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import time
 
 import numpy as np
 
+from supergcn.bench.fits import fit_exchange, fit_quantization
 from supergcn.bench.harness import Measurement, cache_scratch, interleaved_slowest, random_rows
 from supergcn.distributed.buffers import aligned_array
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
-from supergcn.perf.fits import fit_exchange, fit_quantization
 from supergcn.train.provenance import oversubscribed
 
 PING_PONG_BYTES = 8

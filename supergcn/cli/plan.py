@@ -52,10 +52,11 @@ def cover_costs(args, num_classes: int) -> tuple[int, int] | None:
         raise SuperGCNError(f"--{next(iter(given)).replace('_', '-')} sets what the hybrid cover weighs, but the "
                             f"strategy is {args.strategy}", "leave the model options out, or plan --strategy hybrid")
     shape = {name: given.get(name, default(name)) for name in COVER_OPTIONS}
-    if shape["bits"] == "adaptive" and card(shape["model"]).weighted_cover:
-        raise SuperGCNError("adaptive bits give each row its width while training, so no cover can be weighted by "
-                            "them", "plan for the widest, --bits 8, or for --bits 32")
-    return None if args.strategy != "hybrid" else row_costs(**shape, num_classes=num_classes)
+    model = card(shape.pop("model"))
+    if not isinstance(shape["bits"], int) and model.weighted_cover:
+        raise SuperGCNError(f"--bits {shape['bits']} gives each row its width while training, so no cover can be "
+                            "weighted by them", "plan for the widest, --bits 8, or for --bits 32")
+    return None if args.strategy != "hybrid" else row_costs(model, **shape, num_classes=num_classes)
 
 
 def run(args) -> None:

@@ -42,10 +42,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from supergcn.data.ranges import csr_pointers
 from supergcn.kernels.gather import PREFETCH_DISTANCE
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.ordered import ordered_dot
+from supergcn.kernels.ranges import csr_pointers
 from supergcn.kernels.simd import prefer_wide_vectors, prefetch
 
 #: float32 elements of a 64-byte cache line, the stride of the prefetches.

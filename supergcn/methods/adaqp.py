@@ -37,9 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.distributed.comm import Communicator
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
+from supergcn.kernels.ranges import block_starts, concatenated_ranges
 from supergcn.kernels.wire import parameters_from_wire, parameters_to_wire
 from supergcn.methods.adaqp_solver import WIDTHS, Groups, solve
 from supergcn.naming import ADAPTIVE_GROUP_SIZE, ADAPTIVE_PERIOD, ADAPTIVE_WEIGHT

@@ -39,9 +39,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from supergcn.data.ranges import block_starts
 from supergcn.distributed.operators import SparseOperator
 from supergcn.distributed.rank_operators import Exchange
+from supergcn.kernels.ranges import block_starts
 
 #: The third number of a BNS-GCN draw's random stream, after the run's seed and the rank
 #: (and before the pass), so that it shares no stream with the others a run draws.

@@ -47,8 +47,8 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from supergcn.data.ranges import block_starts, concatenated_ranges
 from supergcn.distributed.operators import SparseOperator
+from supergcn.kernels.ranges import block_starts, concatenated_ranges
 from supergcn.naming import schedule_delay
 
 

@@ -45,21 +45,8 @@ from supergcn.data.graph import load_graph
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.operators import SparseOperator
 from supergcn.distributed.timing import PhaseTimer
+from supergcn.kernels.ranges import even_bounds
 from supergcn.plan.rank_plan import RankPlan
-
-
-def column_bounds(width: int, ranks: int) -> np.ndarray:
-    """The column ranges of a ``width``-wide matrix over ``ranks`` ranks: rank i holds
-    ``bounds[i] … bounds[i+1] − 1``, ``bounds[i] = ⌊width·i/ranks⌋`` (MixGCN's split).
-
-    Args:
-        width: columns.
-        ranks: ranks.
-
-    Returns:
-        ``ranks + 1`` bounds.
-    """
-    return np.arange(ranks + 1, dtype=np.int64) * width // ranks
 
 
 def transpose_values(rows: np.ndarray, width: int) -> int:
@@ -74,7 +61,7 @@ def transpose_values(rows: np.ndarray, width: int) -> int:
         The number of float32 values sent, over all ranks.
     """
     rows = np.asarray(rows, dtype=np.int64)
-    columns = np.diff(column_bounds(width, len(rows)))
+    columns = np.diff(even_bounds(width, len(rows)))
     return int(rows.sum() * width - (rows * columns).sum())
 
 
@@ -144,7 +131,7 @@ class FeatureParallelAggregation:
         rows = rows.detach().contiguous()
         if self.size == 1:  # one rank's rows are all rows, its columns all columns
             return rows
-        bounds = column_bounds(rows.shape[1], self.size)
+        bounds = even_bounds(rows.shape[1], self.size)
         mine = slice(bounds[self.rank], bounds[self.rank + 1])
         width = mine.stop - mine.start
         with self.timer.phase("communication"):
@@ -177,7 +164,7 @@ class FeatureParallelAggregation:
         if self.size == 1:
             return columns
         columns = columns.contiguous().numpy()
-        bounds = column_bounds(width, self.size)
+        bounds = even_bounds(width, self.size)
         mine = columns.shape[1]
         n = int(self.rows[self.rank])
         with self.timer.phase("communication"):

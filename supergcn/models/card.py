@@ -19,11 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from supergcn.naming import PARAMETER_DTYPES
-
-#: Bits of a float32 value.
-FLOAT32_BITS = 32
-
 
 @dataclass(frozen=True)
 class Message:
@@ -177,19 +172,3 @@ class ModelCard:
             layers.append(LayerExchange(width, layer > 0 or first or input_requires_grad))
         return layers
 
-
-def row_bits(width: int, bits: int, parameter_dtype: str) -> int:
-    """Bits of one exchanged row of ``width`` values (a quantized row's packing into bytes
-    shared across its peer's rows is left out).
-
-    Args:
-        width: values per row.
-        bits: 32, or the quantized width.
-        parameter_dtype: the wire type of a quantized row's zero point and scale.
-
-    Returns:
-        The bits on the wire.
-    """
-    if bits == FLOAT32_BITS:
-        return width * FLOAT32_BITS
-    return width * bits + 2 * 8 * PARAMETER_DTYPES[parameter_dtype]

@@ -47,26 +47,13 @@ import numpy as np
 from supergcn.data.graph import Graph, adjacency_blocks
 from supergcn.data.storage import release_pages
 from supergcn.kernels.jit import njit
+from supergcn.kernels.ranges import even_bounds
 from supergcn.partition.partition import Partition, check_num_parts
 from supergcn.progress import running
 
 #: New neighbours of one node up to this many are sorted by insertion (no allocation; the
 #: common case), more by a merge sort (O(k log k) for a hub's k).
 INSERTION_SORT_LIMIT = 16
-
-
-def row_ranges(num_nodes: int, num_parts: int) -> np.ndarray:
-    """MixGCN's equal contiguous ranges: part i holds the positions
-    ``bounds[i] .. bounds[i+1] - 1`` with ``bounds[i] = floor(N·i / P)``.
-
-    Args:
-        num_nodes: N.
-        num_parts: P.
-
-    Returns:
-        The P + 1 bounds (int64), from 0 to N.
-    """
-    return num_nodes * np.arange(num_parts + 1, dtype=np.int64) // num_parts
 
 
 def degrees(graph: Graph) -> np.ndarray:
@@ -164,7 +151,7 @@ def rcm_order(graph: Graph) -> np.ndarray:
 
 def rcm_partition(graph: Graph, num_parts: int) -> Partition:
     """MixGCN's RCM row blocks of ``graph``: the node at RCM position k goes to the part i
-    with floor(N·i/P) <= k < floor(N·(i+1)/P) (:func:`row_ranges`), so every part holds
+    with floor(N·i/P) <= k < floor(N·(i+1)/P) (:func:`~supergcn.kernels.ranges.even_bounds`), so every part holds
     floor(N/P) or ceil(N/P) nodes.
 
     Args:
@@ -182,5 +169,5 @@ def rcm_partition(graph: Graph, num_parts: int) -> Partition:
     check_num_parts(graph, num_parts)
     order = rcm_order(graph)
     parts = np.empty(graph.num_nodes, dtype=np.int32)
-    parts[order] = np.repeat(np.arange(num_parts, dtype=np.int32), np.diff(row_ranges(graph.num_nodes, num_parts)))
+    parts[order] = np.repeat(np.arange(num_parts, dtype=np.int32), np.diff(even_bounds(graph.num_nodes, num_parts)))
     return Partition(parts, num_parts)

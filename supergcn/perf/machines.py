@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from supergcn.bench.fits import fit_dense, fit_exchange, fit_quantization
 from supergcn.data.storage import read_json, write_json
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.wire import FP32_BYTES
-from supergcn.perf.fits import fit_dense, fit_exchange, fit_quantization
 from supergcn.perf.prediction import PROFILE_FIELDS, MachineProfile
 
 PROFILE_FORMAT = "supergcn-machine/1"

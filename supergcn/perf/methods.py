@@ -23,7 +23,7 @@ back to the rows' owners):
 
 ``mixgcn``, MixGCN's mixture of parallelism (MoP, :mod:`supergcn.methods.mixgcn`), trains the
 same GraphSAGE without a plan's boundary: rank i holds the whole adjacency and, of a
-d-wide layer input, the columns c_i(d) of :func:`~supergcn.methods.mixgcn.column_bounds`
+d-wide layer input, the columns c_i(d) of :func:`~supergcn.kernels.ranges.even_bounds`
 for all N rows, and updates its n_i rows (the partition's part: its row block). Its layers
 aggregate first and nothing is precomputed, so with d_0 … d_{L-1} the layers' input widths
 an epoch makes 1 + 4 (L - 1) all-to-all transposes (column → row at every layer forward,
@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from supergcn.methods.mixgcn import column_bounds
+from supergcn.kernels.ranges import even_bounds
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.prediction import ExchangeLoad, MachineProfile, epoch_loads, load_time
 from supergcn.perf.traffic import epoch_traffic
@@ -300,7 +300,7 @@ def transpose_loads(rows: np.ndarray, width: int) -> tuple[ExchangeLoad, Exchang
         The row → column load, then the column → row load.
     """
     rows = np.asarray(rows, dtype=np.int64)
-    columns = np.diff(column_bounds(width, len(rows)))
+    columns = np.diff(even_bounds(width, len(rows)))
     own_rows_other_columns = rows * (width - columns)
     other_rows_own_columns = (rows.sum() - rows) * columns
     return (_fp32_load(own_rows_other_columns, other_rows_own_columns),
@@ -327,7 +327,7 @@ def mixture_epoch(rows: np.ndarray, layers: Layers, adjacency_entries: int) -> M
     for width in widths[1:]:
         forward += transpose_loads(rows, width)
     backward = [load for width in reversed(widths[1:]) for load in transpose_loads(rows, width)]
-    columns = {width: np.diff(column_bounds(width, len(rows))) for width in widths}
+    columns = {width: np.diff(even_bounds(width, len(rows))) for width in widths}
     passes = widths + widths[1:]
     read = adjacency_entries * sum(columns[width] for width in passes)
     num_nodes = int(rows.sum())

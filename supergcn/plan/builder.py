@@ -42,9 +42,9 @@ import scipy.sparse as sp
 
 from supergcn.data.graph import Graph, check_neighbours_in_range
 from supergcn.data.keys import group_sorted
-from supergcn.data.ranges import block_starts, concatenated_ranges, csr_pointers
 from supergcn.data.storage import release_pages, save_npz_columns
 from supergcn.errors import SuperGCNError
+from supergcn.kernels.ranges import block_starts, concatenated_ranges, csr_pointers
 from supergcn.naming import STRATEGIES
 from supergcn.partition.partition import Partition
 from supergcn.plan.cover import MAX_CAPACITY, minimum_vertex_cover, minimum_weighted_vertex_cover

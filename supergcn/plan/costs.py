@@ -16,22 +16,24 @@ GAT's PRE row carries 3H scalars to a POST row's H (:mod:`supergcn.models.gat`).
 
 from __future__ import annotations
 
-from supergcn.models import card
-from supergcn.models.card import FLOAT32_BITS, row_bits
+from supergcn.naming import PARAMETER_DTYPES
 
 #: The training options that shape the model's rows, and those that set their wire format:
 #: together, what :func:`row_costs` reads (``supergcn plan`` takes them as its own options).
 SHAPE_OPTIONS = ("model", "num_layers", "hidden", "heads")
 WIRE_OPTIONS = ("bits", "parameter_dtype")
+#: Bits of a float32 value.
+FLOAT32_BITS = 32
 
 
-def row_costs(model: str, num_layers: int, hidden: int, heads: int, num_classes: int, bits: int = 32,
+def row_costs(model_card, num_layers: int, hidden: int, heads: int, num_classes: int, bits: int = 32,
               parameter_dtype: str = "bfloat16", in_features: int | None = None) -> tuple[int, int] | None:
-    """The bits a PRE and a POST row cost in one training epoch of ``model`` (module
+    """The bits a PRE and a POST row cost in one training epoch of the model (module
     docstring), or None where they cost the same.
 
     Args:
-        model: one of :data:`supergcn.naming.GNN_MODELS`.
+        model_card: the model's :class:`~supergcn.models.card.ModelCard` (the caller looks it up:
+            the plan sits below the models, whose layers run on its plans).
         num_layers: graph convolutions.
         hidden: hidden width.
         heads: attention heads, where the model has them.
@@ -47,11 +49,10 @@ def row_costs(model: str, num_layers: int, hidden: int, heads: int, num_classes:
     Raises:
         ValueError: ``in_features`` missing where the model reads it.
     """
-    model_card = card(model)
     if not model_card.weighted_cover:
         return None
     if in_features is None and not model_card.always_projects_first:
-        raise ValueError(f"the row costs of {model} depend on the input features: pass in_features")
+        raise ValueError(f"the row costs of {model_card.name} depend on the input features: pass in_features")
     layers = model_card.exchanges(in_features or hidden, hidden, num_classes, num_layers, heads)
     pre = post = 0
     for layer in layers:
@@ -62,3 +63,20 @@ def row_costs(model: str, num_layers: int, hidden: int, heads: int, num_classes:
             pre += directions * message.pre * value_bits
             post += directions * message.post * value_bits
     return pre, post
+
+
+def row_bits(width: int, bits: int, parameter_dtype: str) -> int:
+    """Bits of one exchanged row of ``width`` values (a quantized row's packing into bytes
+    shared across its peer's rows is left out).
+
+    Args:
+        width: values per row.
+        bits: 32, or the quantized width.
+        parameter_dtype: the wire type of a quantized row's zero point and scale.
+
+    Returns:
+        The bits on the wire.
+    """
+    if bits == FLOAT32_BITS:
+        return width * FLOAT32_BITS
+    return width * bits + 2 * 8 * PARAMETER_DTYPES[parameter_dtype]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.ranges import block_starts, concatenated_ranges
+from supergcn.kernels.ranges import block_starts, concatenated_ranges
 
 PIECES = ("pre_lengths", "pre_sources", "post_sources")
 #: The per-pair record columns a sender's assembly reads.

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from supergcn.data.ranges import block_starts, concatenated_ranges
+from supergcn.kernels.ranges import block_starts, concatenated_ranges
 
 
 @dataclass

@@ -51,10 +51,11 @@ def test_pipeline_steps_and_summary(workspace):
 def test_plan_help_names_the_models_its_model_options_weigh(workspace, tmp_path):
     """The help's "(gat only)" is the models whose PRE and POST rows cost differently, and
     for the others the options change no plan."""
+    from supergcn.models import card
     from supergcn.naming import GNN_MODELS
     from supergcn.plan.costs import row_costs
 
-    weighed = [model for model in GNN_MODELS if row_costs(model, 3, 16, 4, 7, in_features=8) is not None]
+    weighed = [model for model in GNN_MODELS if row_costs(card(model), 3, 16, 4, 7, in_features=8) is not None]
     assert weighed and len(weighed) < len(GNN_MODELS)
     groups = re.findall(r"^the .*\((.*) only\):$", run_cli("plan", "--help").stdout, re.M)
     assert groups == [", ".join(weighed)] * 2

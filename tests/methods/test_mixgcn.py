@@ -9,14 +9,15 @@ import pytest
 import scipy.sparse as sp
 
 from supergcn.data.graph import Graph
-from supergcn.methods.mixgcn import _renumbered, column_bounds, epoch_transpose_values, transpose_values
+from supergcn.kernels.ranges import even_bounds
+from supergcn.methods.mixgcn import _renumbered, epoch_transpose_values, transpose_values
 from supergcn.train.config import TrainConfig
 
 
 def test_columns_are_split_at_floor_of_d_i_over_m():
-    assert column_bounds(10, 3).tolist() == [0, 3, 6, 10]
-    assert np.diff(column_bounds(256, 3)).tolist() == [85, 85, 86]
-    assert np.diff(column_bounds(2, 4)).tolist() == [0, 1, 0, 1]  # more ranks than columns: some hold none
+    assert even_bounds(10, 3).tolist() == [0, 3, 6, 10]
+    assert np.diff(even_bounds(256, 3)).tolist() == [85, 85, 86]
+    assert np.diff(even_bounds(2, 4)).tolist() == [0, 1, 0, 1]  # more ranks than columns: some hold none
 
 
 def test_a_transpose_moves_every_value_not_already_on_its_rank():
@@ -50,7 +51,7 @@ def test_the_volume_is_constant_in_p_up_to_one_minus_one_over_p(parts):
 def test_aggregation_work_is_balanced_within_one_column(parts):
     """Every rank aggregates nnz(Â) entries per column it holds: max / mean is 1 where P
     divides the width, and no rank holds two columns more than another."""
-    columns = np.diff(column_bounds(256, parts))
+    columns = np.diff(even_bounds(256, parts))
     assert columns.max() - columns.min() <= 1
     if 256 % parts == 0:
         assert columns.max() / columns.mean() == 1.0

@@ -18,10 +18,10 @@ def test_it_always_projects_first_and_exchanges_all_heads():
 def test_row_costs_by_hand():
     data = 2 * 32 * (256 + 256 + 160)   # float32, forward and backward
     scalars = 2 * 4 * 32 * 3            # H float32 per row, layer and direction
-    assert row_costs("gat", 3, 256, 4, 40) == (data + 3 * scalars, data + scalars)
+    assert row_costs(card("gat"), 3, 256, 4, 40) == (data + 3 * scalars, data + scalars)
     # Int2 with bfloat16 parameters: 2 bits a value and two 16-bit parameters a row.
     data = 2 * ((256 + 256 + 160) * 2 + 3 * 2 * 16)
-    assert row_costs("gat", 3, 256, 4, 40, bits=2) == (data + 3 * scalars, data + scalars)
+    assert row_costs(card("gat"), 3, 256, 4, 40, bits=2) == (data + 3 * scalars, data + scalars)
     assert GAT.weighted_cover
 
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from supergcn.bench.fits import fit_dense
 from supergcn.perf import methods
-from supergcn.perf.fits import fit_dense
 from supergcn.perf.prediction import ExchangeLoad, MachineProfile, epoch_loads
 from supergcn.perf.traffic import epoch_traffic
 

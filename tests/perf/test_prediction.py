@@ -279,7 +279,7 @@ def test_gat_epoch_bytes_are_the_row_costs_the_cover_weighs(bits):
     heads, hidden, classes = 2, 8, 3
     traffic = epoch_traffic("gat", pre, post, 16, hidden, classes, 3, bits, heads)
     epoch = perfmodel.epoch_seconds(traffic, np.array([1, 1, 1]), np.array([1, 1, 1]), MACHINE)
-    pre_bits, post_bits = row_costs("gat", 3, hidden, heads, classes, bits)
+    pre_bits, post_bits = row_costs(card("gat"), 3, hidden, heads, classes, bits)
     priced = (pre.sum() * pre_bits + post.sum() * post_bits) // 8
     scalars = 2 * 3 * 4 * heads * (3 * pre.sum() + post.sum())  # float32, layers x forward and backward
     assert epoch["attention_bytes"] == scalars

@@ -5,6 +5,7 @@ import pytest
 
 from supergcn.errors import SuperGCNError
 from supergcn.methods.mixgcn import epoch_transpose_values
+from supergcn.models import card
 from supergcn.partition.store import read_part_totals
 from supergcn.perf import study
 from supergcn.perf.prediction import MachineProfile
@@ -44,7 +45,7 @@ def test_gat_is_predicted_on_its_weighted_plan_beside_sage(tiny_plans):
     assert all(p["epoch_attention_bytes"] > 0 for p in gat["predictions"])
     assert all(p["epoch_attention_bytes"] == 0 for p in documents["sage"]["predictions"])
     # pre sends only PRE rows: its bytes are the PRE cost per row at the predicted width (32)
-    pre_bits, _ = row_costs("gat", 3, 32, 4, study.read_graph_meta(tiny_plans / "graph")["num_classes"])
+    pre_bits, _ = row_costs(card("gat"), 3, 32, 4, study.read_graph_meta(tiny_plans / "graph")["num_classes"])
     assert fp32["pre"] * 8 == gat["rows"]["pre"] * pre_bits
     hybrid = study.hybrid_table(list(documents.values()))
     assert list(hybrid["model"]) == ["gat", "sage"]

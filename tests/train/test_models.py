@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from supergcn.data.graph import load_graph, save_graph
 from supergcn.methods.mixgcn import epoch_transpose_values
+from supergcn.models import card
 from supergcn.naming import GNN_MODELS, STRATEGIES
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
@@ -122,7 +123,7 @@ def test_gat_epoch_bytes_are_what_its_row_costs_say(workspace, trained, parts, s
     and its POST rows times a POST row's (supergcn.plan.costs): rows, scalars, scores."""
     root, graph, _ = workspace
     pairs = read_plan_pairs(root / f"p{parts}{strategy}")
-    pre_cost, post_cost = row_costs("gat", LAYERS, HIDDEN, HEADS, graph.num_classes)
+    pre_cost, post_cost = row_costs(card("gat"), LAYERS, HIDDEN, HEADS, graph.num_classes)
     expected_bits = pre_cost * int(pairs["pre_rows"].sum()) + post_cost * int(pairs["post_rows"].sum())
     (_, epochs, _), _ = run_of(workspace, trained(parts), f"gat-{strategy}")
     assert all(epoch["bytes"]["sent_total"] * 8 == expected_bits for epoch in epochs)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from supergcn.data.ranges import block_starts, concatenated_ranges
+from supergcn.kernels.ranges import block_starts, concatenated_ranges
 from supergcn.plan.rank_plan import RankPlan
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from supergcn.bench.fits import fit_exchange, fit_latency_bandwidth, fit_quantization
 from supergcn.errors import SuperGCNError
-from supergcn.perf.fits import fit_exchange, fit_latency_bandwidth, fit_quantization
 
 
 def test_fit_recovers_latency_and_bandwidth():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from supergcn.data.ranges import block_starts, concatenated_ranges, csr_pointers
+from supergcn.kernels.ranges import block_starts, concatenated_ranges, csr_pointers
 
 
 @pytest.mark.parametrize("seed", range(3))
