@@ -227,8 +227,7 @@ def int2_error_rank(args) -> None:
     from supergcn.distributed.graph_ops import GraphOps
     from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
     from supergcn.distributed.timing import PhaseTimer
-    from supergcn.models.gat.layer import Layer, _project, _score
-    from supergcn.models.gat.online_softmax import rank_attention
+    from supergcn.models.gat.layer import ATTENTION, Layer, _project, _score
     from supergcn.partition.metis import partition_graph
     from supergcn.testing.plans import build_plans
 
@@ -246,7 +245,7 @@ def int2_error_rank(args) -> None:
         for bits in (32, 2):
             ops = GraphOps(RankOperators(plan, Communicator(comm), PhaseTimer(), settings=ExchangeSettings(bits=bits)))
             ops.begin_pass(training=True)
-            results[bits] = (ops.cached(rank_attention)(z, source, destination, ops.next_layer(), 0.2, 0.0, False),
+            results[bits] = (ops.cached(ATTENTION)(z, source, destination, ops.next_layer(), 0.2, 0.0, False),
                              ops.mean(z.reshape(len(z), -1)))
         for k, name in enumerate(("gat_attention", "sage_mean")):
             exact, quantized = results[32][k], results[2][k]

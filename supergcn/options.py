@@ -119,6 +119,7 @@ GROUPS = {"io": "inputs and outputs", "model": "model and optimisation (defaults
 def option(default, help: str | None = None, *, values: Range | Callable | None = None, choices=None,
            group: str = "model", study: bool = False, trajectory: bool = False, per_dataset: bool = False,
            study_values: Range | None = None, study_default=None, read_when: Callable[[dict], bool] | None = None,
+           read_hint: str | None = None, pattern: str | None = None, pattern_message: str | None = None,
            required: bool = False):
     """A dataclass field declaring an option (module docstring).
 
@@ -135,7 +136,11 @@ def option(default, help: str | None = None, *, values: Range | Callable | None 
         study_values: the study's range where it is narrower than the command line's.
         study_default: the study's default where it differs from ``default``.
         read_when: given every option's value, whether this one is read at all (only
-            then is it in the fingerprint, and in a study's job settings).
+            then is it in the fingerprint, and in a study's job settings; a run given it
+            where it is not read refuses it).
+        read_hint: what makes it read, in the words of a refusal (``--model gat``).
+        pattern: a regular expression its text matches (the schema's ``pattern``).
+        pattern_message: what the pattern takes, in the words of the schema's refusal.
         required: the command line requires it (no default).
 
     Returns:
@@ -145,6 +150,7 @@ def option(default, help: str | None = None, *, values: Range | Callable | None 
     metadata = {"help": help, "values": values, "choices": choices, "group": group, "study": study,
                 "trajectory": trajectory, "per_dataset": per_dataset, "study_values": study_values,
                 "study_default": default if study_default is None else study_default, "read_when": read_when,
+                "read_hint": read_hint, "pattern": pattern, "pattern_message": pattern_message,
                 "required": required}
     return dataclasses.field(default=default, metadata={"option": metadata})
 
@@ -294,12 +300,25 @@ def command_line(cls, values: dict) -> list[str]:
     return words
 
 
-def _schema_of(field: dataclasses.Field, spec: dict) -> dict:
+def option_schema(field: dataclasses.Field, spec: dict) -> dict:
+    """The JSON schema of one option as a study's config sets it.
+
+    Args:
+        field: the option's field.
+        spec: its declaration (:func:`declared`).
+
+    Returns:
+        ``enum``, a range, a pattern or a type; ``default``; the help as ``description``.
+    """
     values = spec["study_values"] or spec["values"]
     if spec["choices"] is not None:
         keywords: dict[str, Any] = {"enum": list(spec["choices"])}
     elif isinstance(values, Range):
         keywords = values.schema()
+    elif spec["pattern"] is not None:
+        keywords = {"type": "string", "pattern": f"^({spec['pattern']})$"}
+        if spec["pattern_message"] is not None:
+            keywords["message"] = "{value} is not " + spec["pattern_message"]
     else:
         json_types = {"bool": "boolean", "int": "integer", "float": "number", "str": "string", "tuple": "string"}
         keywords = {"type": json_types[_type_name(field)]}
@@ -323,7 +342,7 @@ def schema_properties(cls, per_dataset: bool = False) -> dict:
         Option name -> JSON schema (``enum``, a range or a type; ``default``; the help as
         ``description``).
     """
-    return {field.name: _schema_of(field, spec) for field, spec in declared(cls)
+    return {field.name: option_schema(field, spec) for field, spec in declared(cls)
             if spec["study"] and (spec["per_dataset"] or not per_dataset)}
 
 

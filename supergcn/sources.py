@@ -22,9 +22,11 @@ from pathlib import Path
 PACKAGE = "supergcn"
 PACKAGE_DIR = Path(__file__).resolve().parent
 #: The modules that import others by name at run time, and what they load, ``{}`` standing
-#: for each sub-package of :mod:`supergcn.models` (the GNN models' cards and layers).
+#: for each sub-package of the package the pattern names and ``*`` for every module of it
+#: (the GNN models' cards and layers, the compared methods' cards and runtime modules).
 #: ``tests/test_sources.py`` holds every ``importlib.import_module`` of the package to it.
-LOADED_BY_NAME = {"supergcn.models": "supergcn.models.{}", "supergcn.models.layers": "supergcn.models.{}.layer"}
+LOADED_BY_NAME = {"supergcn.models": "supergcn.models.{}", "supergcn.models.layers": "supergcn.models.{}.layer",
+                  "supergcn.methods": "supergcn.methods.{}", "supergcn.methods.runtime": "supergcn.methods.{}.*"}
 
 
 def module_file(name: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
@@ -71,8 +73,12 @@ def loaded_by_name(name: str, package_dir: Path = PACKAGE_DIR) -> set[str]:
     pattern = LOADED_BY_NAME.get(name)
     if pattern is None:
         return set()
-    homes = package_dir / "models"
-    return {pattern.format(path.parent.name) for path in homes.glob("*/__init__.py")}
+    homes = package_dir.joinpath(*pattern.split(".{}")[0].split(".")[1:])
+    rooms = [path.parent for path in homes.glob("*/__init__.py")]
+    if pattern.endswith(".*"):
+        return {pattern[:-2].format(room.name) + ("" if module.stem == "__init__" else f".{module.stem}")
+                for room in rooms for module in room.glob("*.py")}
+    return {pattern.format(room.name) for room in rooms}
 
 
 def _with_parents(name: str) -> list[str]:

@@ -41,17 +41,18 @@ def load_schema(schema_path: str | Path) -> dict:
     ``training_by_dataset`` may set per dataset) derived from
     :class:`~supergcn.train.config.TrainConfig` (:func:`supergcn.options.schema_properties`),
     the ``partition`` section's from :class:`~supergcn.partition.config.PartitionConfig`
-    (:func:`supergcn.partition.config.schema_section`), a variant's ``minibatch`` settings
-    from TrainConfig's options of that group (:func:`supergcn.train.config.minibatch_properties`),
-    and an ``own_datasets`` entry's from :class:`~supergcn.data.own_files.GraphFiles`
-    (:func:`supergcn.data.own_files.schema_entry`) under a name of :data:`~supergcn.naming.DATASET_NAME`."""
+    (:func:`supergcn.partition.config.schema_section`), a variant's ``bits`` and the keys
+    it names a method by from the methods' cards and options
+    (:func:`supergcn.train.config.variant_properties`), and an ``own_datasets`` entry's from
+    :class:`~supergcn.data.own_files.GraphFiles` (:func:`supergcn.data.own_files.schema_entry`)
+    under a name of :data:`~supergcn.naming.DATASET_NAME`."""
     import yaml
 
     from supergcn.data.own_files import schema_entry
     from supergcn.naming import DATASET_NAME
     from supergcn.options import schema_properties
     from supergcn.partition.config import schema_section
-    from supergcn.train.config import TrainConfig, minibatch_properties
+    from supergcn.train.config import BIT_CHOICES, TrainConfig, variant_properties
 
     schema = yaml.safe_load(Path(schema_path).read_text())
     properties = schema["properties"]
@@ -59,7 +60,9 @@ def load_schema(schema_path: str | Path) -> dict:
     properties["training"]["properties"] = schema_properties(TrainConfig)
     properties["training_by_dataset"]["additionalProperties"]["properties"] = schema_properties(TrainConfig,
                                                                                                 per_dataset=True)
-    properties["variants"]["items"]["properties"]["minibatch"]["properties"] = minibatch_properties()
+    variant = properties["variants"]["items"]["properties"]
+    variant["bits"] = {"enum": list(BIT_CHOICES)}
+    variant.update(variant_properties())
     properties["own_datasets"]["additionalProperties"].update(schema_entry())
     schema["$defs"]["own_dataset_name"]["pattern"] = f"^{DATASET_NAME}$"
     return schema

@@ -30,7 +30,7 @@ LONGEST_FILES = (
     "workflow/test_workflow.py", "train/test_models.py", "cluster/test_pjm_emulated.py", "workflow/test_own_graph.py",
     "methods/test_bnsgcn.py", "methods/test_distgnn.py", "cli/test_cli.py", "test_getting_started.py",
     "workflow/test_dry_runs.py", "methods/test_adaqp.py", "methods/test_pipegcn.py", "test_docs.py",
-    "train/test_inputs.py", "data/datasets/test_own_arrays.py", "test_sources.py", "methods/test_distgnn_mb.py",
+    "models/test_inputs.py", "data/datasets/test_own_arrays.py", "test_sources.py", "methods/test_distgnn_mb.py",
     "test_printed_commands.py", "test_outputs_page.py",
 )
 

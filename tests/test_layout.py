@@ -13,8 +13,13 @@ from supergcn import sources
 from conftest import LONGEST_FILES, REPO
 
 #: The most lines of code (docstrings, comments and blank lines left out) of a module and of a
-#: function of the package.
-MAX_MODULE_LINES, MAX_FUNCTION_LINES = 450, 80
+#: function of the package; and the most lines of a module's file, everything counted.
+MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_FILE_LINES = 450, 80, 450
+#: The package's layers, lowest first (docs/development.md, "Layout", names them): each
+#: sub-package or top-level module imports only those below it.
+LAYERS = ("errors", "progress", "naming", "options", "sources", "kernels", "data", "partition", "plan", "distributed",
+          "models", "methods", "variants", "train", "report", "bench", "perf", "cluster", "testing", "workflow_config",
+          "cli")
 
 
 def import_graph() -> nx.DiGraph:
@@ -37,6 +42,39 @@ def test_no_import_cycles():
     assert not cycles, f"modules that import each other: {cycles}"
 
 
+def package_graph() -> nx.DiGraph:
+    """Sub-package (or top-level module) -> those it imports from: the module graph's edges
+    between ``supergcn.X`` and ``supergcn.Y`` for X != Y."""
+    modules, graph = import_graph(), nx.DiGraph()
+    graph.add_nodes_from(module.split(".")[1] for module in modules if module != "supergcn")
+    for module, imported in modules.edges:
+        source, target = module.split(".")[1], imported.split(".")[1]
+        if source != target:
+            graph.add_edge(source, target)
+    return graph
+
+
+def test_no_package_import_cycles():
+    """Counted as ``python -m pytest tests/test_layout.py -k package``: sub-packages that
+    import each other, directly or round a longer cycle (module by module, imports inside
+    functions included)."""
+    cycles = [sorted(c) for c in nx.strongly_connected_components(package_graph()) if len(c) > 1]
+    assert not cycles, f"sub-packages that import each other: {cycles}"
+
+
+def test_packages_import_only_the_layers_below_them():
+    graph = package_graph()
+    assert set(graph) == set(LAYERS), "a sub-package is missing from LAYERS, or LAYERS names one that is gone"
+    upward = sorted(f"{a} -> {b}" for a, b in graph.edges if LAYERS.index(b) > LAYERS.index(a))
+    assert upward == [], f"imports from a lower layer up to a higher one: {upward}"
+
+
+def test_the_development_page_names_the_layers():
+    page = (REPO / "docs" / "development.md").read_text()
+    (listed,) = re.findall(r"^Layers, lowest first: (.+)\.$", page, re.M)
+    assert tuple(re.findall(r"`(\w+)`", listed)) == LAYERS
+
+
 def test_the_graph_sees_imports_inside_functions():
     # supergcn.cli.train imports the trainer only when it runs
     assert import_graph().has_edge("supergcn.cli.train", "supergcn.train.trainer")
@@ -57,7 +95,8 @@ def code_lines(tree: ast.AST, text: str) -> set[int]:
 
 
 def test_modules_and_functions_stay_small():
-    """Counted in lines of code: documentation does not make a module too long."""
+    """Counted in lines of code (documentation does not make a module too long), and a
+    module's file in all its lines (what a reader scrolls through)."""
     too_long = []
     for path in sources.PACKAGE_DIR.rglob("*.py"):
         text = path.read_text()
@@ -65,6 +104,8 @@ def test_modules_and_functions_stay_small():
         code = code_lines(tree, text)
         if len(code) > MAX_MODULE_LINES:
             too_long.append(f"{path.name}: {len(code)} lines of code")
+        if len(text.splitlines()) > MAX_FILE_LINES:
+            too_long.append(f"{path.name}: {len(text.splitlines())} lines")
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = len(code & set(range(node.lineno, node.end_lineno + 1)))
@@ -94,11 +135,12 @@ def test_no_file_points_to_an_issue_number():
 
 
 def test_every_method_room_is_listed_in_the_methods_docstring():
-    """supergcn/methods/ holds one room per compared method; its docstring names each one."""
+    """supergcn/methods/ holds one room (a sub-package) per compared method; its docstring
+    names each one."""
     import supergcn.methods
 
-    rooms = {path.stem for path in (sources.PACKAGE_DIR / "methods").glob("*.py") if path.stem != "__init__"}
-    listed = set(re.findall(r":mod:`supergcn\.methods\.(\w+)`", supergcn.methods.__doc__))
+    rooms = {path.parent.name for path in (sources.PACKAGE_DIR / "methods").glob("*/__init__.py")}
+    listed = set(re.findall(r"^\* :mod:`supergcn\.methods\.(\w+)`", supergcn.methods.__doc__, re.M))
     assert rooms == listed
 
 

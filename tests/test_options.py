@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from supergcn.errors import SuperGCNError
-from supergcn.naming import Variant
 from supergcn.options import (
     Range,
     add_arguments,
@@ -23,6 +22,7 @@ from supergcn.options import (
     values_given,
 )
 from supergcn.train.config import TrainConfig, job_settings
+from supergcn.variants import Variant
 
 
 @pytest.mark.parametrize("values, text, message", [
@@ -93,7 +93,7 @@ def test_values_from_a_settings_file_are_checked():
 def test_a_job_gets_the_options_its_variant_reads():
     training = {"model": "sage", "epochs": 5, "label_rate": 0.62, "label_draw": "bernoulli", "adaptive_weight": 0.3}
     plain = job_settings(training, Variant("hybrid", 32, False))
-    assert plain == {"model": "sage", "epochs": 5, "label_rate": 0.0, "bits": 32, "schedule": "sync"}
+    assert plain == {"model": "sage", "epochs": 5, "label_rate": 0.0, "bits": 32}
     labelled = job_settings(training, Variant("hybrid", "adaptive", True))
     assert labelled["label_rate"] == 0.62 and labelled["label_draw"] == "bernoulli"
     assert labelled["adaptive_weight"] == 0.3 and labelled["bits"] == "adaptive"

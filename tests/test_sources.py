@@ -130,7 +130,8 @@ def test_parsing_the_workflow_imports_nothing_heavy():
             words = line.split()
             if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] == "supergcn":
                 imported.add(words[1])
-    assert imported == {"supergcn.naming", "supergcn.models", "supergcn.options", "supergcn.partition.config",
+    assert imported == {"supergcn.naming", "supergcn.variants", "supergcn.models", "supergcn.options",
+                        "supergcn.partition.config",
                         "supergcn.data.own_files",
                         "supergcn.plan.costs", "supergcn.sources", "supergcn.train.config", "supergcn.workflow_config",
                         "supergcn.cluster.slurm"}

@@ -15,9 +15,9 @@ def configure(parser) -> None:
 
 
 def run(args) -> None:
-    """Draw :func:`supergcn.report.figures.plot_perf_study` into ``args.out_dir``."""
+    """Draw :func:`supergcn.report.perf_figures.plot_perf_study` into ``args.out_dir``."""
     from supergcn.data.storage import files_written_together
-    from supergcn.report.figures import plot_perf_study
+    from supergcn.report.perf_figures import plot_perf_study
 
     with files_written_together(args.out_dir):
         plot_perf_study(args.tables_dir, args.out_dir)

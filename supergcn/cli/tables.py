@@ -36,7 +36,7 @@ def run(args) -> None:
     ``--plans``, preprocessing only with ``--graphs``)."""
     from supergcn.data.storage import files_written_together
     from supergcn.naming import TABLES
-    from supergcn.report import tables
+    from supergcn.report import step_tables, tables
 
     plans = [_pair(item, "--plans", "PLAN_DIR") for item in args.plans]
     widths = {}
@@ -66,14 +66,14 @@ def run(args) -> None:
                              "reach it (reached: runs that do / runs)."),
     }
     if plans:
-        written["volume"] = (tables.volume_table(plans, {dataset: widths.get(dataset, args.hidden)
+        written["volume"] = (step_tables.volume_table(plans, {dataset: widths.get(dataset, args.hidden)
                                                          for dataset, _ in plans}),
                              "Bytes exchanged by one layer at the dataset's hidden width: pre / post / hybrid (FP32) "
                              "and hybrid with Int2 data plus bfloat16 parameters (one zero point and scale a row); "
                              "hybrid_reduction = min(pre, post) / hybrid, int2_reduction = hybrid / (Int2 data + "
                              "parameters).")
     if args.graphs:
-        written["preprocessing"] = (tables.preprocessing_table(args.graphs, args.partitions, args.plan_dirs),
+        written["preprocessing"] = (step_tables.preprocessing_table(args.graphs, args.partitions, args.plan_dirs),
                                     "Preprocessing steps per dataset and P: seconds of the step's own work and "
                                     "peak resident memory of its process (GiB, and bytes per directed adjacency "
                                     "entry of the graph), from the manifests the steps write; partitions add the "

@@ -13,9 +13,12 @@ becomes the files' prefix) and ends with the job's status; a job killed from out
 signal, the memory or time limit) is reported in one line that says a rerun resumes from
 the last checkpoint.
 
-A run of MixGCN's mixture of parallelism (``--parallelism mop``) keeps a copy of the whole
-adjacency on every rank: given ``--memory-per-rank``, one whose copy does not fit is refused
-before any rank starts (:func:`check_replicated_memory`).
+An option the run does not read (a mini-batch fan-out without ``--batch-size``, GAT's
+heads for GraphSAGE) is refused with what would read it
+(:func:`supergcn.train.conflicts.unread_options`). A method that holds more than its share
+on every rank (MixGCN's copy of the whole adjacency, its card's ``memory``) is refused,
+given ``--memory-per-rank``, where that does not fit, before any rank starts
+(:func:`check_method_memory`).
 """
 
 from __future__ import annotations
@@ -32,12 +35,7 @@ from pathlib import Path
 from supergcn.cli._args import output_file
 from supergcn.errors import SuperGCNError
 from supergcn.options import add_arguments, from_values, values_given
-from supergcn.train.config import (
-    TrainConfig,
-    replicated_adjacency_bytes,
-    replication_peak_bytes,
-    with_model_defaults,
-)
+from supergcn.train.config import TRAINING_GROUPS, TrainConfig, with_model_defaults
 
 HELP = "distributed full-batch training (run under mpiexec -n P, or with --launcher)"
 #: Exit statuses of supergcn itself: 0, 1 (a bug), 2 (a user error); any other status of a
@@ -56,7 +54,7 @@ def wants_retaining_allocator(args) -> bool:
 def configure(parser) -> None:
     parser.description = ("Run as `mpiexec -n P supergcn train ...` (P = the plan's rank count), or with "
                           "--launcher. Options given on the command line win over --settings.")
-    add_arguments(parser, TrainConfig, file_type=output_file)
+    add_arguments(parser, TrainConfig, file_type=output_file, groups=TRAINING_GROUPS)
     job = parser.add_argument_group("a study's job")
     job.add_argument("--settings", type=Path, help="JSON file of options (as `name: value`, names with "
                      "underscores), e.g. the settings a study hands each job")
@@ -82,23 +80,30 @@ def read_settings(path: Path) -> dict:
     return values
 
 
+def given_values(args) -> dict:
+    """The options given: the settings file's, then the command line's over them."""
+    settings = read_settings(args.settings) if args.settings is not None else {}
+    return {**settings, **values_given(args, TrainConfig)}
+
+
 def config_of(args) -> TrainConfig:
     """The :class:`TrainConfig` the parsed ``args`` describe: the settings file's options,
     then the command line's."""
-    settings = read_settings(args.settings) if args.settings is not None else {}
     source = f"the settings file {args.settings}" if args.settings is not None else "the command line"
-    values = {**settings, **values_given(args, TrainConfig)}
+    values = given_values(args)
     return from_values(TrainConfig, with_model_defaults(values, given=values), source)
 
 
 def run(args) -> int:
     """Train on ``MPI.COMM_WORLD`` (:func:`supergcn.train.trainer.train`); every rank runs
     this. With ``--launcher``, start the ranks instead (:func:`launch`)."""
+    from supergcn.train.conflicts import unread_options
+
     config = config_of(args)
-    conflicts = config.conflicts()
+    conflicts = config.conflicts() + unread_options(given_values(args), config)
     if conflicts:
         raise SuperGCNError("; ".join(conflicts))
-    check_replicated_memory(config)
+    check_method_memory(config)
     if args.launcher is not None:
         return launch(args)
     from supergcn.distributed.comm import configure_mpi
@@ -112,34 +117,36 @@ def run(args) -> int:
     return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train", args.debug)
 
 
-def check_replicated_memory(config: TrainConfig) -> None:
-    """Refuse a run of the mixture of parallelism whose copy of the whole adjacency, at its
-    peak while built (:func:`~supergcn.train.config.replication_peak_bytes`), exceeds the
-    ``memory_per_rank`` MiB a rank may use (0: not checked). The launcher checks before it
-    starts the ranks, and every rank reads the same manifest, so all agree.
+def check_method_memory(config: TrainConfig) -> None:
+    """Refuse a run whose method holds more than its share on every rank (its card's
+    ``memory``: MixGCN's copy of the whole adjacency) where that, at its peak while built,
+    exceeds the ``memory_per_rank`` MiB a rank may use (0: not checked). The launcher checks
+    before it starts the ranks, and every rank reads the same manifest, so all agree.
 
     Args:
         config: the run.
 
     Raises:
-        SuperGCNError: the copy does not fit.
+        SuperGCNError: what the method holds does not fit.
     """
-    if not config.mixes_parallelism or config.memory_per_rank == 0:
+    method = config.method
+    if method is None or method.memory is None or config.memory_per_rank == 0:
         return
     from supergcn.data.graph import read_graph_meta
     from supergcn.data.storage import human_bytes
+    from supergcn.train.conflicts import switched_off
 
     meta = read_graph_meta(config.graph)
     nodes, entries = meta["num_nodes"], meta["num_edges_directed"]
-    peak = replication_peak_bytes(nodes, entries)
+    peak = method.memory.peak(nodes, entries)
     if peak > config.memory_per_rank * 2**20:
-        kept = replicated_adjacency_bytes(nodes, entries, config.kernel)
+        kept = method.memory.kept(nodes, entries, config.kernel)
         raise SuperGCNError(
-            f"MixGCN's mixture of parallelism holds the whole adjacency of {meta['name']} on every rank: "
+            f"{method.title} holds {method.memory.what} of {meta['name']} on every rank: "
             f"{human_bytes(peak)} while it is built ({human_bytes(kept)} kept), more than the "
             f"{config.memory_per_rank} MiB a rank may use (--memory-per-rank; a study's execution.mem_mb_per_rank)",
             "give each rank more memory (a study: raise execution.mem_mb_per_rank, with fewer "
-            "execution.ranks_per_node so that a node holds them), or use --parallelism partition")
+            f"execution.ranks_per_node so that a node holds them), or use {switched_off(method, config)}")
 
 
 def rank_command(args) -> list[str]:

@@ -27,8 +27,8 @@ from supergcn.errors import SuperGCNError
 _MAX_COUNT = 2**31 - 1
 #: What the bytes exchanged are counted under, per peer: rows (``data``), their
 #: quantization parameters (``params``), attention's float32 scores, maxima and sums
-#: (``attention``, :mod:`supergcn.models.gat.online_softmax`) and the int64 ids of the rows
-#: BNS-GCN draws each epoch (``ids``, :mod:`supergcn.methods.bnsgcn`).
+#: (``attention``, :mod:`supergcn.models.gat.online_softmax`) and the int64 ids of rows
+#: (``ids``: those BNS-GCN draws each epoch, those DistGNN-MB pushes).
 MESSAGE_KINDS = ("data", "params", "attention", "ids")
 #: Shared-memory cell size asked of MPICH (its pack buffer must be at least as large).
 SHM_CELL_BYTES = 256 * 1024
@@ -75,6 +75,20 @@ class PendingExchange:
     def test(self) -> bool:
         """Let MPI move the exchange along; True once it is complete."""
         return self.request.Test()
+
+
+@dataclass
+class Arrived:
+    """Rows already received (restored from a checkpoint), where a pending exchange stood:
+    :meth:`wait` returns them at once and :meth:`test` says it is complete."""
+
+    received: np.ndarray
+
+    def wait(self) -> np.ndarray:
+        return self.received
+
+    def test(self) -> bool:
+        return True
 
 
 class Communicator:

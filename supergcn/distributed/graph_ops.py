@@ -1,103 +1,96 @@
 """Distributed neighbour aggregation as a differentiable operator (:class:`GraphOps`).
 
 The exact aggregation runs through the rank's exchange (:mod:`supergcn.distributed.rank_operators`,
-forward and, in autograd's backward, its transpose). A compared method replaces it in
-training passes: under a DistGNN schedule the mean is the delayed one
-(:mod:`supergcn.methods.distgnn`); PipeGCN's schedules (:mod:`supergcn.methods.pipegcn`) and
-BNS-GCN's boundary sampling (:mod:`supergcn.methods.bnsgcn`) replace the exchange of every
-aggregation with their own, through the same operator.
+forward and, in autograd's backward, its transpose). A compared method may put its own
+exchange in the one slot :class:`GraphOps` holds (:class:`~supergcn.distributed.protocol.Exchange`):
+it takes the training passes, and the evaluation passes too where it says so; the operator
+never learns which method it runs.
 """
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Any
 
 import numpy as np
 import torch
 
+from supergcn.distributed.operators import inverse_degree
+from supergcn.distributed.protocol import Exchange
 from supergcn.distributed.rank_operators import RankOperators
-from supergcn.methods.bnsgcn import BoundarySampling
-from supergcn.methods.distgnn import DelayedAggregation, DelayedMean
-from supergcn.methods.mixgcn import FeatureParallelAggregation
-from supergcn.methods.pipegcn import StaleExchange
-
-T = TypeVar("T")
 
 
-#: What replaces the exchange: a compared method's state (MixGCN's in every pass, the others'
-#: in training passes).
-TrainingExchange = DelayedAggregation | StaleExchange | BoundarySampling | FeatureParallelAggregation
-
-
-class _DistributedAggregation(torch.autograd.Function):
-    """``operators.forward`` (an exchange: the exact one or a compared method's) and, in
-    backward, its ``backward``."""
+class _Aggregation(torch.autograd.Function):
+    """``exchange.forward`` (the exact exchange's or a compared method's) and, in backward,
+    its ``backward``."""
 
     @staticmethod
-    def forward(ctx, x, operators: RankOperators | StaleExchange | BoundarySampling | FeatureParallelAggregation,
-                row_scale, layer: int):
-        ctx.operators, ctx.row_scale, ctx.layer = operators, row_scale, layer
-        return operators.forward(x.detach(), row_scale, layer)
+    def forward(ctx, x, exchange: Exchange, row_scale, layer: int):
+        ctx.exchange, ctx.row_scale, ctx.layer = exchange, row_scale, layer
+        return exchange.forward(x.detach(), row_scale, layer)
 
     @staticmethod
     def backward(ctx, grad):
-        return ctx.operators.backward(grad, ctx.row_scale, ctx.layer), None, None, None
+        return ctx.exchange.backward(grad, ctx.row_scale, ctx.layer), None, None, None
 
 
 class GraphOps:
-    """A rank's aggregations, differentiable through the exchange: what a GNN layer
-    (:mod:`supergcn.models`) aggregates with.
+    """A rank's aggregations, differentiable through the exchange: the
+    :class:`~supergcn.models.ops.Ops` of the full graph, one for every layer.
 
     * ``sum(x, row_scale)[v] = row_scale[v] * sum_{u in N(v)} x[u]`` over the global
       in-neighbours of each owned v;
-    * ``mean(x)``, the sum scaled by ``1/deg(v)`` (0 for isolated v), deg global; under a
-      DistGNN schedule (:mod:`supergcn.methods.distgnn`) the delayed mean in training
-      passes, evaluation staying exact.
+    * ``mean(x)``, the sum scaled by ``1/deg(v)`` (0 for isolated v), deg global, or the
+      exchange's own mean where it normalises itself (DistGNN's delayed one).
 
-    Under PipeGCN's schedules and BNS-GCN's sampling (``method``) training passes exchange
-    their way, evaluation exactly; under MixGCN's mixture of parallelism every pass
-    aggregates its way (exactly). With ``precompute_input`` the first aggregation of every
-    pass (layer 0's, of the input features, which do not change) is computed exactly once and
-    reused, so that layer 0 exchanges nothing after the first pass (BNS-GCN's and PipeGCN's
-    ``--use-pp``).
+    With ``precompute_input`` the first aggregation of every pass (layer 0's, of the input
+    features, which do not change) is computed exactly once and reused, so that layer 0
+    exchanges nothing after the first pass (BNS-GCN's and PipeGCN's ``--use-pp``).
 
     A model's own normalisation and per-rank state (GCN's degrees, GAT's routes) live in its
     home and are built once per rank by :meth:`cached`.
 
     Args:
-        operators: the rank's exchange and sparse operators.
-        method: a compared method's exchange for training passes; None for the exact one.
+        operators: the rank's exact exchange and sparse operators.
+        exchange: a compared method's exchange, for the passes it takes; None for none.
         precompute_input: compute layer 0's aggregation once.
     """
 
-    def __init__(self, operators: RankOperators, method: TrainingExchange | None = None,
+    def __init__(self, operators: RankOperators, exchange: Exchange | None = None,
                  precompute_input: bool = False) -> None:
         self.operators = operators
-        self.method = method
+        self.exchange = exchange
         self.precompute_input = precompute_input
         self.layers_begun = 0  # aggregations of the current pass so far: the next one's layer
-        degree = torch.from_numpy(operators.plan.in_degree.astype(np.float32))
-        self.inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
+        self.inv_degree = inverse_degree(operators.plan.in_degree)
         self._built: dict = {}
         self._input_aggregation: torch.Tensor | None = None
 
-    def cached(self, build: Callable[[GraphOps], T]) -> T:
-        """``build(self)``, built on the first call and kept: state a model derives from the
-        rank's plan. The first call is collective where ``build`` is.
+    def _current(self) -> Exchange:
+        """The exchange of the pass under way: the method's where it takes the pass."""
+        exchange = self.exchange
+        if exchange is not None and (self.operators.training or exchange.in_evaluation):
+            return exchange
+        return self.operators
+
+    def cached(self, state) -> Any:
+        """``state.full(self)`` (a :class:`~supergcn.models.ops.RankState`), built on the
+        first call and kept: state a model derives from the rank's plan. The first call is
+        collective where building is.
 
         Args:
-            build: what to build (and the key it is kept under).
+            state: what to build (and the key it is kept under).
 
         Returns:
             What it built.
         """
-        if build not in self._built:
-            self._built[build] = build(self)
-        return self._built[build]
+        if state not in self._built:
+            self._built[state] = state.full(self)
+        return self._built[state]
 
     def begin_pass(self, training: bool) -> None:
-        """Start a forward pass over all layers: a training pass (quantized, delayed
-        exchanges where configured) or an evaluation pass (exact float32 exchanges).
+        """Start a forward pass over all layers: a training pass (quantized, a method's
+        exchanges where configured) or an evaluation pass (exact float32 exchanges, unless
+        the method's exchange takes those too).
 
         Args:
             training: whether the pass trains.
@@ -105,70 +98,24 @@ class GraphOps:
         self.operators.training = training
         self.operators.timer.activate()
         self.layers_begun = 0
-        if training and self.method is not None:
-            self.method.begin_pass()
+        self._current().begin_pass()
 
     @property
     def exact(self) -> bool:
-        """Whether this pass's aggregations are exact linear maps of their input: float32
-        and synchronous exchanges (every evaluation pass; training without quantization or
-        a compared method's exchange)."""
-        operators = self.operators
-        mixture = isinstance(self.method, FeatureParallelAggregation)
-        return not operators.training or (operators.settings.bits == 32 and (self.method is None or mixture))
+        """Whether this pass's aggregations are exact linear maps of their input: every
+        evaluation pass; a training pass with float32 synchronous exchanges."""
+        return not self.operators.training or self._current().exact
 
-    def begin_epoch(self, epoch: int, last_epoch: int) -> bool:
-        """Prepare training epoch ``epoch`` (1-based); True when adaptive bit widths trace it
-        and :meth:`reassign_bits` must follow it.
+    def layer_input(self, x: torch.Tensor) -> torch.Tensor:
+        """A layer's input as it is: the rank's rows are the rows aggregated.
 
         Args:
-            epoch: the epoch about to run, from 1.
-            last_epoch: the run's last epoch.
+            x: the layer's input.
 
         Returns:
-            Whether :meth:`reassign_bits` must follow the epoch (False without adaptive bits).
+            ``x``.
         """
-        adaptive = self.operators.adaptive
-        return adaptive is not None and adaptive.begin_epoch(epoch, last_epoch)
-
-    def reassign_bits(self) -> dict:
-        """AdaQP's re-assignment after a traced epoch (collective): per exchange, on rank 0,
-        rows per width, solver objective and seconds (:meth:`~supergcn.methods.adaqp.AdaptiveBits.reassign`).
-
-        Returns:
-            The re-assignment's figures, per exchange.
-        """
-        return self.operators.adaptive.reassign()
-
-    def state(self) -> dict:
-        """The exchange state that lives across epochs, for a checkpoint: the position in
-        the stochastic-rounding stream, a compared method's (DistGNN's or PipeGCN's rows in
-        flight, BNS-GCN's passes), AdaQP's assignments.
-
-        Returns:
-            ``quantize_calls``, ``method`` and ``bit_assignment`` (None where not in use).
-        """
-        adaptive = self.operators.adaptive
-        return {"quantize_calls": self.operators.quantize_calls,
-                "method": None if self.method is None else self.method.state(),
-                "bit_assignment": None if adaptive is None else adaptive.state()}
-
-    def restore(self, state: dict) -> None:
-        """Restore the exchange state :meth:`state` returned, from a checkpoint.
-
-        Args:
-            state: what :meth:`state` returned on this rank.
-        """
-        self.operators.quantize_calls = state["quantize_calls"]
-        if self.method is not None:
-            self.method.restore(state["method"])
-        if self.operators.adaptive is not None:
-            self.operators.adaptive.restore(state["bit_assignment"])
-
-    def close(self) -> None:
-        """Wait for exchanges still in flight (DistGNN's, PipeGCN's), before MPI is shut down."""
-        if self.method is not None:
-            self.method.drain()
+        return x
 
     def next_layer(self) -> int:
         """The layer of the next aggregation of this pass (0 for the first), counted.
@@ -193,9 +140,10 @@ class GraphOps:
         layer = self.next_layer()
         if layer == 0 and self.precompute_input:
             return self._precomputed(x, row_scale)
-        training_method = self.operators.training and isinstance(self.method, (StaleExchange, BoundarySampling))
-        replaced = training_method or isinstance(self.method, FeatureParallelAggregation)
-        return _DistributedAggregation.apply(x, self.method if replaced else self.operators, row_scale, layer)
+        current = self._current()
+        if current.owns_normalisation:
+            raise RuntimeError("this exchange computes its own mean; a sum cannot be asked of it")
+        return _Aggregation.apply(x, current, row_scale, layer)
 
     def _precomputed(self, x: torch.Tensor, row_scale: torch.Tensor | None) -> torch.Tensor:
         """Layer 0's aggregation, exact, computed at the first call and returned as is after
@@ -212,8 +160,7 @@ class GraphOps:
 
     def destinations(self, x):
         """The destinations' own rows of a layer's input: all of them, for the rank's rows
-        are both (a mini-batch's block has fewer destinations than sources,
-        :class:`~supergcn.methods.distgnn_mb.BlockOps`).
+        are both (a mini-batch's block has fewer destinations than sources).
 
         Args:
             x: a layer's input.
@@ -223,9 +170,28 @@ class GraphOps:
         """
         return x
 
+    def in_degree(self) -> torch.Tensor:
+        """Each owned node's number of in-neighbours in the whole graph.
+
+        Returns:
+            n float32 degrees.
+        """
+        return torch.from_numpy(self.operators.plan.in_degree.astype(np.float32))
+
+    def self_loops(self) -> torch.Tensor:
+        """Whether each owned node has a self loop (a local edge to itself).
+
+        Returns:
+            n booleans.
+        """
+        plan = self.operators.plan
+        rows = np.repeat(np.arange(plan.num_owned), np.diff(plan.local_indptr))
+        has_loop = np.zeros(plan.num_owned, dtype=bool)
+        has_loop[rows[plan.local_indices == rows]] = True
+        return torch.from_numpy(has_loop)
+
     def mean(self, x: torch.Tensor) -> torch.Tensor:
-        """The mean aggregation (class docstring); the delayed one in training passes under a
-        DistGNN schedule.
+        """The mean aggregation (class docstring).
 
         Args:
             x: n x F rows of the rank's nodes.
@@ -233,6 +199,7 @@ class GraphOps:
         Returns:
             n x F aggregated rows.
         """
-        if isinstance(self.method, DelayedAggregation) and self.operators.training:
-            return DelayedMean.apply(x, self.method, self.next_layer())
+        current = self._current()
+        if current.owns_normalisation:
+            return _Aggregation.apply(x, current, None, self.next_layer())
         return self.sum(x, self.inv_degree)

@@ -1,7 +1,8 @@
 """A fixed sparse operator of a rank's aggregation: A x and A^T x on the numba kernels.
 
 The numba kernels (:mod:`supergcn.kernels.gather`, the default) or torch's CSR
-``torch.sparse.mm`` (``kernel="torch"``, the reference path).
+``torch.sparse.mm`` (``kernel="torch"``, the reference path); and the mean's row scale,
+:func:`inverse_degree`.
 """
 
 from __future__ import annotations
@@ -85,3 +86,17 @@ class SparseOperator:
     def t_matmul(self, x, out=None, accumulate=False) -> torch.Tensor:
         """``out + A^T x`` if accumulating into ``out``, else ``A^T x``."""
         return self._apply(self._transpose, x, out, accumulate, None)
+
+
+def inverse_degree(degree) -> torch.Tensor:
+    """The mean's row scale: ``1 / degree`` in float32, 0 where the degree is 0 (the mean of
+    no neighbours).
+
+    Args:
+        degree: the degree of each row (an array or a tensor).
+
+    Returns:
+        A float32 tensor of the same length.
+    """
+    degree = degree if isinstance(degree, torch.Tensor) else torch.from_numpy(np.asarray(degree, dtype=np.float32))
+    return torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))

@@ -14,7 +14,11 @@ may be quantized (:class:`ExchangeSettings`). Backward is the transpose: with G 
 
     dL/dX_i = L_i^T (D_i G_i) + S_i^T H_i,     H = exchange^T(R^T D G)
 
-(the same Alltoallv with send and receive counts swapped).
+(the same Alltoallv with send and receive counts swapped). The operators are an
+:class:`~supergcn.distributed.protocol.Exchange`, the exact one; a compared method's
+exchange that keeps this shape with operators or an exchange of its own (PipeGCN's stale
+rows, BNS-GCN's sampled ones) runs it through :meth:`RankOperators.through` and
+:meth:`RankOperators.through_transposed`.
 """
 
 from __future__ import annotations
@@ -27,13 +31,12 @@ import torch
 from supergcn.distributed.buffers import BufferPool
 from supergcn.distributed.comm import Communicator, polls_to_finish
 from supergcn.distributed.operators import SparseOperator
+from supergcn.distributed.protocol import WireCodec
 from supergcn.distributed.ranks import stream_seed
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.quantization import Quantized, packed_rows
 from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
-from supergcn.methods.adaqp import UNASSIGNED_BITS, AdaptiveBits, AdaptiveSettings, MixedLayout
-from supergcn.methods.adaqp_solver import WIDTHS
-from supergcn.naming import ADAPTIVE, DEFAULT_PARAMETER_DTYPE
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.plan.rank_plan import RankPlan
 
 #: The most pieces an overlapped local product is cut into (each costs a parallel launch
@@ -46,9 +49,9 @@ class ExchangeSettings:
     """How boundary rows travel while training (evaluation always exchanges float32).
 
     ``bits`` < 32 quantizes every exchanged row, embeddings forward and gradients
-    backward (:mod:`supergcn.kernels.quantization`); ``adaptive`` bits are assigned per
-    message group by AdaQP's solver (:mod:`supergcn.methods.adaqp`); ``overlap`` starts the exchange before the
-    local aggregation and waits for it afterwards.
+    backward (:mod:`supergcn.kernels.quantization`); bits that are not a number leave each
+    row's width to the operators' wire codec (:attr:`RankOperators.codec`: AdaQP's widths);
+    ``overlap`` starts the exchange before the local aggregation and waits for it afterwards.
     """
 
     bits: int | str = 32
@@ -56,10 +59,9 @@ class ExchangeSettings:
     overlap: bool = True
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     seed: int = 0
-    adaptive: AdaptiveSettings = AdaptiveSettings()
 
 
-class Exchange:
+class InFlight:
     """One boundary exchange in flight: :meth:`poll` while other work runs, then :meth:`finish`."""
 
     def __init__(self, pending: list, finish) -> None:
@@ -76,7 +78,11 @@ class Exchange:
 
 
 class RankOperators:
-    """Everything one rank needs to aggregate: its plan's operators and exchange counts."""
+    """Everything one rank needs to aggregate: its plan's operators and exchange counts; the
+    exact :class:`~supergcn.distributed.protocol.Exchange`."""
+
+    in_evaluation = True  # the exchange of every evaluation pass
+    owns_normalisation = False
 
     def __init__(self, plan: RankPlan, communicator: Communicator, timer: PhaseTimer, kernel: str = "numba",
                  settings: ExchangeSettings = ExchangeSettings()) -> None:
@@ -96,18 +102,26 @@ class RankOperators:
         self.quantize_calls = 0     # position in the stochastic-rounding stream (checkpointed)
         self._in_flight = False
         self._send_sources = np.diff(matrices["send"].indptr).astype(np.float32)[:, None]
-        self.adaptive = (AdaptiveBits(communicator, settings.adaptive, self.send_counts, self.recv_counts,
-                                      self.coefficients) if settings.bits == ADAPTIVE else None)
+        # How rows of several widths travel while training (a method's, handed in): None for one width.
+        self.codec: WireCodec | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether a training pass's aggregation is exact: float32 rows."""
+        return self.settings.bits == 32
+
+    def begin_pass(self) -> None:
+        """Nothing carries from one pass to the next."""
 
     def _buffer(self, role: str, rows: int, like: torch.Tensor) -> torch.Tensor:
         return torch.from_numpy(self.buffers.array(role, (rows, like.shape[1]), np.float32))
 
     def start_exchange(self, rows: torch.Tensor, reverse: bool = False, layer: int = 0,
-                       row_scale: torch.Tensor | None = None) -> Exchange:
-        """Start sending ``rows``; the exchange's :meth:`~Exchange.finish` waits and returns
+                       row_scale: torch.Tensor | None = None) -> InFlight:
+        """Start sending ``rows``; the exchange's :meth:`~InFlight.finish` waits and returns
         the rows received. Its buffers are reused by the next exchange, so finish one
         before starting another. The ``layer`` and the destinations' ``row_scale`` are
-        what adaptive bit widths need to know of the exchange."""
+        what a wire codec (:attr:`codec`) needs to know of the exchange."""
         if self._in_flight:
             raise RuntimeError("an exchange is still in flight: finish it before starting another")
         send_counts, recv_counts = ((self.recv_counts, self.send_counts) if reverse
@@ -117,12 +131,11 @@ class RankOperators:
         self._in_flight = True
         if not self.training or bits == 32:
             return self._exchange_float32(rows, send_counts, recv_counts)
-        if bits != ADAPTIVE:
+        if self.codec is None:
             return self._exchange_quantized(rows, send_counts, recv_counts, bits)
-        self.adaptive.trace((reverse, layer), rows, row_scale)
-        layout = self.adaptive.layouts.get((reverse, layer))
-        if layout is None:
-            return self._exchange_quantized(rows, send_counts, recv_counts, UNASSIGNED_BITS)
+        layout = self.codec.layout(rows, reverse, layer, row_scale)
+        if isinstance(layout, int):  # one width for every row
+            return self._exchange_quantized(rows, send_counts, recv_counts, layout)
         return self._exchange_mixed(rows, layout)
 
     def _next_seed(self) -> int:
@@ -130,7 +143,7 @@ class RankOperators:
         self.quantize_calls += 1
         return stream_seed(self.settings.seed, self.communicator.rank, self.quantize_calls - 1)
 
-    def _exchange_float32(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> Exchange:
+    def _exchange_float32(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> InFlight:
         with self.timer.phase("communication"):
             pending = self.communicator.ialltoallv(
                 rows, send_counts, recv_counts,
@@ -140,10 +153,10 @@ class RankOperators:
             self._in_flight = False
             with self.timer.phase("communication"):
                 return torch.from_numpy(pending.wait())
-        return Exchange([pending], finish)
+        return InFlight([pending], finish)
 
     def _exchange_quantized(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,
-                            bits: int) -> Exchange:
+                            bits: int) -> InFlight:
         width = rows.shape[1]
         with self.timer.phase("quantization"):
             packed_shape = (int(packed_rows(send_counts, bits).sum()), width)
@@ -166,9 +179,9 @@ class RankOperators:
             with self.timer.phase("quantization"):
                 out = self.buffers.array("received", (int(recv_counts.sum()), width), np.float32)
                 return torch.from_numpy(dequantize_from_wire(packed, wire_received, recv_counts, bits, out))
-        return Exchange([data, parameters], finish)
+        return InFlight([data, parameters], finish)
 
-    def _exchange_mixed(self, rows: np.ndarray, layout: MixedLayout) -> Exchange:
+    def _exchange_mixed(self, rows: np.ndarray, layout) -> InFlight:
         with self.timer.phase("quantization"):
             packed, wire = layout.pack(rows, self.settings.rounding, self._next_seed(), self.settings.parameter_dtype)
         with self.timer.phase("communication"):
@@ -182,12 +195,13 @@ class RankOperators:
             with self.timer.phase("quantization"):
                 out = self.buffers.array("received", (int(layout.receive.counts.sum()), rows.shape[1]), np.float32)
                 return torch.from_numpy(layout.unpack(packed_received, wire_received, out))
-        return Exchange([data, parameters], finish)
+        return InFlight([data, parameters], finish)
 
     def coefficients(self, reverse: bool, row_scale: torch.Tensor | None) -> np.ndarray:
         """Sum of squared aggregation coefficients of every row this rank sends forward
         (``reverse`` False: the destinations' squared scales, summed by their receiver) or
-        backward (the forward row's number of sources, told by its sender). Collective."""
+        backward (the forward row's number of sources, told by its sender; DistGNN's share of
+        the degree a received row brings). Collective."""
         if not reverse:
             scale = torch.ones(self.plan.num_owned) if row_scale is None else row_scale
             at_receiver = self.remote.t_matmul((scale.float() ** 2)[:, None].contiguous()).numpy()
@@ -196,7 +210,7 @@ class RankOperators:
             told = self.communicator.ialltoallv(self._send_sources, self.send_counts, self.recv_counts)
         return told.wait()[:, 0].astype(np.float64)
 
-    def local_beside(self, exchange: Exchange, x: torch.Tensor, **product) -> tuple[torch.Tensor, torch.Tensor]:
+    def local_beside(self, exchange: InFlight, x: torch.Tensor, **product) -> tuple[torch.Tensor, torch.Tensor]:
         """(the local product of ``x``, the exchange's rows): the product runs while the
         exchange is in flight and polls it between pieces (see :mod:`supergcn.distributed.comm`);
         without overlap the exchange completes first."""
@@ -212,28 +226,75 @@ class RankOperators:
         """How many pieces to cut local work into beside an exchange of ``width``-wide rows:
         as many as it takes polls to finish (:func:`~supergcn.distributed.comm.polls_to_finish`)."""
         bits = self.settings.bits if self.training else 32
-        if bits == ADAPTIVE:
-            bits = max(WIDTHS)  # the widest an adaptive row can be
+        if self.codec is not None and bits != 32:
+            bits = self.codec.widest_bits
         wire_bytes = self._exchange_rows * width * bits // 8  # the larger direction, either way round
         return max(1, min(MAX_PIECES, polls_to_finish(wire_bytes)))
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
-        """The aggregation of ``x``, the ``layer``-th of the pass (what adaptive bit widths key on)."""
-        with self.timer.phase("aggregation"):
-            send = self.send.matmul(x, out=self._buffer("send", self.send.shape[0], x))
-        exchange = self.start_exchange(send, layer=layer, row_scale=row_scale)
-        out, received = self.local_beside(exchange, x)
-        with self.timer.phase("aggregation"):
-            return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
+        """The aggregation of ``x``, the ``layer``-th of the pass (what a wire codec keys on)."""
+        return self.through(x, lambda rows: self.start_exchange(rows, layer=layer, row_scale=row_scale), self.send,
+                            self.remote, row_scale, send_out=self._buffer("send", self.send.shape[0], x))
 
     def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
+        """The gradient of the ``layer``-th aggregation's input."""
+        return self.through_transposed(grad, lambda rows: self.start_exchange(rows, reverse=True, layer=layer),
+                                       self.send, self.remote, row_scale, buffered=True)
+
+    def through(self, x: torch.Tensor, start, send: SparseOperator, remote: SparseOperator,
+                row_scale: torch.Tensor | None, send_out: torch.Tensor | None = None,
+                sent_scale: torch.Tensor | None = None) -> torch.Tensor:
+        """``D (L x + R B)``, ``B`` what ``start(S x)`` brings (module docstring): the rows to
+        send, the exchange started, the local product beside it (:meth:`local_beside`), then
+        the received rows added.
+
+        Args:
+            x: the rank's rows.
+            start: ``(rows) -> InFlight``.
+            send: S (this plan's, or the rows a method draws of it).
+            remote: R over the rows ``start`` brings.
+            row_scale: D's diagonal, or None.
+            send_out: where to write ``S x`` (a pooled buffer), or None for a new tensor.
+            sent_scale: a factor per sent row, or None.
+
+        Returns:
+            The aggregated rows.
+        """
+        with self.timer.phase("aggregation"):
+            rows = send.matmul(x, out=send_out)
+            if sent_scale is not None:
+                rows.mul_(sent_scale)
+        out, received = self.local_beside(start(rows), x)
+        with self.timer.phase("aggregation"):
+            return remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
+
+    def through_transposed(self, grad: torch.Tensor, start, send: SparseOperator, remote: SparseOperator,
+                           row_scale: torch.Tensor | None, buffered: bool = False,
+                           sent_scale: torch.Tensor | None = None) -> torch.Tensor:
+        """The transpose of :meth:`through`: ``L^T D G + S^T H``, ``H`` what
+        ``start(R^T D G)`` brings back, scaled by ``sent_scale``.
+
+        Args:
+            grad: G, the gradient of the aggregated rows.
+            start: ``(rows) -> InFlight``, against the forward's direction.
+            send: the forward's S.
+            remote: the forward's R.
+            row_scale: the forward's D, or None.
+            buffered: write the intermediate products into pooled buffers.
+            sent_scale: the forward's factor per sent row, or None.
+
+        Returns:
+            The gradient of the input rows.
+        """
         with self.timer.phase("aggregation"):
             if row_scale is None:
                 grad = grad.contiguous()
             else:
-                grad = torch.mul(grad, row_scale[:, None], out=self._buffer("scaled gradient", len(grad), grad))
-            grad_received = self.remote.t_matmul(grad, out=self._buffer("send", self.remote.shape[1], grad))
-        exchange = self.start_exchange(grad_received, reverse=True, layer=layer)
-        grad_x, grad_send = self.local_beside(exchange, grad, transpose=True)
+                grad = torch.mul(grad, row_scale[:, None],
+                                 out=self._buffer("scaled gradient", len(grad), grad) if buffered else None)
+            grad_received = remote.t_matmul(grad, out=self._buffer("send", remote.shape[1], grad) if buffered else None)
+        grad_x, grad_sent = self.local_beside(start(grad_received), grad, transpose=True)
         with self.timer.phase("aggregation"):
-            return self.send.t_matmul(grad_send, out=grad_x, accumulate=True)
+            if sent_scale is not None:
+                grad_sent = grad_sent * sent_scale
+            return send.t_matmul(grad_sent, out=grad_x, accumulate=True)

@@ -52,11 +52,19 @@ BREAKDOWN = tuple(PAPER_CATEGORIES)
 
 
 class PhaseTimer:
+    """Seconds per phase of :data:`PHASES` (or of ``phases``: another split of the same time),
+    every instant booked once (module docstring).
+
+    Args:
+        phases: the phases it books to.
+    """
+
     #: The timer the steps wrapped by :func:`phase` book to: one per rank, so one per process.
     active: PhaseTimer | None = None
 
-    def __init__(self) -> None:
-        self.seconds = dict.fromkeys(PHASES, 0.0)
+    def __init__(self, phases: tuple[str, ...] = PHASES) -> None:
+        self.phases = phases
+        self.seconds = dict.fromkeys(phases, 0.0)
         self._under_way: list[str] = []  # the phases entered and not left, innermost last
         self._since = 0.0  # when the innermost phase was last booked to
 
@@ -65,7 +73,7 @@ class PhaseTimer:
         PhaseTimer.active = self
 
     def reset(self) -> None:
-        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.seconds = dict.fromkeys(self.phases, 0.0)
 
     def _enter(self, name: str) -> None:
         now = time.perf_counter()

@@ -1,6 +1,6 @@
 """Uniform neighbour sampling of mini-batch blocks on one rank's partition (DistGNN-MB §3.3).
 
-The graph is a rank's :class:`~supergcn.methods.distgnn_mb_graph.PartitionGraph`: local ids
+The graph is a rank's :class:`~supergcn.methods.distgnn_mb.graph.PartitionGraph`: local ids
 ``0 .. n-1`` are its solid (owned) nodes, each with its whole row of neighbours, and
 ``n .. n+h-1`` its halo nodes, which have no row here: a halo is a leaf, never expanded.
 
@@ -234,7 +234,7 @@ def sample_blocks(graph, seeds, fanouts, key) -> list[Block]:
     """The blocks of one mini-batch (module docstring), input layer first.
 
     Args:
-        graph: the rank's :class:`~supergcn.methods.distgnn_mb_graph.PartitionGraph` (its
+        graph: the rank's :class:`~supergcn.methods.distgnn_mb.graph.PartitionGraph` (its
             ``indptr``, ``indices`` and ``num_owned`` are read).
         seeds: the batch's seed nodes: distinct solid local ids, in the order the last
             block's destinations take.

@@ -67,7 +67,7 @@ def narrower_output(in_dim: int, out_dim: int) -> bool:
 
 
 def no_conflicts(settings) -> list[str]:
-    """The conflicts of a model that trains with any options: none.
+    """The conflicts of a model (or a compared method) that trains with any options: none.
 
     Args:
         settings: the run's training options.

@@ -1,5 +1,10 @@
-"""BNS-GCN's boundary sampling and PipeGCN's stale exchange, predicted beside SuperGCN's
-hybrid + Int2 and post FP32 exchanges: the plan-only study's ``perf_methods`` table.
+"""The compared methods' terms in the performance model, predicted beside SuperGCN's hybrid +
+Int2 and post FP32 exchanges: the plan-only study's ``perf_methods`` table.
+
+A method is predicted where its card has terms here (:attr:`~supergcn.methods.card.MethodCard.performance`),
+which say, as data, what its epoch moves: the post plan's boundary rows (``boundary``:
+BNS-GCN's, sampled; PipeGCN's, behind the compute) or MixGCN's row/column transposes
+(``transposes``); the table names each row as its terms do.
 
 Both compared methods train GraphSAGE on the post plan, POST[i][j] being the rows rank i
 sends rank j per exchange (its boundary sources with an edge into j), with layer 0's
@@ -29,7 +34,7 @@ aggregate first and nothing is precomputed, so with d_0 … d_{L-1} the layers' 
 an epoch makes 1 + 4 (L - 1) all-to-all transposes (column → row at every layer forward,
 row → column before it at layers l ≥ 1, both again backward at l ≥ 1), each
 T(d) = N d - Σ_i n_i c_i(d) float32 values over all ranks (Prop. 3.4: about N d (1 - 1/P),
-constant in P), :func:`~supergcn.methods.mixgcn.epoch_transpose_values` in all. Per rank,
+constant in P), :func:`~supergcn.methods.mixgcn.exchange.epoch_transpose_values` in all. Per rank,
 a row → column transpose sends n_i (d - c_i) values and receives (N - n_i) c_i; a
 column → row transpose the reverse. Every transpose addresses all P - 1 peers and none
 overlaps the compute (the aggregation needs all its columns, the update all its rows).
@@ -60,10 +65,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from supergcn.kernels.ranges import even_bounds
+from supergcn.methods import MethodCard, method_cards
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.prediction import ExchangeLoad, MachineProfile, epoch_loads, load_time
 from supergcn.perf.traffic import epoch_traffic
-from supergcn.train.config import replicated_adjacency_bytes
 
 #: BNS-GCN's boundary rates predicted unless told otherwise: those of its published sweep
 #: besides p = 0 (which sends nothing and trains on each rank's own part alone).
@@ -73,15 +78,26 @@ ID_BYTES = 8
 #: The model both compared methods train, and its floats.
 METHODS_MODEL = "sage"
 _FP32_BYTES = 4
-#: The table's names of SuperGCN's rows and of the compared methods' unsampled ones.
-HYBRID_INT2, POST_FP32, VANILLA, PIPEGCN = "hybrid-int2", "post-fp32", "vanilla", "pipegcn"
-#: The table's name of MixGCN's mixture of parallelism.
-MIXGCN = "mixgcn"
+#: The table's names of SuperGCN's rows and of the synchronous boundary exchange the compared
+#: methods start from.
+HYBRID_INT2, POST_FP32, VANILLA = "hybrid-int2", "post-fp32", "vanilla"
 
 
-def bns_method(rate: float) -> str:
-    """The table's name of BNS-GCN at boundary rate ``rate`` (``bns-0.1``)."""
-    return f"bns-{rate:g}"
+def predicted_methods(exchange: str) -> list[MethodCard]:
+    """The methods with terms here whose epoch moves ``exchange`` (``boundary``, ``transposes``).
+
+    Args:
+        exchange: what the epoch moves.
+
+    Returns:
+        Their cards.
+    """
+    return [method for method in method_cards() if method.performance and method.performance.exchange == exchange]
+
+
+def sampled_method(row: str, rate: float) -> str:
+    """The table's name of a sampling method's row at boundary rate ``rate`` (``bns-0.1``)."""
+    return f"{row}-{rate:g}"
 
 
 def sampled_rows(post_rows: np.ndarray, rate: float) -> np.ndarray:
@@ -264,7 +280,8 @@ def method_epochs(kinds: dict[str, tuple[np.ndarray, np.ndarray]], cut_edges: np
         parameter_dtype: the wire type of Int2's per-row parameters.
 
     Returns:
-        hybrid + Int2, post FP32, vanilla, BNS-GCN at each rate, PipeGCN.
+        hybrid + Int2, post FP32, vanilla, then each method that moves boundary rows: a
+        sampling one (BNS-GCN) at each rate, the others once (PipeGCN).
 
     Raises:
         ValueError: a rate is outside [0, 1].
@@ -273,12 +290,18 @@ def method_epochs(kinds: dict[str, tuple[np.ndarray, np.ndarray]], cut_edges: np
     epochs = [supergcn_epoch(HYBRID_INT2, *kinds["hybrid"], layers, 2, edges_per_rank, parameter_dtype),
               supergcn_epoch(POST_FP32, *kinds["post"], layers, 32, edges_per_rank, parameter_dtype),
               boundary_epoch(VANILLA, post, layers, edges_per_rank)]
-    for rate in boundary_rates:
-        sampled = sampled_rows(post, rate)
-        edges = sampled_edges(edges_per_rank, cut_edges, post, sampled)
-        epoch = boundary_epoch(bns_method(rate), sampled, layers, edges, sends_ids=True)
-        epochs.append(epoch if rate > 0 else MethodEpoch(epoch.method, [], epoch.values_read))
-    return [*epochs, boundary_epoch(PIPEGCN, post, layers, edges_per_rank, pipelined=True)]
+    for method in predicted_methods("boundary"):
+        terms = method.performance
+        if not terms.sampled:
+            epochs.append(boundary_epoch(terms.row, post, layers, edges_per_rank, pipelined=terms.pipelined))
+            continue
+        for rate in boundary_rates:
+            sampled = sampled_rows(post, rate)
+            edges = sampled_edges(edges_per_rank, cut_edges, post, sampled)
+            epoch = boundary_epoch(sampled_method(terms.row, rate), sampled, layers, edges, sends_ids=True,
+                                   pipelined=terms.pipelined)
+            epochs.append(epoch if rate > 0 else MethodEpoch(epoch.method, [], epoch.values_read))
+    return epochs
 
 
 def _fp32_load(sent: np.ndarray, received: np.ndarray) -> ExchangeLoad:
@@ -290,7 +313,7 @@ def transpose_loads(rows: np.ndarray, width: int) -> tuple[ExchangeLoad, Exchang
     """MixGCN's two transposes of a ``width``-wide matrix (module docstring): row → column,
     where rank i sends its n_i rows' other columns, n_i (d - c_i) values, and receives its
     c_i columns of the N - n_i other rows; column → row, the reverse. Each moves
-    :func:`~supergcn.methods.mixgcn.transpose_values` values over all ranks.
+    :func:`~supergcn.methods.mixgcn.exchange.transpose_values` values over all ranks.
 
     Args:
         rows: n_i, the rows per rank.
@@ -307,19 +330,21 @@ def transpose_loads(rows: np.ndarray, width: int) -> tuple[ExchangeLoad, Exchang
             _fp32_load(other_rows_own_columns, own_rows_other_columns))
 
 
-def mixture_epoch(rows: np.ndarray, layers: Layers, adjacency_entries: int) -> MethodEpoch:
+def mixture_epoch(method: MethodCard, rows: np.ndarray, layers: Layers, adjacency_entries: int) -> MethodEpoch:
     """An epoch of MixGCN's mixture of parallelism (module docstring): forward, layer 0's
     column → row transpose (its input is held in columns) and both transposes at every
     later layer; backward, both at every layer l ≥ 1, last layer first. Rank i reads
     nnz(Â) c_i(d) values per aggregation pass and holds 8 (N + 1) + 8 nnz(Â) + 4 N Σ_l c_i(d_l) B.
 
     Args:
+        method: the method whose epoch moves transposes (its row name and the memory its
+            card says a rank holds beside its share).
         rows: n_i, the rows per rank (the partition's parts as row blocks).
         layers: the model's widths; the transposed ones are the layers' inputs, d_0 … d_{L-1}.
         adjacency_entries: nnz(Â), the graph's directed edges.
 
     Returns:
-        The epoch; its bytes are 4 B × :func:`~supergcn.methods.mixgcn.epoch_transpose_values`.
+        The epoch; its bytes are 4 B × :func:`~supergcn.methods.mixgcn.exchange.epoch_transpose_values`.
     """
     rows = np.asarray(rows, dtype=np.int64)
     widths = layers.dims[:-1]
@@ -331,9 +356,9 @@ def mixture_epoch(rows: np.ndarray, layers: Layers, adjacency_entries: int) -> M
     passes = widths + widths[1:]
     read = adjacency_entries * sum(columns[width] for width in passes)
     num_nodes = int(rows.sum())
-    memory = (replicated_adjacency_bytes(num_nodes, adjacency_entries)
+    memory = (method.memory.kept(num_nodes, adjacency_entries, "numba")
               + _FP32_BYTES * num_nodes * sum(columns[width] for width in widths))
-    return MethodEpoch(MIXGCN, forward + backward, read, memory_bytes=int(memory.max()))
+    return MethodEpoch(method.performance.row, forward + backward, read, memory_bytes=int(memory.max()))
 
 
 def method_seconds(epoch: MethodEpoch, nodes_per_rank: np.ndarray, layers: Layers,

@@ -140,7 +140,8 @@ def method_records(kinds: dict, pairs: dict, totals: dict, layers: methods.Layer
     cut[pairs["src"], pairs["dst"]] = pairs["cut_edges"]
     records = []
     epochs = methods.method_epochs(kinds, cut, totals["edges"], layers, boundary_rates, parameter_dtype)
-    epochs.append(methods.mixture_epoch(totals["nodes"], layers, int(np.sum(totals["edges"]))))
+    epochs += [methods.mixture_epoch(method, totals["nodes"], layers, int(np.sum(totals["edges"])))
+               for method in methods.predicted_methods("transposes")]
     for epoch in epochs:
         for machine in machines:
             seconds = methods.method_seconds(epoch, totals["nodes"], layers, machine)
@@ -264,7 +265,8 @@ def crossover_table(predictions: pd.DataFrame, compared: pd.DataFrame) -> pd.Dat
     this hybrid exchange (:func:`crossover_span`; ``compared`` is :func:`methods_table`)."""
     hybrid = predictions[predictions["strategy"] == "hybrid"]
     fp32 = hybrid[hybrid["bits"] == 32].set_index(["dataset", "machine", "model", "P"])["layer_seconds"]
-    mixture = compared[compared["method"] == methods.MIXGCN].set_index(["dataset", "machine", "P"])
+    rows = [method.performance.row for method in methods.predicted_methods("transposes")]
+    mixture = compared[compared["method"].isin(rows)].set_index(["dataset", "machine", "P"])
     records = []
     for (dataset, machine, model, bits), group in hybrid.groupby(["dataset", "machine", "model", "bits"]):
         counts = group["P"].to_numpy()

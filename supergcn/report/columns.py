@@ -51,7 +51,7 @@ class Column:
 
 DATASET = Column("dataset", "", "The graph's name (its `meta.json`'s `name`).")
 VARIANT = Column("variant", "", "The training variant: strategy-precision-lp/nolp[-schedule][-bns<rate>][-model]"
-                 "[-mop][-mb<B>...] ({py:class}`supergcn.naming.Variant`; a mini-batch run's settings that differ "
+                 "[-mop][-mb<B>...] ({py:class}`supergcn.variants.Variant`; a mini-batch run's settings that differ "
                  "from their defaults follow its batch size, config/README.md's `variants.minibatch`).")
 NAME = Column("name", "", "The paper's name of the variant where it has one (\"SuperGCN w/ comm optimizations\", "
               "\"DistGNN (cd-5)\", \"DistGNN-MB\", ...), else the variant.")

@@ -18,6 +18,7 @@ from supergcn.distributed.timing import DETAIL
 from supergcn.errors import SuperGCNError, first_line
 from supergcn.naming import FIGURES, OPTIONAL_TABLES
 from supergcn.report.curves import accuracy_curve
+from supergcn.variants import display_name
 
 
 def read_tables(paths) -> dict[str, pd.DataFrame]:
@@ -218,14 +219,40 @@ def _bar_positions(num_groups: int, num_bars: int):
     return np.arange(num_groups), width
 
 
-def _speedup_label(variant: str, bases: dict[str, int]) -> str:
+def shown_names(variants) -> dict[str, str]:
+    """What a figure calls each variant: the name tables show (:func:`supergcn.variants.display_name`,
+    its paper's where it is a published configuration), with its label beside it where two
+    variants of the figure would share one.
+
+    Args:
+        variants: variant names, repeats allowed.
+
+    Returns:
+        Variant -> its name in the figure.
+    """
+    unique = list(dict.fromkeys(variants))
+    names = {variant: _display_name(variant) for variant in unique}
+    shared = {name for name in names.values() if list(names.values()).count(name) > 1}
+    return {variant: f"{name} [{variant}]" if name in shared and name != variant else name
+            for variant, name in names.items()}
+
+
+def _display_name(label: str) -> str:
+    """A variant's display name; a label that names no variant (a table written by hand) as it is."""
+    try:
+        return display_name(label)
+    except ValueError:
+        return label
+
+
+def _speedup_label(name: str, bases: dict[str, int]) -> str:
     """A variant's legend label: its name, and the P its speed-up is relative to where that
     is not 1 (dataset by dataset where they differ), lest a 1.0 there read as perfect scaling."""
     if set(bases.values()) <= {1}:
-        return variant
+        return name
     if len(set(bases.values())) == 1:
-        return f"{variant} (speed-up vs P = {next(iter(bases.values()))})"
-    return f"{variant} (speed-up vs " + ", ".join(f"P = {base} on {name}" for name, base in bases.items()) + ")"
+        return f"{name} (speed-up vs P = {next(iter(bases.values()))})"
+    return f"{name} (speed-up vs " + ", ".join(f"P = {base} on {dataset}" for dataset, base in bases.items()) + ")"
 
 
 def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
@@ -243,7 +270,8 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
     styles = variant_styles(scaling["variant"])
-    labels = {variant: _speedup_label(variant, {dataset: int(rows["speedup_base_P"].min()) for dataset, rows in
+    names = shown_names(scaling["variant"])
+    labels = {variant: _speedup_label(names[variant], {dataset: int(rows["speedup_base_P"].min()) for dataset, rows in
                                                  scaling[scaling["variant"] == variant].groupby("dataset", sort=False)})
               for variant in styles}
     figure, panels = _panels(scaling, list(labels.values()))
@@ -292,6 +320,7 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
     groups = list(dict.fromkeys(zip(breakdown["dataset"], breakdown["variant"])))
+    names = shown_names(breakdown["variant"])
     columns = min(len(groups), BREAKDOWN_COLUMNS)
     rows_of_panels = -(-len(groups) // columns)
     width = max(3.2 * columns, 6)
@@ -307,7 +336,7 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
             ax.bar([str(p) for p in rows["P"]], values, bottom=bottom, label=phase, hatch=HATCHES[k % len(HATCHES)],
                    edgecolor="black", linewidth=0.5)
             bottom += values
-        ax.set_title(f"{dataset}\n{variant}", fontsize="small")
+        ax.set_title(f"{dataset}\n{names[variant]}", fontsize="small")
         ax.set_xlabel("processes P")
     for ax in axes.flat[len(groups):]:
         ax.set_axis_off()
@@ -332,6 +361,7 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
     """
     datasets = _datasets(runs)
     styles = variant_styles(runs["variant"])
+    names = shown_names(runs["variant"])
     width = 6 * len(datasets)
     height = 8 + _legend_inches(len(styles), legend_columns(styles, width))
     figure, axes = pyplot().subplots(2, len(datasets), figsize=(width, height), squeeze=False, layout="constrained")
@@ -345,7 +375,7 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
             style = styles[variant]
             for ax, x in zip(axes[:, column], ("epoch", "seconds")):
                 # Markers every tenth of the line's length: on every epoch they would hide it.
-                line, = ax.plot(curve[x], 100 * curve["test_acc"], label=variant, color=style.color,
+                line, = ax.plot(curve[x], 100 * curve["test_acc"], label=names[variant], color=style.color,
                                 marker=style.marker, linestyle=style.linestyle, markevery=0.1,
                                 markeredgecolor="black", markeredgewidth=0.5)
                 handles.setdefault(variant, line)
@@ -353,7 +383,7 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
             ax.set_xlabel(label)
             ax.set_ylabel("test accuracy (%)")
             ax.set_title(f"{dataset}, P = {largest}")
-    shared_legend(figure, list(handles.values()), list(handles), title="variant")
+    shared_legend(figure, list(handles.values()), [names[variant] for variant in handles], title="variant")
     save_figure(figure, stem)
 
 
@@ -404,91 +434,3 @@ def plot_study(tables: dict[str, pd.DataFrame], out_dir: Path) -> None:
     for name, figure in FIGURES.items():
         if figure.table in tables:
             PLOTS[name](tables[figure.table], Path(out_dir) / name)
-
-
-def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:
-    """Per-layer hybrid exchange time vs P for each machine and dataset, FP32 vs quantized,
-    with the transfer and latency terms (the paper's Fig. 7, for the first model of the
-    study, GraphSAGE where it is one); each model's exchange time per training epoch vs P,
-    hybrid, FP32 and quantized (GAT beside SAGE); and the partition/plan cost.
-
-    Args:
-        tables_dir: the directory holding ``perf_predictions.csv`` and ``perf_cost.csv``.
-        out_dir: where ``perf_comm_scaling``, ``perf_models`` and ``perf_cost`` (PNG and PDF) are written.
-
-    Raises:
-        SuperGCNError: a figure file cannot be written, or the disk filled.
-    """
-    plt = pyplot()
-    predictions = pd.read_csv(tables_dir / "perf_predictions.csv")
-    hybrid = predictions[predictions["strategy"] == "hybrid"]
-    datasets = sorted(hybrid["dataset"].unique())
-    machines = sorted(hybrid["machine"].unique())
-
-    def panels():
-        """A figure of one log-log panel per dataset and machine, with that panel's rows."""
-        figure, axes = plt.subplots(len(datasets), len(machines), figsize=(4.5 * len(machines),
-                                                                           3.6 * len(datasets)), squeeze=False)
-        for row, dataset in enumerate(datasets):
-            for column, machine in enumerate(machines):
-                ax = axes[row][column]
-                ax.set_xscale("log", base=2)
-                ax.set_yscale("log")
-                ax.set_title(f"{dataset} on {machine}")
-                ax.set_xlabel("P (ranks)")
-        chosen = [(axes[r][c], hybrid[(hybrid["dataset"] == d) & (hybrid["machine"] == m)])
-                  for r, d in enumerate(datasets) for c, m in enumerate(machines)]
-        return figure, axes[0][0], chosen
-
-    first_model = hybrid["model"].iloc[0] if len(hybrid) else None
-    figure, legend_axes, chosen = panels()
-    for ax, rows in chosen:
-        for bits, group in rows[rows["model"] == first_model].groupby("bits"):
-            group = group.sort_values("P")
-            label = "FP32" if bits == 32 else f"Int{bits}"
-            line, = ax.plot(group["P"], group["layer_seconds"] * 1e3, marker="o", label=f"{label} total")
-            ax.plot(group["P"], group["transfer_seconds"] * 1e3, linestyle="--", color=line.get_color(),
-                    label=f"{label} transfer")
-            ax.plot(group["P"], group["latency_seconds"] * 1e3, linestyle=":", color=line.get_color(),
-                    label=f"{label} latency")
-        ax.set_ylabel(f"ms per layer exchange ({first_model})")
-    legend_axes.legend(fontsize="small")
-    figure.tight_layout()
-    save_figure(figure, out_dir / "perf_comm_scaling")
-
-    figure, legend_axes, chosen = panels()
-    for ax, rows in chosen:
-        for (model, bits), group in rows.groupby(["model", "bits"]):
-            group = group.sort_values("P")
-            label = "FP32" if bits == 32 else f"Int{bits}"
-            ax.plot(group["P"], group["epoch_exchange_seconds"] * 1e3, marker="o",
-                    linestyle="-" if bits == 32 else "--", label=f"{model} {label}")
-        ax.set_ylabel("ms of exchanges per epoch")
-    legend_axes.legend(fontsize="small")
-    figure.tight_layout()
-    save_figure(figure, out_dir / "perf_models")
-
-    _plot_perf_cost(plt, pd.read_csv(tables_dir / "perf_cost.csv"), out_dir)
-
-
-def _plot_perf_cost(plt, cost: pd.DataFrame, out_dir: Path) -> None:
-    """Partition time and memory per graph, and each model's plan's, vs P (``perf_cost``)."""
-    figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(10, 4))
-    for dataset, by_dataset in cost.groupby("dataset"):
-        partition = by_dataset.drop_duplicates("P").sort_values("P")
-        line, = time_axes.plot(partition["P"], partition["partition_s"], marker="o", label=f"{dataset} partition")
-        memory_axes.plot(partition["P"], partition["partition_peak_mib"], marker="o", color=line.get_color(),
-                         label=f"{dataset} partition")
-        for (model, group), style in zip(by_dataset.groupby("model"), ("--", ":", "-.", (0, (1, 3)))):
-            group = group.sort_values("P")
-            time_axes.plot(group["P"], group["plan_s"], marker="s", linestyle=style, color=line.get_color(),
-                           label=f"{dataset} plan ({model})")
-            memory_axes.plot(group["P"], group["plan_peak_mib"], marker="s", linestyle=style, color=line.get_color(),
-                             label=f"{dataset} plan ({model})")
-    for ax, label in ((time_axes, "seconds"), (memory_axes, "peak MiB")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("P (ranks)")
-        ax.set_ylabel(label)
-    time_axes.legend(fontsize="small")
-    figure.tight_layout()
-    save_figure(figure, out_dir / "perf_cost")

@@ -1,8 +1,8 @@
 """Checkpoints of a distributed training run, written and read collectively.
 
 A checkpoint holds the model, the optimizer, every rank's own state (its RNG state, its
-position in the stochastic-rounding stream, DistGNN's rows in flight and AdaQP's bit
-assignments: :meth:`supergcn.distributed.graph_ops.GraphOps.state`), the metrics
+position in the stochastic-rounding stream and its compared method's state, such as
+DistGNN's rows in flight or AdaQP's bit assignments: :meth:`supergcn.train.trainer.Trainer.rank_state`), the metrics
 records so far and the best epoch, and the *trajectory fingerprint* (:meth:`TrainConfig.trajectory_fingerprint`):
 resuming continues the run to bit-identical weights, and a checkpoint of any other
 configuration is ignored; a damaged or foreign file is an error (nothing in it is

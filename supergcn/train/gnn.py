@@ -13,17 +13,19 @@ exchanges carry input-width rows: the paper's Table 5 volumes).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.timing import phase
 from supergcn.kernels.activation import dropout_norm_relu
+from supergcn.models.inputs import InputNorm, LabelledInput
 from supergcn.models.layers import layer_module
+from supergcn.models.ops import Ops
 from supergcn.naming import DENSE_DTYPES
 from supergcn.train.config import default
-from supergcn.train.inputs import InputNorm, LabelledInput
 
 
 class GNN(nn.Module):
@@ -35,8 +37,8 @@ class GNN(nn.Module):
     applies LayerNorm to the input (after the label embedding) before the first layer, so
     that, as in the paper's §6.1, every layer's input is normalised (the hidden layers'
     LayerNorm already precedes the next layer). The first layer takes this input factored
-    (:class:`~supergcn.train.inputs.LabelledInput`): the sum and the norm are written out
-    only in the cases :mod:`supergcn.train.inputs` names.
+    (:class:`~supergcn.models.inputs.LabelledInput`): the sum and the norm are written out
+    only in the cases :mod:`supergcn.models.inputs` names.
 
     Args:
         model: one of :data:`supergcn.naming.GNN_MODELS`.
@@ -47,7 +49,7 @@ class GNN(nn.Module):
             LayerNorm (``layer_norm``) and ReLU.
         dropout: dropout probability after each hidden convolution.
         dense_dtype: ``float32`` or ``bfloat16``, the type the linear layers' GEMMs run in
-            (:func:`~supergcn.train.inputs.linear`); aggregation, normalisation and parameters stay float32.
+            (:func:`~supergcn.models.inputs.linear`); aggregation, normalisation and parameters stay float32.
         aggregate_first: aggregate before the linear layer in every layer (upstream), not
             only where the model's width rule says so (where the model allows it).
         first_aggregates_first: the first layer aggregates before its linear layer (where
@@ -55,10 +57,13 @@ class GNN(nn.Module):
         heads: attention heads, for the models that read them (the training option's default, as the CLI's).
         attention_dropout: dropout on the attention coefficients, for the models that read it.
 
-    ``forward(x, ops, label_nodes, labels)`` returns the n x out_dim log-probabilities of
-    the rank's rows; ``ops`` is the rank's :class:`GraphOps`. ``train()`` and ``eval()`` are
-    the one switch between a training pass (quantized, delayed exchanges where configured)
-    and an evaluation pass: ``forward`` begins the pass on ``ops`` accordingly. Every step
+    ``forward(x, ops, label_nodes, labels)`` returns the log-probabilities of the last
+    layer's destinations; ``ops`` is what the layers aggregate with
+    (:class:`~supergcn.models.ops.Ops`): the rank's :class:`~supergcn.distributed.graph_ops.GraphOps`
+    for every layer, or one per layer (a mini-batch's blocks, whose destinations are the
+    next layer's sources). ``train()`` and ``eval()`` are the one switch between a training
+    pass (quantized, a method's exchanges where configured) and an evaluation pass:
+    ``forward`` begins the pass on the first layer's ``ops`` accordingly. Every step
     is booked to a phase of the rank's timer (:mod:`supergcn.distributed.timing`): the
     linear layers to ``dense``, aggregations to ``aggregation``, the rest to ``elementwise``.
 
@@ -89,24 +94,27 @@ class GNN(nn.Module):
         self.input_norm = InputNorm(in_dim) if input_norm else None
         self.dropout = dropout
 
-    def forward(self, x: torch.Tensor, ops: GraphOps, label_nodes: torch.Tensor | None = None,
+    def forward(self, x: torch.Tensor, ops: Ops | Sequence[Ops], label_nodes: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None) -> torch.Tensor:
-        """The log-probabilities of the rank's rows (class docstring).
+        """The log-probabilities of the last layer's destinations (class docstring).
 
         Args:
-            x: the rank's n x ``in_dim`` input features.
-            ops: the rank's aggregations.
+            x: the n x ``in_dim`` input features of the first layer's sources.
+            ops: the aggregations, of every layer or one per layer.
             label_nodes: the nodes whose labels are fed as inputs (label propagation only).
             labels: their labels, in the order of ``label_nodes``.
 
         Returns:
-            n x ``out_dim`` log-probabilities.
+            A row of ``out_dim`` log-probabilities per destination of the last layer.
         """
-        ops.begin_pass(self.training)
-        x = LabelledInput(x, self.input_norm, self.label_embedding, label_nodes, labels)
-        for conv, norm in zip(self.convs[:-1], self.norms):
-            x = activate(conv(x, ops), norm, self.dropout, self.training)
-        return _log_softmax(self.convs[-1](x, ops), -1)
+        layers = list(ops) if isinstance(ops, Sequence) else [ops] * len(self.convs)
+        layers[0].begin_pass(self.training)
+        x = LabelledInput(layers[0].layer_input(x), self.input_norm, self.label_embedding, label_nodes, labels)
+        for layer, (conv, layer_ops) in enumerate(zip(self.convs, layers)):
+            if layer > 0:
+                x = layer_ops.layer_input(activate(x, self.norms[layer - 1], self.dropout, self.training))
+            x = conv(x, layer_ops)
+        return _log_softmax(x, -1)
 
 
 @phase("elementwise")

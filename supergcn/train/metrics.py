@@ -14,9 +14,11 @@ Lines, in order:
 * one ``epoch`` line per epoch — loss, accuracies, seconds per phase per rank, each
   phase's max over ranks, the phases of the slowest rank (which add up to the epoch
   time), each rank's CPU seconds in user and system mode (``cpu_user``, ``cpu_system``:
-  all its threads), and bytes sent and received; after an epoch traced for adaptive bit
-  widths, ``bit_assignment``: the re-assignment's wall time and, per exchange, the rows
-  at each width, the rows without spread, the solver's objective and seconds;
+  all its threads), and bytes sent and received; and a compared method's own entries
+  (:meth:`~supergcn.distributed.protocol.RankMethod.end_epoch`): after an epoch traced for
+  AdaQP's bit widths, ``bit_assignment`` (the re-assignment's wall time and, per exchange,
+  the rows at each width, the rows without spread, the solver's objective and seconds), and
+  DistGNN-MB's ``minibatch`` (:func:`supergcn.methods.distgnn_mb.training.minibatch_record`);
 * ``summary`` — epochs, mean epoch time (every process's first epoch excluded, ``warm_up``
   in its record), best validation accuracy
   and the test accuracy at it, the lowest validation loss and the test accuracy at it
@@ -88,32 +90,6 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
 
 
-def minibatch_record(comm, figures: dict) -> dict | None:
-    """A mini-batch epoch's own figures (DistGNN-MB, :mod:`supergcn.methods.distgnn_mb`),
-    the ``minibatch`` entry of its epoch line (collective: rank 0 gets it, the others None):
-    ``steps``, ``step_losses`` (each step's global loss), per layer the cache's ``hit_rate``
-    (hits over lookups of all ranks; None where nothing was looked up), ``lookups`` and the
-    vertices ``pushed`` (all ranks), and ``seconds`` per phase, the slowest rank's.
-
-    Args:
-        comm: the job's MPI communicator.
-        figures: this rank's figures (:meth:`~supergcn.methods.distgnn_mb.MiniBatchTraining.train_epoch`).
-
-    Returns:
-        The record on rank 0, None on the others.
-    """
-    gathered = comm.gather(figures, root=0)
-    if comm.Get_rank() != 0:
-        return None
-    hits = np.sum([f["hits"] for f in gathered], axis=0)
-    lookups = np.sum([f["lookups"] for f in gathered], axis=0)
-    return {"steps": figures["steps"], "step_losses": figures["step_losses"],
-            "hit_rate": [float(h / n) if n else None for h, n in zip(hits, lookups)],
-            "lookups": [int(n) for n in lookups],
-            "pushed": [int(p) for p in np.sum([f["pushed"] for f in gathered], axis=0)],
-            "seconds": {name: max(f["seconds"][name] for f in gathered) for name in figures["seconds"]}}
-
-
 def epoch_record(comm, epoch: int, loss: float, seconds: dict, traffic: dict, accuracy: dict,
                  allreduce_bytes: int, warm_up: bool) -> dict | None:
     """One epoch's line (collective: rank 0 gets it, the others None).
@@ -183,6 +159,29 @@ def summary_record(records: list[dict], best: dict, final_accuracy: dict, parame
             "test_acc_at_min_val_loss": best.get("test_acc_at_val_loss"), "final": final_accuracy,
             "parameter_hash_per_rank": parameter_hashes, "identical_parameters": len(set(parameter_hashes)) == 1,
             "peak_memory_bytes_per_rank": peak_memory}
+
+
+def run_line(config, strategy: str, ranks: int) -> str:
+    """The first line a run prints (rank 0): the method it trains, as its paper names it
+    (:func:`supergcn.variants.run_name`), the model, the plan, the exchange's precision,
+    label propagation and the ranks.
+
+    Args:
+        config: the run's :class:`~supergcn.train.config.TrainConfig`.
+        strategy: its plan's strategy.
+        ranks: P.
+
+    Returns:
+        ``training DistGNN (cd-5): GraphSAGE, pre plan, fp32 exchange, no label propagation, P = 4``.
+    """
+    from supergcn.models import card
+    from supergcn.naming import precision_name
+    from supergcn.variants import run_name
+
+    values = {**config.values(), "strategy": strategy, "label_propagation": config.label_rate > 0}
+    propagation = "label propagation" if values["label_propagation"] else "no label propagation"
+    return (f"training {run_name(values)}: {card(config.model).title}, {strategy} plan, "
+            f"{precision_name(config.bits)} exchange, {propagation}, P = {ranks}")
 
 
 def print_progress(record: dict) -> None:

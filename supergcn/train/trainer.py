@@ -29,22 +29,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from supergcn.distributed.collectives import allreduce_bytes, allreduce_gradients, broadcast_parameters, parameter_hash
+from supergcn.distributed.collectives import allreduce_bytes, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.graph_ops import GraphOps
+from supergcn.distributed.protocol import RankMethod
 from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
 from supergcn.distributed.ranks import CollectiveError, agree, stream_seed
 from supergcn.distributed.threads import set_threads
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError, first_line
 from supergcn.kernels.simd import kernel_target
-from supergcn.methods.adaqp import AdaptiveSettings
-from supergcn.methods.bnsgcn import BoundarySampling
-from supergcn.methods.distgnn import DelayedAggregation
-from supergcn.methods.distgnn_mb import MiniBatchTraining
-from supergcn.methods.mixgcn import FeatureParallelAggregation
-from supergcn.methods.pipegcn import StaleExchange
-from supergcn.naming import is_pipelined, schedule_delay
+from supergcn.methods.runtime import build_rank_method
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer
 from supergcn.train.config import TrainConfig
@@ -53,43 +48,20 @@ from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
 from supergcn.train.metrics import (
     epoch_record,
-    minibatch_record,
     peak_memory_bytes,
     print_progress,
     run_header,
+    run_line,
     summary_record,
     write_metrics,
 )
+from supergcn.train.steps import FullBatchStep, OptimizerStep, RankContext, nll_share
 
 #: The best epochs before any: by validation accuracy (the OGB protocol) and by validation
 #: loss (upstream SuperGCN's checkpoint rule).
 #: None where a run has no validation nodes: "not available", not 0 %.
 NO_BEST = {"val_acc": None, "epoch": None, "test_acc": None,
            "val_loss": None, "val_loss_epoch": None, "test_acc_at_val_loss": None}
-
-
-def training_exchange(config: TrainConfig, operators: RankOperators):
-    """The compared method's exchange the run's training passes use (DistGNN's delayed
-    aggregation, PipeGCN's stale exchange, BNS-GCN's sampling) or every pass uses (MixGCN's
-    mixture of parallelism), None for the exact one. Collective for MixGCN's.
-
-    Args:
-        config: the run's options.
-        operators: the rank's operators.
-
-    Returns:
-        The method's per-rank state, or None.
-    """
-    if config.mixes_parallelism:
-        return FeatureParallelAggregation(operators.plan, config.graph, operators.communicator, operators.timer,
-                                          config.kernel, config.input_is_plain)
-    if is_pipelined(config.schedule):
-        return StaleExchange(operators, config.schedule, config.pipe_momentum)
-    if schedule_delay(config.schedule) != 0:
-        return DelayedAggregation(operators, config.schedule)
-    if config.boundary_rate < 1:
-        return BoundarySampling(operators, config.boundary_rate, config.seed)
-    return None
 
 
 class Trainer:
@@ -118,13 +90,14 @@ class Trainer:
         set_threads(config.threads)
         agree(comm, config.check_outputs)
         self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
+        self.method_card = method = config.method
+        if method is not None and self.data.strategy not in method.strategies:  # the same plan on every rank
+            raise CollectiveError(f"{method.title} runs on a {' or '.join(method.strategies)} plan, and {config.plan} "
+                                  f"is {self.data.strategy}", f"plan with --strategy {method.strategies[0]}, or train "
+                                  "another method on this plan")
         settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
-                                    parameter_dtype=config.parameter_dtype, seed=config.seed,
-                                    adaptive=AdaptiveSettings(config.adaptive_weight, config.adaptive_group_size,
-                                                              config.adaptive_period))
-        operators = RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings)
-        self.ops = GraphOps(operators, agree(comm, lambda: training_exchange(config, operators)),
-                            config.precomputes_input)
+                                    parameter_dtype=config.parameter_dtype, seed=config.seed)
+        self.operators = RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings)
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
@@ -136,10 +109,15 @@ class Trainer:
             agree(comm, lambda: self.load_weights(config.init_weights))
         broadcast_parameters(self.model, comm)  # identical start on every rank
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.parameters = list(self.model.parameters())
+        context = RankContext(config, self.data, self.operators, self.communicator, self.timer, self.model, nll_share,
+                              OptimizerStep(self.parameters, self.communicator, self.optimizer, config.grad_clip,
+                                            self.timer))
+        # The run's compared method, built on every rank (collectively): the pieces it plugs in.
+        self.method = (RankMethod() if method is None else agree(comm, lambda: build_rank_method(method, context)))
+        self.operators.codec = self.method.codec
+        self.ops = GraphOps(self.operators, self.method.exchange, config.precomputes_input)
         torch.manual_seed(stream_seed(config.seed, self.rank))  # this rank's dropout stream
-        self.minibatch = (agree(comm, lambda: MiniBatchTraining(config, self.data, self.communicator, self.timer,
-                                                                self.model, self.optimizer))
-                          if config.trains_minibatch else None)
         counts = np.array([int(m.sum()) for m in (self.data.train_mask, self.data.val_mask, self.data.test_mask)],
                           dtype=np.int64)
         self.global_counts = self.communicator.allreduce_sum(counts)
@@ -147,9 +125,9 @@ class Trainer:
             raise CollectiveError(f"graph {self.data.graph_name!r} has no training nodes",
                                   "prepare it with a split that has some")
         self.labels = LabelInputSplit(self.data.train_mask, config.label_rate, self.communicator, config.label_draw)
+        self.step = self.method.step or FullBatchStep(context, self.ops, self.labels)
         self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
                                          config.trajectory_fingerprint(self.data.hashes))
-        self.parameters = list(self.model.parameters())
         self.allreduce_bytes = allreduce_bytes(self.parameters)  # per rank and epoch
         self.records: list[dict] = []
         self.best = dict(NO_BEST)
@@ -178,28 +156,23 @@ class Trainer:
                                 "pass weights saved with the same --model, --num-layers, --hidden and dataset") from exc
 
     def train_step(self, epoch: int) -> tuple[float, dict, dict]:
-        """One epoch: (global loss, this rank's seconds per phase, its bytes sent and received);
-        DistGNN-MB's steps where the run trains mini-batches (their figures kept for the
-        epoch's record in :attr:`minibatch_figures`).
+        """One epoch of training (the run's step: full batch, or the method's), timed:
+        (global loss, this rank's seconds per phase, its bytes sent and received).
 
         Args:
             epoch: the epoch, from 1.
 
         Returns:
-            ``(loss, seconds, traffic)``: the global loss (the mean of the steps' for
-            mini-batches), seconds per phase (and the CPU time), and
-            ``{"sent": ..., "received": ...}`` bytes by kind of message.
+            ``(loss, seconds, traffic)``: the global loss, seconds per phase (and the CPU
+            time), and ``{"sent": ..., "received": ...}`` bytes by kind of message.
         """
         self.timer.reset()
+        self.timer.activate()
         sent_before = {kind: sent.copy() for kind, sent in self.communicator.bytes_sent.items()}
         received_before = {kind: got.copy() for kind, got in self.communicator.bytes_received.items()}
         usage_before = resource.getrusage(resource.RUSAGE_SELF)
         started = time.perf_counter()
-        if self.minibatch is not None:
-            self.timer.activate()
-            global_loss, self.minibatch_figures = self.minibatch.train_epoch(epoch)
-        else:
-            global_loss = self.full_batch_step()
+        global_loss = self.step.run(epoch)
         seconds = self.timer.breakdown(time.perf_counter() - started)
         usage = resource.getrusage(resource.RUSAGE_SELF)
         # CPU time of all the rank's threads: system time shows the kernel mapping and zeroing memory.
@@ -208,40 +181,6 @@ class Trainer:
         sent = {kind: self.communicator.bytes_sent[kind] - sent_before[kind] for kind in sent_before}
         received = {kind: self.communicator.bytes_received[kind] - received_before[kind] for kind in received_before}
         return global_loss, seconds, {"sent": sent, "received": received}
-
-    def full_batch_step(self) -> float:
-        """The full-batch epoch's forward, backward, all-reduce and Adam step.
-
-        Returns:
-            The global loss.
-        """
-        self.model.train()
-        label_nodes, loss_nodes = self.labels.split()
-        logits = self.model(self.data.x, self.ops, label_nodes, self.data.y[label_nodes])
-        loss = self.timer.timed("elementwise", self.loss, logits, loss_nodes)
-        loss.backward()
-        with self.timer.phase("synchronization"):
-            self.comm.Barrier()
-        with self.timer.phase("optimizer"):
-            global_loss = allreduce_gradients(self.parameters, loss, self.communicator)
-            if self.config.grad_clip > 0:  # every rank holds the same summed gradients: the same clip
-                torch.nn.utils.clip_grad_norm_(self.parameters, self.config.grad_clip)
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=False)
-        return global_loss
-
-    def loss(self, logits: torch.Tensor, loss_nodes: torch.Tensor) -> torch.Tensor:
-        """This rank's share of the global loss: its loss nodes' NLL over ALL ranks' loss nodes.
-
-        Args:
-            logits: this rank's log-probabilities, one row per owned node.
-            loss_nodes: the owned nodes the loss is taken over.
-
-        Returns:
-            A scalar tensor; summed over the ranks, the global loss.
-        """
-        return (F.nll_loss(logits[loss_nodes], self.data.y[loss_nodes], reduction="sum")
-                / self.labels.loss_denominator)
 
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, torch.Tensor]:
@@ -293,27 +232,17 @@ class Trainer:
         self.records, self.best = restored.records, {**NO_BEST, **restored.best}
         self.start_epoch = restored.epoch + 1
 
-    def reassign_bits(self) -> dict:
-        """AdaQP's re-assignment after a traced epoch (outside the epoch's time and bytes):
-        per exchange, rows per width, solver objective and seconds; and the wall time.
-
-        Returns:
-            ``{"seconds": ..., "exchanges": ...}``.
-        """
-        started = time.perf_counter()
-        exchanges = self.ops.reassign_bits()
-        return {"seconds": time.perf_counter() - started, "exchanges": exchanges}
-
     def rank_state(self) -> dict:
         """What this rank needs besides the model to continue exactly: its random streams
         and the exchange state that lives across epochs.
 
         Returns:
-            ``rng`` (torch's random state) and ``exchanges`` (:meth:`GraphOps.state
-            <supergcn.distributed.graph_ops.GraphOps.state>`).
+            ``rng`` (torch's random state), ``quantize_calls`` (the position in the
+            stochastic-rounding stream) and ``method`` (the method's
+            :meth:`~supergcn.distributed.protocol.RankMethod.state`).
         """
-        return {"rng": torch.get_rng_state(), "exchanges": self.ops.state(),
-                "minibatch": None if self.minibatch is None else self.minibatch.state()}
+        return {"rng": torch.get_rng_state(), "quantize_calls": self.operators.quantize_calls,
+                "method": self.method.state()}
 
     def restore_rank_state(self, state: dict) -> None:
         """Restore what :meth:`rank_state` returned, from a checkpoint.
@@ -322,9 +251,8 @@ class Trainer:
             state: this rank's saved state.
         """
         torch.set_rng_state(state["rng"])
-        self.ops.restore(state["exchanges"])
-        if self.minibatch is not None:
-            self.minibatch.restore(state["minibatch"])
+        self.operators.quantize_calls = state["quantize_calls"]
+        self.method.restore(state["method"])
 
     def run(self) -> None:
         """Train ``config.epochs`` epochs (after any resumed ones) and write the outputs.
@@ -337,14 +265,15 @@ class Trainer:
         self.resume()
         header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
                             self.config.threads, self.data.hashes, kernel_target())
-        if isinstance(self.ops.method, FeatureParallelAggregation):
-            layout = self.ops.method.layout()
-            if header is not None:
-                header["mixture_of_parallelism"] = layout
+        entry = self.method.header()  # collective
+        if header is not None and entry is not None:
+            header[self.method_card.header_key] = entry
+        if self.rank == 0:
+            print(run_line(self.config, self.data.strategy, self.size), flush=True)
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")
-            reassign = self.ops.begin_epoch(epoch, self.config.epochs)
+            self.method.begin_epoch(epoch, self.config.epochs)
             loss, seconds, traffic = self.train_step(epoch)
             if not np.isfinite(loss):
                 raise CollectiveError(f"the training loss became {loss} at epoch {epoch}",
@@ -353,15 +282,9 @@ class Trainer:
             self.track_best(epoch, accuracy)
             record = epoch_record(self.comm, epoch, loss, seconds, traffic, accuracy, self.allreduce_bytes,
                                   warm_up=epoch == self.start_epoch)
-            if self.minibatch is not None:
-                figures = minibatch_record(self.comm, self.minibatch_figures)
-                if self.rank == 0:
-                    record["minibatch"] = figures
-            if reassign:
-                assignment = self.reassign_bits()
-                if self.rank == 0:
-                    record["bit_assignment"] = assignment
+            entries = self.method.end_epoch()  # collective: the method's own figures (rank 0's)
             if self.rank == 0:
+                record = {**record, **entries}
                 self.records.append(record)
                 print_progress(record)
             if self.checkpointer.due(epoch):
@@ -446,8 +369,6 @@ def train(config: TrainConfig, comm) -> None:
     trainer = Trainer(config, comm)
     try:
         trainer.run()
-        trainer.ops.close()
-        if trainer.minibatch is not None:
-            trainer.minibatch.drain()
+        trainer.method.close()
     finally:
         trainer.communicator.close()

@@ -16,8 +16,8 @@ import pytest
 
 from supergcn.data.graph import load_graph, read_graph_meta
 from supergcn.distributed.operators import SparseOperator
-from supergcn.methods.mixgcn import _renumbered
-from supergcn.train.config import replicated_adjacency_bytes, replication_peak_bytes
+from supergcn.methods.mixgcn import replicated_adjacency_bytes, replication_peak_bytes
+from supergcn.methods.mixgcn.exchange import _renumbered
 
 from conftest import mpiexec, run_cli
 
@@ -67,7 +67,7 @@ def test_a_copy_that_does_not_fit_is_refused_before_the_ranks_start(small, tmp_p
     result = train_mop(small, tmp_path, peak // MIB, launched)
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("supergcn train: error: MixGCN's mixture of parallelism holds the whole adjacency of "
+    assert line.startswith("supergcn train: error: MixGCN holds a copy of the whole adjacency of "
                            "synthetic-small on every rank: 6.0 MiB while it is built (2.0 MiB kept), more than the "
                            "6 MiB a rank may use"), line
     assert line.endswith("or use --parallelism partition")

@@ -21,7 +21,7 @@ from supergcn.kernels.sampling import (
     splitmix64,
     stream_key,
 )
-from supergcn.methods.distgnn_mb_graph import PartitionGraph
+from supergcn.methods.distgnn_mb.graph import PartitionGraph
 
 #: The p-value below which a chi-square test fails. Where the statistic follows its
 #: chi-square law (every expected count here is 1,000 or more), a correct sampler fails

@@ -12,7 +12,7 @@ from supergcn.distributed.comm import Communicator
 from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
 from supergcn.distributed.timing import PhaseTimer
-from supergcn.methods.adaqp import MixedLayout
+from supergcn.methods.adaqp.codec import AdaptiveBits, AdaptiveSettings, MixedLayout
 from supergcn.partition.metis import partition_graph
 from supergcn.testing.plans import build_plans
 
@@ -27,11 +27,13 @@ WIDTH = 6
 def operators_with(rounding):
     operators = RankOperators(plan, Communicator(comm), PhaseTimer(),
                               settings=ExchangeSettings(bits="adaptive", rounding=rounding, seed=3))
+    operators.codec = AdaptiveBits(operators.communicator, AdaptiveSettings(), plan.send_counts, plan.recv_counts,
+                                   operators.coefficients)
     rng = np.random.default_rng(rank)
     send_bits = rng.choice(np.array([2, 4, 8], dtype=np.uint8), int(plan.send_counts.sum()))
     recv_bits = operators.communicator.ialltoallv(send_bits[:, None].copy(), plan.send_counts,
                                                   plan.recv_counts).wait()[:, 0]
-    operators.adaptive.layouts[(False, 0)] = MixedLayout(send_bits, plan.send_counts, recv_bits, plan.recv_counts)
+    operators.codec.layouts[(False, 0)] = MixedLayout(send_bits, plan.send_counts, recv_bits, plan.recv_counts)
     return operators, send_bits
 
 
@@ -55,7 +57,7 @@ assert operators.communicator.bytes_sent["params"].sum() - before["params"] == l
 exchange = operators.start_exchange(rows, layer=0)
 received = exchange.finish().clone()
 truth = operators.communicator.ialltoallv(rows.numpy(), plan.send_counts, plan.recv_counts).wait()
-recv_bits = operators.adaptive.layouts[(False, 0)].receive.bits
+recv_bits = operators.codec.layouts[(False, 0)].receive.bits
 span = truth.max(axis=1) - truth.min(axis=1)
 bound = span / (2.0 ** recv_bits - 1) / 2 * 1.02 + 1e-6  # bf16 parameters widen the step by under 1%
 assert (np.abs(received.numpy() - truth).max(axis=1) <= bound).all(), rank

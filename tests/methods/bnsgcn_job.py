@@ -7,8 +7,8 @@ on a hand-made graph.
   k = floor(1.5) = 1 of them, scaled by n / k = 3. Every output and input gradient is
   checked against the hand-worked formula for the one row drawn each way, and each row is
   drawn about a third of the time (what makes the sampled sum unbiased).
-* A sampler restored from a checkpoint's state (what the trainer saves, through
-  ``GraphOps.state``) draws what the uninterrupted one drew from there on.
+* A sampler restored from a checkpoint's state (what the trainer saves of it, its
+  ``state``) draws what the uninterrupted one drew from there on.
 """
 
 import io
@@ -22,7 +22,7 @@ from supergcn.distributed.comm import Communicator
 from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
-from supergcn.methods.bnsgcn import BoundarySampling
+from supergcn.methods.bnsgcn.exchange import BoundarySampling
 from supergcn.testing.plans import HAND_LOCAL, HAND_REMOTE, build_plans, hand_graph
 
 # Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5 (supergcn.testing.plans.hand_graph).
@@ -67,9 +67,8 @@ RATE, SEED = 0.5, 11
 
 
 def sampling_ops():
-    ops = GraphOps(operators_of("post"))
-    ops.method = BoundarySampling(ops.operators, RATE, seed=SEED)
-    return ops
+    operators = operators_of("post")
+    return GraphOps(operators, BoundarySampling(operators, RATE, seed=SEED))
 
 
 x_value = {u: 10.0 * u + 1 for u in range(6)}
@@ -109,7 +108,7 @@ ops, drawn_there, drawn_here, checkpoint = sampling_ops(), [], [], None
 for done in range(passes):
     if done == resume_at:  # as the trainer writes a rank's state (torch.save, read weights only)
         checkpoint = io.BytesIO()
-        torch.save(ops.state(), checkpoint)
+        torch.save(ops.exchange.state(), checkpoint)
     there, here = drawn_in_pass(ops)
     drawn_there.append(there)
     drawn_here.append(here)
@@ -125,6 +124,6 @@ after = slice(resume_at, resume_at + resumed_passes)
 assert drawn_here[after] != drawn_here[:resumed_passes] or drawn_there[after] != drawn_there[:resumed_passes]
 resumed = sampling_ops()
 checkpoint.seek(0)
-resumed.restore(torch.load(checkpoint, weights_only=True))
+resumed.exchange.restore(torch.load(checkpoint, weights_only=True))
 assert [drawn_in_pass(resumed) for _ in range(resumed_passes)] == list(zip(drawn_there[after], drawn_here[after]))
 print(f"rank {rank} ok", flush=True)

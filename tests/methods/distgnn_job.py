@@ -6,9 +6,10 @@ import torch
 from mpi4py import MPI
 
 from supergcn.distributed.comm import Communicator
+from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
-from supergcn.methods.distgnn import DelayedAggregation, DelayedMean
+from supergcn.methods.distgnn.exchange import DelayedAggregation
 from supergcn.testing.plans import HAND_LOCAL, HAND_REMOTE, build_plans, hand_graph
 
 # Rank 0 owns 0, 1, 2 and rank 1 owns 3, 4, 5 (supergcn.testing.plans.hand_graph).
@@ -25,6 +26,7 @@ rank = comm.Get_rank()
 owned = [0, 1, 2] if rank == 0 else [3, 4, 5]
 operators = RankOperators(plans[rank], Communicator(comm), PhaseTimer())
 delayed = DelayedAggregation(operators, f"cd-{DELAY}")
+ops = GraphOps(operators, delayed.exchange)  # the delayed mean in training passes
 
 
 def features(t):
@@ -33,11 +35,10 @@ def features(t):
 
 
 for t in range(7):
-    operators.training = True
-    delayed.begin_pass()
+    ops.begin_pass(training=True)
     x = features(t)
     inputs = torch.tensor([[x[v]] for v in owned], dtype=torch.float32, requires_grad=True)
-    y = DelayedMean.apply(inputs, delayed, 0)  # one layer a pass
+    y = ops.mean(inputs)  # one layer a pass
     degree = {}
     for row, v in enumerate(owned):
         total, degree[v] = sum(x[u] for u in local[v]), len(local[v])
@@ -52,5 +53,5 @@ for t in range(7):
     for row, u in enumerate(owned):
         expected = sum(weights[owned.index(v), 0].item() / degree[v] for v in local[u])
         assert abs(inputs.grad[row, 0].item() - expected) < 1e-5, (rank, t, u, inputs.grad[row, 0].item(), expected)
-delayed.drain()
+delayed.close()
 print(f"rank {rank} ok", flush=True)

@@ -12,8 +12,8 @@ from supergcn.distributed.comm import Communicator
 from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
-from supergcn.methods.distgnn import DelayedAggregation
-from supergcn.methods.pipegcn import StaleExchange
+from supergcn.methods.distgnn.exchange import DelayedAggregation
+from supergcn.methods.pipegcn.exchange import StaleExchange
 from supergcn.testing.plans import HAND_LOCAL, HAND_REMOTE, build_plans, hand_graph
 
 GAMMA = 0.9  # the smoothing momentum under pipe-fg
@@ -88,8 +88,8 @@ def check(schedule):
             assert abs(grad[row].item() - (here + there)) < 1e-4, (schedule, rank, t, u, grad[row].item(), here + there)
             if t >= 2:  # cd-1 sends no gradient: only the local part
                 assert abs(grad_cd1[row].item() - here) < 1e-4, (rank, t, u, grad_cd1[row].item(), here)
-    pipe.close()
-    cd1.close()
+    pipe.exchange.close()
+    cd1.exchange.close()
 
 
 assert sys.argv[1:], "usage: pipegcn_job.py SCHEDULE..."

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from supergcn.errors import SuperGCNError
-from supergcn.methods.adaqp import make_groups
-from supergcn.methods.adaqp_solver import Groups, solve
+from supergcn.methods.adaqp.codec import make_groups
+from supergcn.methods.adaqp.solver import Groups, solve
 
 
 def random_groups(seed, num_groups=7, num_ranks=3, width=16):

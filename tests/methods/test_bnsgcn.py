@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from supergcn.data.graph import load_graph
-from supergcn.methods.bnsgcn import sampled_counts
+from supergcn.methods.bnsgcn.exchange import sampled_counts
 from supergcn.plan.store import load_rank_plan
 from supergcn.testing.plans import write_steps
 from supergcn.train.metrics import read_metrics
@@ -83,7 +83,7 @@ def test_sampling_partial_aggregates_trains_too(steps, tmp_path):
 
 
 @pytest.mark.parametrize("extra, words", [
-    (["--bits", 2], "--bits 32"), (["--model", "gat"], "--model sage|gcn|gin"),
+    (["--bits", 2], "--bits 32"), (["--model", "gat"], "--model sage or gcn or gin"),
     (["--schedule", "pipe"], "--schedule sync"),
     (["--precompute-input", "on", "--label-rate", 0.5], "--precompute-input off")])
 def test_what_it_cannot_run_with_is_refused(steps, tmp_path, extra, words):

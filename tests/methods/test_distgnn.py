@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from supergcn.data.datasets import prepare_dataset
-from supergcn.data.graph import Graph, load_graph, save_graph
-from supergcn.methods.distgnn import bucket_rows
+from supergcn.data.graph import Graph, load_graph, read_graph_meta, save_graph
+from supergcn.methods.distgnn.exchange import bucket_rows
 from supergcn.partition.partition import Partition
 from supergcn.partition.store import load_partition, run_partition, save_partition
 from supergcn.plan.store import load_rank_plan, run_plan
@@ -121,3 +121,16 @@ def test_delayed_schedules_refuse_what_they_cannot_do(workspace, tmp_path):
                          workspace / "plan", "--out", tmp_path / "m.jsonl", "--schedule", "cd-5", *extra)
         assert result.returncode == 2 and words in result.stderr, result.stderr
         assert not (tmp_path / "m.jsonl").exists()
+
+
+def test_a_delayed_schedule_on_a_plan_without_partial_aggregates_is_refused(workspace, tmp_path):
+    """cd-r delays a pre plan's partial aggregates: on a post plan (source rows) it would
+    train something DistGNN does not define, under DistGNN's name."""
+    graph = load_graph(workspace / "g")
+    partition, manifest = load_partition(workspace / "p")
+    run_plan(graph, read_graph_meta(workspace / "g")["hash"], partition, manifest["partition_hash"], "post",
+             tmp_path / "post")
+    result = run_mpi(3, "train", "--graph", workspace / "g", "--partition", workspace / "p", "--plan",
+                     tmp_path / "post", "--out", tmp_path / "m.jsonl", "--schedule", "cd-5")
+    assert result.returncode == 2 and "DistGNN runs on a pre plan" in result.stderr, result.stderr
+    assert "--strategy pre" in result.stderr and not (tmp_path / "m.jsonl").exists()

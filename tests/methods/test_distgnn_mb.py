@@ -13,10 +13,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from supergcn.data.graph import load_graph, save_graph
+from supergcn.data.graph import load_graph, read_graph_meta, save_graph
 from supergcn.kernels.sampling import sample_blocks
-from supergcn.methods.distgnn_mb import BlockOps, batch_seeds, epoch_order
-from supergcn.methods.distgnn_mb_graph import PartitionGraph
+from supergcn.methods.distgnn_mb.blocks import BlockOps
+from supergcn.methods.distgnn_mb.graph import PartitionGraph
+from supergcn.methods.distgnn_mb.training import batch_seeds, epoch_order
 from supergcn.models.gat.layer import Layer, copy_to_pyg, pyg_conv
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
@@ -182,20 +183,14 @@ def test_without_a_push_nothing_crosses_and_every_halo_misses(workspace):
     assert summary["identical_parameters"]
 
 
-@pytest.mark.parametrize("options, refused", [
-    ({"model": "gcn"}, "trains --model sage or gat here"),
-    ({"model": "gin"}, "trains --model sage or gat here"),
-    ({"fanouts": "5,10"}, "gives 2 layers, the model has 3"),
-    ({"bits": 2}, "--bits 2"),
-    ({"schedule": "pipe"}, "--schedule pipe"),
-    ({"parallelism": "mop"}, "--parallelism mop"),
-    ({"label_rate": 0.5}, "label propagation"),
-])
-def test_what_minibatch_training_cannot_run_with_is_refused_with_its_fix(options, refused):
-    paths = {name: "x" for name in ("graph", "partition", "plan", "out")}
-    found = TrainConfig(**paths, batch_size=100, **options).conflicts()
-    assert any(refused in message and "--batch-size 0" in message or refused in message for message in found), found
-    assert not any("DistGNN-MB" in message for message in TrainConfig(**paths, **options).conflicts())
+def test_a_minibatch_step_clips_books_each_instant_once_and_takes_the_torch_kernels(workspace):
+    """distgnn_mb_step_job.py: the clip every step, the stages within the epoch's wall time on
+    every rank, the torch kernels where asked (the numba ones made to fail)."""
+    root, graph = workspace
+    graph_hash = read_graph_meta(root / "g")["hash"]
+    manifest = run_partition(graph, graph_hash, 2, root / "p2")
+    run_plan(graph, graph_hash, partition_graph(graph, 2), manifest["partition_hash"], "hybrid", root / "p2hybrid")
+    run_rank_job(Path(__file__).with_name("distgnn_mb_step_job.py"), 2, timeout=300, args=[root])
 
 
 def test_minibatch_training_runs_gat():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from supergcn.methods.distgnn_mb_cache import HistoricalEmbeddingCache, push_bytes, select_push
+from supergcn.methods.distgnn_mb.cache import HistoricalEmbeddingCache, push_bytes, select_push
 
 WIDTH = 3
 

@@ -1,4 +1,4 @@
-"""DistGNN-MB's sampling graph of a rank (supergcn.methods.distgnn_mb_graph): a hand-worked
+"""DistGNN-MB's sampling graph of a rank (supergcn.methods.distgnn_mb.graph): a hand-worked
 two-rank graph, every rank of a random graph against scipy and the plans' own degrees
 (memory-mapped, as the trainer loads it), rows placed past 2^32 entries of a sparse file,
 and the plans it refuses."""
@@ -11,7 +11,7 @@ import pytest
 
 from supergcn.data.graph import build_graph, load_graph, save_graph
 from supergcn.errors import SuperGCNError
-from supergcn.methods.distgnn_mb_graph import PartitionGraph
+from supergcn.methods.distgnn_mb.graph import PartitionGraph
 from supergcn.partition.partition import Partition
 from supergcn.testing.plans import build_plans
 

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from supergcn.data.graph import Graph
 from supergcn.kernels.ranges import even_bounds
-from supergcn.methods.mixgcn import _renumbered, epoch_transpose_values, transpose_values
+from supergcn.methods.mixgcn.exchange import _renumbered, epoch_transpose_values, transpose_values
 from supergcn.train.config import TrainConfig
 
 
@@ -70,21 +70,6 @@ def test_the_replicated_adjacency_is_the_graph_renumbered_into_the_ranks_order()
     expected = adjacency[order][:, order].tocsr()
     expected.sort_indices()
     assert (ours != expected).nnz == 0 and ours.nnz == adjacency.nnz
-
-
-@pytest.mark.parametrize("options, refused", [
-    ({"model": "gat"}, "aggregates column slices element-wise"),
-    ({"bits": 2}, "moves float32 column slices"),
-    ({"schedule": "cd-5"}, "no boundary to delay or sample"),
-    ({"schedule": "pipe"}, "no boundary to delay or sample"),
-    ({"boundary_rate": 0.1}, "no boundary to delay or sample"),
-    ({"precompute_input": "on"}, "holds the input in column slices"),
-])
-def test_what_mop_cannot_run_with_is_refused_with_its_fix(options, refused):
-    paths = {name: "x" for name in ("graph", "partition", "plan", "out")}
-    found = TrainConfig(**paths, parallelism="mop", **options).conflicts()
-    assert any(refused in message and "--parallelism partition" in message for message in found), found
-    assert not any("--parallelism" in message for message in TrainConfig(**paths, **options).conflicts())
 
 
 def test_mop_layers_aggregate_first_and_partition_runs_keep_their_order():

@@ -73,7 +73,7 @@ def test_every_strategy_trains_the_same_model(steps, pipe_g_post, tmp_path):
 
 
 @pytest.mark.parametrize("extra, words", [
-    (["--bits", 2], "--bits 32"), (["--model", "gat"], "--model sage|gcn|gin")])
+    (["--bits", 2], "--bits 32"), (["--model", "gat"], "--model sage or gcn or gin")])
 def test_what_it_cannot_run_with_is_refused(steps, tmp_path, extra, words):
     out = tmp_path / "m.jsonl"
     result = run_cli("train", "--graph", steps / "graph", "--partition", steps / "partition", "--plan",

@@ -19,6 +19,6 @@ def test_it_projects_first_also_where_the_widths_are_equal():
 
 def test_distgnn_is_refused_for_it():
     config = TrainConfig(graph="g", partition="p", plan="q", out="o", model="gcn", schedule="cd-2")
-    assert any("defined for the mean aggregation only — use --model sage" in problem
+    assert any("needs the mean aggregation, which GCN is not — use --model sage" in problem
                for problem in config.conflicts())
     assert not GCN.weighted_cover

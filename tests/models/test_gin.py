@@ -4,8 +4,8 @@ tests/train/test_models.py)."""
 from supergcn.cli import build_parser
 from supergcn.cli.train import config_of
 from supergcn.models import card
-from supergcn.naming import Variant
 from supergcn.train.config import default, job_settings, with_model_defaults
+from supergcn.variants import Variant
 
 GIN = card("gin")
 PATHS = ["--graph", "g", "--partition", "p", "--plan", "q", "--out", "o"]

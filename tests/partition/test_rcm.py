@@ -18,7 +18,7 @@ from supergcn.errors import SuperGCNError
 from supergcn.partition.partition import edge_cut
 from supergcn.partition.rcm import cuthill_mckee, degrees, rcm_order, rcm_partition
 from supergcn.partition.store import Engine, load_partition, run_partition
-from supergcn.report.tables import preprocessing_table
+from supergcn.report.step_tables import preprocessing_table
 
 from conftest import run_cli
 

@@ -25,7 +25,7 @@ MACHINE = MachineProfile(name="test", latency_s=1e-3, bandwidth_bytes_per_s=1e6,
 def bns(rate):
     return next(epoch for epoch in methods.method_epochs({"hybrid": (0 * POST, POST), "post": (0 * POST, POST)},
                                                          CUT, EDGES, LAYERS, [rate])
-                if epoch.method == methods.bns_method(rate))
+                if epoch.method == methods.sampled_method("bns", rate))
 
 
 def by_hand_bns_bytes(rate, widths=(5, 5)):
@@ -74,13 +74,13 @@ def test_pipegcn_and_vanilla_send_the_post_exchange_less_layer_0():
         {"hybrid": (0 * POST, POST), "post": (0 * POST, POST)}, CUT, EDGES, LAYERS, [])}
     traffic = epoch_traffic("sage", 0 * POST, POST, 6, 5, 2, 3, bits=32, aggregate_first=True)
     less_layer_0 = epoch_loads(traffic)[1:]
-    for method in (methods.VANILLA, methods.PIPEGCN):
+    for method in (methods.VANILLA, "pipegcn"):
         assert epochs[method].bytes == sum(load.total_bytes for load in less_layer_0)
         assert epochs[method].calls == len(less_layer_0) == 4
         # and the same per rank: forward POST, backward POST^T
         assert [load.data_bytes.tolist() for load in epochs[method].loads] == [
             load.data_bytes.tolist() for load in less_layer_0]
-    assert epochs[methods.PIPEGCN].pipelined and not epochs[methods.VANILLA].pipelined
+    assert epochs["pipegcn"].pipelined and not epochs[methods.VANILLA].pipelined
 
 
 def test_bns_reads_the_sampled_share_of_each_senders_cut_edges():
@@ -102,7 +102,7 @@ def test_pipegcn_hides_its_exchange_behind_the_compute_by_hand():
     epochs = {epoch.method: epoch for epoch in methods.method_epochs(
         {"hybrid": (0 * POST, POST), "post": (0 * POST, POST)}, CUT, EDGES, LAYERS, [])}
     vanilla = methods.method_seconds(epochs[methods.VANILLA], NODES, LAYERS, machine)
-    pipegcn = methods.method_seconds(epochs[methods.PIPEGCN], NODES, LAYERS, machine)
+    pipegcn = methods.method_seconds(epochs["pipegcn"], NODES, LAYERS, machine)
     assert LAYERS.dense_flops_per_node() == 660 and LAYERS.dense_calls == 16
     assert vanilla["exchange"] == pytest.approx(pipegcn["exchange"]) == pytest.approx(10.28e-3)
     assert pipegcn["aggregation"] == pytest.approx(2e-3) and pipegcn["dense"] == pytest.approx(6.76e-3)
@@ -110,7 +110,7 @@ def test_pipegcn_hides_its_exchange_behind_the_compute_by_hand():
     assert vanilla["total"] == pytest.approx(19.04e-3)
     assert pipegcn["total"] == pytest.approx(10.28e-3)  # the exchange, the compute hidden behind it
     # ten times slower GEMMs: now the compute (68.16 ms) hides the exchange
-    slow = methods.method_seconds(epochs[methods.PIPEGCN], NODES, LAYERS, replace(machine, dense_flops_per_s=1e5))
+    slow = methods.method_seconds(epochs["pipegcn"], NODES, LAYERS, replace(machine, dense_flops_per_s=1e5))
     assert slow["total"] == pytest.approx(2e-3 + 66e-3 + 0.16e-3)
 
 
@@ -120,7 +120,7 @@ def test_pipegcn_is_the_larger_of_compute_and_exchange_and_never_slower_than_syn
     epochs = {epoch.method: epoch for epoch in methods.method_epochs(
         {"hybrid": (0 * POST, POST), "post": (0 * POST, POST)}, CUT, EDGES, LAYERS, [])}
     sync = methods.method_seconds(epochs[methods.VANILLA], NODES, LAYERS, machine)
-    pipelined = methods.method_seconds(epochs[methods.PIPEGCN], NODES, LAYERS, machine)
+    pipelined = methods.method_seconds(epochs["pipegcn"], NODES, LAYERS, machine)
     assert pipelined["total"] == max(pipelined["compute"], pipelined["exchange"])
     assert sync["total"] == pytest.approx(sync["compute"] + sync["exchange"])
     assert pipelined["total"] <= sync["total"]

@@ -9,6 +9,7 @@ from supergcn.naming import GNN_MODELS
 from supergcn.perf import prediction as perfmodel
 from supergcn.perf.prediction import MachineProfile
 from supergcn.perf.traffic import epoch_traffic
+from supergcn.testing.ops import StandInOps
 
 
 def epoch_exchange_widths(in_dim, hidden, out_dim, num_layers, input_requires_grad=False, model="sage",
@@ -159,21 +160,15 @@ def test_epoch_exchange_widths_follow_the_model(dims, requires_grad, expected):
     assert epoch_exchange_widths(*dims, num_layers=3, input_requires_grad=requires_grad) == expected
 
 
-class RecordingOps:
-    """What a layer asks of :class:`~supergcn.distributed.graph_ops.GraphOps`, on one rank
-    with no edges, recording the width of every aggregated row forward and backward."""
-
-    exact = True
+class RecordingOps(StandInOps):
+    """What a layer asks of its ops, on one rank with no edges, recording the width of every
+    aggregated row forward and backward."""
 
     def __init__(self, n):
-        from types import SimpleNamespace
-
-        from supergcn.testing.plans import edgeless_plan
-
+        super().__init__(n)
         self.seen = {"forward": [], "backward": []}
-        self.operators = SimpleNamespace(plan=edgeless_plan(n))
 
-    def record(self, x):
+    def aggregate(self, x):
         import torch
 
         seen = self.seen
@@ -190,27 +185,15 @@ class RecordingOps:
                 return grad
         return Recorder.apply(x)
 
-    def begin_pass(self, training):
-        pass
-
-    def next_layer(self):
-        return 0
-
     def sum(self, x, row_scale=None):
-        return self.record(x)
+        return self.aggregate(x)  # the width is what counts, not the scale
 
-    def mean(self, x):
-        return self.record(x)
+    def cached(self, state):
+        from supergcn.models.gat.layer import ATTENTION
 
-    def destinations(self, x):  # the rank's rows are both sources and destinations, as in GraphOps
-        return x
-
-    def cached(self, build):
-        from supergcn.models.gat.online_softmax import rank_attention
-
-        if build is rank_attention:  # GAT's aggregation: record its projected rows, all heads
-            return lambda z, source, destination, *options: self.record(z)
-        return build(self)
+        if state is ATTENTION:  # GAT's aggregation: record its projected rows, all heads
+            return lambda z, source, destination, *options: self.aggregate(z)
+        return super().cached(state)
 
 
 @pytest.mark.parametrize("model", GNN_MODELS)
@@ -223,10 +206,12 @@ def test_epoch_widths_match_what_training_exchanges(model, dims, aggregate_first
     applies."""
     import torch
 
+    from supergcn.models.ops import Ops
     from supergcn.train.gnn import GNN
 
     in_dim, hidden, out_dim = dims
     ops = RecordingOps(5)
+    assert isinstance(ops, Ops)  # every member a layer may ask for
     gnn = GNN(model, in_dim, hidden, out_dim, num_layers=3, heads=2, aggregate_first=aggregate_first)
     gnn(torch.randn(5, in_dim), ops).sum().backward()
     forward, backward = epoch_exchange_widths(in_dim, hidden, out_dim, 3, model=model,

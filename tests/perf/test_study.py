@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from supergcn.errors import SuperGCNError
-from supergcn.methods.mixgcn import epoch_transpose_values
+from supergcn.methods.mixgcn.exchange import epoch_transpose_values
 from supergcn.models import card
 from supergcn.partition.store import read_part_totals
 from supergcn.perf import study

@@ -1,5 +1,7 @@
 """The study's figures read the files they are given, and only those."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -129,3 +131,28 @@ def test_a_base_p_that_differs_by_dataset_is_named_for_each_in_the_shared_legend
                                        "speedup": 1.0, "oversubscribed": False}), tmp_path / "scaling")
     (legend,) = drawn["figure"].legends
     assert [text.get_text() for text in legend.get_texts()] == ["a (speed-up vs P = 2 on g, P = 1 on h)", "b"]
+
+
+def test_figures_name_variants_as_the_tables_do(tmp_path, monkeypatch):
+    """A published configuration by its paper's name; two variants that share one each with
+    its label beside it; in the scaling legend, a breakdown panel's title and an accuracy
+    curve's legend alike."""
+    from supergcn.report import figures
+
+    shown = figures.shown_names(["pre-fp32-nolp-cd-5", "hybrid-adaptive-lp", "hybrid-fp32-nolp-mop",
+                                 "post-fp32-nolp-mop", "hybrid-int2-nolp", "hybrid-int2-lp"])
+    assert shown == {"pre-fp32-nolp-cd-5": "DistGNN (cd-5)", "hybrid-adaptive-lp": "AdaQP w/ LP",
+                     "hybrid-fp32-nolp-mop": "MixGCN [hybrid-fp32-nolp-mop]",
+                     "post-fp32-nolp-mop": "MixGCN [post-fp32-nolp-mop]", "hybrid-int2-nolp": "hybrid-int2-nolp",
+                     "hybrid-int2-lp": "SuperGCN w/ comm optimizations"}
+    drawn = {}
+    monkeypatch.setattr(figures, "save_figure", lambda figure, stem: drawn.setdefault(Path(stem).name, figure))
+    figures.plot_scaling(pd.DataFrame({"dataset": "g", "variant": ["pre-fp32-nolp-cd-5", "hybrid-int2-lp"], "P": 1,
+                                       "epoch_seconds": 1.0, "speedup_base_P": 1, "speedup": 1.0,
+                                       "oversubscribed": False}), tmp_path / "scaling")
+    (legend,) = drawn["scaling"].legends
+    assert [text.get_text() for text in legend.get_texts()] == ["DistGNN (cd-5)", "SuperGCN w/ comm optimizations"]
+    figures.plot_breakdown(pd.DataFrame({"dataset": "g", "variant": ["post-fp32-nolp-pipe"], "P": [2],
+                                         **{f"{phase}_seconds": [0.1] for phase in figures.DETAIL}}),
+                           tmp_path / "breakdown")
+    assert drawn["breakdown"].axes[0].get_title() == "g\nPipeGCN"

@@ -9,17 +9,16 @@ import pytest
 
 from supergcn.distributed.timing import DETAIL, PhaseTimer
 from supergcn.errors import SuperGCNError
-from supergcn.report import tables as tables_module
+from supergcn.report import step_tables
+from supergcn.report.step_tables import preprocessing_table, volume_table
 from supergcn.report.tables import (
     accuracy_table,
     breakdown_table,
-    preprocessing_table,
     run_record,
     runs_table,
     scaling_caption,
     scaling_table,
     time_to_accuracy_table,
-    volume_table,
     write_table,
 )
 from supergcn.train.metrics import METRICS_FORMAT, read_metrics, summary_record, write_metrics
@@ -154,7 +153,7 @@ def test_int2_reduction_counts_the_parameters_that_travel_with_the_data(monkeypa
     parameters (15.06 at F = 256, 12.8 at F = 64), not the 16 of the data alone."""
     rows = {"pre": np.array([[0, 10], [6, 0]]), "post": np.array([[0, 8], [9, 0]]),
             "hybrid": np.array([[0, 8], [4, 0]])}
-    monkeypatch.setattr(tables_module, "plan_strategy_rows",
+    monkeypatch.setattr(step_tables, "plan_strategy_rows",
                         lambda directory: ({"num_ranks": 2, "strategy": "hybrid"}, rows))
     table = volume_table([("wide", "plan"), ("narrow", "plan")], {"wide": 256, "narrow": 64}).set_index("dataset")
     for dataset, width in (("wide", 256), ("narrow", 64)):

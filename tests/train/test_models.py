@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from supergcn.data.graph import load_graph, save_graph
-from supergcn.methods.mixgcn import epoch_transpose_values
+from supergcn.methods.mixgcn.exchange import epoch_transpose_values
 from supergcn.models import card
 from supergcn.naming import GNN_MODELS, STRATEGIES
 from supergcn.partition.metis import partition_graph

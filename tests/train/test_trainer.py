@@ -13,6 +13,7 @@ from supergcn.naming import STRATEGIES
 from supergcn.partition.metis import partition_graph
 from supergcn.partition.store import run_partition
 from supergcn.plan.store import read_plan_pairs, run_plan
+from supergcn.testing.ops import StandInOps
 from supergcn.train.allocator import allocator_name, requested_library
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import read_metrics
@@ -193,19 +194,11 @@ def test_overlap_changes_timing_not_results(workspace, tmp_path, rounding):
 
 def test_label_embedding_is_added_to_the_chosen_inputs_only():
 
-    class Identity:
+    class Identity(StandInOps):
         """Aggregation stand-in: every layer sees only its own row."""
 
-        exact = True
-
-        def mean(self, x):
+        def aggregate(self, x):
             return torch.zeros_like(x)
-
-        def destinations(self, x):
-            return x  # every row is a destination, as on the full graph
-
-        def begin_pass(self, training):
-            pass
 
     torch.manual_seed(0)
     model = GNN("sage", 4, 8, 3, num_layers=1, dropout=0.0, label_propagation=True).eval()
@@ -213,11 +206,11 @@ def test_label_embedding_is_added_to_the_chosen_inputs_only():
     labels = torch.tensor([2, 0])
     nodes = torch.tensor([1, 4])
     with torch.no_grad():
-        plain = model(x, Identity())
-        with_labels = model(x, Identity(), nodes, labels)
+        plain = model(x, Identity(6))
+        with_labels = model(x, Identity(6), nodes, labels)
         shifted = x.clone()
         shifted[nodes] += model.label_embedding.weight[labels]
-        expected = model(shifted, Identity())
+        expected = model(shifted, Identity(6))
     torch.testing.assert_close(with_labels, expected)
     unchanged = torch.tensor([0, 2, 3, 5])
     torch.testing.assert_close(with_labels[unchanged], plain[unchanged])

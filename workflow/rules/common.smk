@@ -1,5 +1,6 @@
-# Paths, wildcards and helpers shared by the rules. The Snakefile imports only the
-# light modules supergcn.naming, supergcn.models (the cards), supergcn.plan.costs, supergcn.sources, supergcn.train.config,
+# Paths, wildcards and helpers shared by the rules. The Snakefile imports only the light modules
+# supergcn.naming, supergcn.variants, supergcn.models and supergcn.methods (the cards), supergcn.plan.costs,
+# supergcn.sources, supergcn.train.config,
 # supergcn.workflow_config, supergcn.options, supergcn.partition.config, supergcn.data.own_files and (in the
 # onstart hook) supergcn.cluster.slurm, so parsing the workflow pays for no scientific library.
 import errno
@@ -12,21 +13,19 @@ from supergcn.naming import (
     DATASET_NAME,
     FIGURES,
     GNN_MODELS,
-    MIXTURE_OF_PARALLELISM,
     PERF_FIGURES,
     PERF_TABLES,
     PRECISIONS,
     STRATEGIES,
     TABLES,
-    VARIANT_PATTERN,
-    Variant,
 )
 from supergcn.data.own_files import GraphFiles
 from supergcn.models import weighted_cover_models
 from supergcn.options import command_line
 from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
-from supergcn.train.config import TrainConfig, job_settings, replication_peak_bytes
+from supergcn.train.config import TrainConfig, job_settings
+from supergcn.variants import VARIANT_PATTERN, Variant
 from supergcn.workflow_config import ConfigError
 
 DATA = config["data_root"]
@@ -140,15 +139,30 @@ def partition_threads(wildcards):
 
 def variants():
     """The study's variants; one that cannot run with the training options is an error now."""
-    chosen = [Variant.from_config(entry, TRAINING["model"]) for entry in config["variants"]]
+    try:
+        chosen = [Variant.from_config(entry, TRAINING["model"]) for entry in config["variants"]]
+    except ValueError as exc:
+        raise ConfigError(f"{exc} (in the config's variants list)")
     problems = [
         f"variant {variant.name}: {problem}"
         for variant in chosen
-        for problem in TrainConfig(**settings_of_variant(TRAINING, variant)).conflicts()
+        for problem in variant_conflicts(variant)
     ]
     if problems:
         raise ConfigError("; ".join(problems) + " (in the config's variants list)")
     return chosen
+
+
+def variant_conflicts(variant):
+    """What a variant cannot run with: its options' conflicts, and a plan its method does not take."""
+    found = TrainConfig(**settings_of_variant(TRAINING, variant)).conflicts()
+    method = variant.method
+    if method is not None and variant.strategy not in method.strategies:
+        found.append(
+            f"{method.title} runs on a {' or '.join(method.strategies)} plan, not {variant.strategy} — "
+            f"use strategy: {method.strategies[0]}"
+        )
+    return found
 
 
 def variant_names():
@@ -274,20 +288,21 @@ def nodes_for(wildcards):
     return math.ceil(int(wildcards.P) / EXECUTION["ranks_per_node"])
 
 
-def replicated_adjacency_mb(wildcards, input):
-    """MiB a rank of MixGCN's mixture of parallelism holds besides its share: its copy of the
-    whole adjacency at its peak while built (supergcn.train.config.replication_peak_bytes);
-    none for the other variants and for jobs of no variant (bench comm)."""
-    if "variant" not in wildcards.keys() or variant_of(wildcards).parallelism != MIXTURE_OF_PARALLELISM:
+def method_memory_mb(wildcards, input):
+    """MiB a rank of a variant's method holds besides its share (its card's memory: MixGCN's
+    copy of the whole adjacency), at its peak while built; none for the other variants and for
+    jobs of no variant (bench comm)."""
+    method = variant_of(wildcards).method if "variant" in wildcards.keys() else None
+    if method is None or method.memory is None:
         return 0
     meta = graph_meta(input.graph)
-    return math.ceil(replication_peak_bytes(meta["num_nodes"], meta["num_edges_directed"]) / 2**20)
+    return math.ceil(method.memory.peak(meta["num_nodes"], meta["num_edges_directed"]) / 2**20)
 
 
 def memory_per_node(wildcards, input):
     """Schedulers apply mem_mb per node: the ranks that share one, each its
     execution.mem_mb_per_rank and its copy of the adjacency where it keeps one."""
-    per_rank = EXECUTION["mem_mb_per_rank"] + replicated_adjacency_mb(wildcards, input)
+    per_rank = EXECUTION["mem_mb_per_rank"] + method_memory_mb(wildcards, input)
     return min(int(wildcards.P), EXECUTION["ranks_per_node"]) * per_rank
 
 

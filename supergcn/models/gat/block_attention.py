@@ -1,4 +1,4 @@
-"""GAT's attention on one mini-batch block (DistGNN-MB, :mod:`supergcn.methods.distgnn_mb`):
+"""GAT's attention on one mini-batch block (DistGNN-MB's, :mod:`supergcn.methods.distgnn_mb`):
 local, with nothing to exchange.
 
 A block has ``num_dst`` destinations, which are its first ``num_dst`` sources (the sampler's
@@ -14,9 +14,10 @@ per head, with z = x W^T over all sources. This is PyG's ``GATConv`` on the bipa
 destination, the first min(num_src, num_dst) = num_dst of each, after removing any present.
 
 The sum runs on the numba kernels of :mod:`supergcn.kernels.attention` over the block's
-num_dst x num_src CSR, as the full graph's owner sum does at P = 1; wherever attention
-dropout draws, on torch operations, the dropout (PyG's) applied to alpha: the kept weights
-scaled by 1 / (1 - p) in the numerator, the denominator undropped.
+num_dst x num_src CSR, as the full graph's owner sum does at P = 1; with ``kernel="torch"``
+and wherever attention dropout draws, on torch operations (the reference path), the dropout
+(PyG's) applied to alpha: the kept weights scaled by 1 / (1 - p) in the numerator, the
+denominator undropped.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ class BlockAttention:
         indptr: the block's CSR pointers over its destinations (kept edges only).
         indices: each kept edge's source position.
         num_src: the block's sources.
+        kernel: ``numba`` (the fused kernels) or ``torch`` (torch operations).
     """
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_src: int) -> None:
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_src: int, kernel: str = "numba") -> None:
         num_dst = len(indptr) - 1
         destination = np.repeat(np.arange(num_dst, dtype=np.int64), np.diff(indptr))
         source = np.asarray(indices, dtype=np.int64)
@@ -48,7 +50,8 @@ class BlockAttention:
         self.destination = torch.from_numpy(np.concatenate([destination[other], loops]))
         self.source = torch.from_numpy(np.concatenate([source[other], loops]))
         self.num_dst = num_dst
-        self.csr = AttentionCsr(self.destination.numpy(), self.source.numpy(), num_dst, num_src)
+        self.csr = AttentionCsr(self.destination.numpy(), self.source.numpy(), num_dst, num_src) \
+            if kernel == "numba" else None
 
     def __call__(self, z: torch.Tensor, source_score: torch.Tensor, destination_score: torch.Tensor,
                  layer: int, negative_slope: float = 0.2, dropout: float = 0.0, training: bool = False) -> torch.Tensor:
@@ -68,10 +71,23 @@ class BlockAttention:
             num_dst x H x C aggregated rows.
         """
         destination_score = destination_score[:self.num_dst]
-        if training and dropout > 0:
-            return _dropped_attention(z, source_score, destination_score, self.destination, self.source,
-                                      negative_slope, dropout)
+        if self.csr is None or (training and dropout > 0):
+            return _edge_attention(z, source_score, destination_score, self.destination, self.source,
+                                   negative_slope, dropout if training else 0.0)
         return _fused_attention(z, source_score, destination_score, self.csr, negative_slope)
+
+
+def block_attention(ops) -> BlockAttention:
+    """GAT's attention over a block, from the block's ops
+    (:class:`~supergcn.methods.distgnn_mb.blocks.BlockOps`: its kept edges and kernels).
+
+    Args:
+        ops: the block's ops.
+
+    Returns:
+        Its attention.
+    """
+    return BlockAttention(ops.indptr, ops.indices, ops.num_src, ops.kernel)
 
 
 @phase("aggregation")
@@ -83,12 +99,12 @@ def _fused_attention(z, source_score, destination_score, csr, negative_slope):
 
 
 @phase("aggregation")
-def _dropped_attention(z, source_score, destination_score, destination, source, negative_slope, dropout):
-    """Edge by edge on torch: E x H weights, dropped on the numerator's side."""
+def _edge_attention(z, source_score, destination_score, destination, source, negative_slope, dropout):
+    """Edge by edge on torch: E x H weights, dropped on the numerator's side (none at 0)."""
     num_dst, heads = destination_score.shape
     scores = F.leaky_relu(destination_score[destination] + source_score[source], negative_slope)
     weights = torch.exp(scores - segment_max(scores, destination, num_dst)[destination])
     denominator = weights.new_zeros((num_dst, heads)).index_add_(0, destination, weights)
-    kept = F.dropout(weights, dropout, True)
+    kept = F.dropout(weights, dropout, True) if dropout > 0 else weights
     numerator = z.new_zeros((num_dst, *z.shape[1:])).index_add_(0, destination, kept[..., None] * z[source])
     return numerator / denominator[..., None]

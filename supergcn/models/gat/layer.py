@@ -5,10 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.timing import phase
+from supergcn.models.gat.block_attention import block_attention
 from supergcn.models.gat.online_softmax import rank_attention
-from supergcn.train.inputs import LabelledInput, project
+from supergcn.models.inputs import LabelledInput, project
+from supergcn.models.ops import Ops, RankState
 
 
 class Layer(nn.Module):
@@ -48,21 +49,26 @@ class Layer(nn.Module):
         self.heads, self.width, self.concat = heads, width, concat
         self.dense_dtype, self.attention_dropout, self.negative_slope = dense_dtype, attention_dropout, negative_slope
 
-    def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | LabelledInput, ops: Ops) -> torch.Tensor:
         """The layer on the rank's rows.
 
         Args:
-            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.train.inputs.LabelledInput`).
+            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.models.inputs.LabelledInput`).
             ops: the rank's aggregations.
 
         Returns:
             n x ``out_dim`` float32 rows.
         """
         z = _project(x, self.lin.weight, self.dense_dtype, self.heads, self.width)
-        attention = ops.cached(rank_attention)  # built collectively by the first GAT layer
+        attention = ops.cached(ATTENTION)  # built collectively by the first GAT layer
         out = attention(z, _score(z, self.att_src), _score(z, self.att_dst), ops.next_layer(), self.negative_slope,
                         self.attention_dropout, self.training)
         return _combine_heads(out, self.bias, self.concat)
+
+
+#: GAT's aggregation, built once per rank: the online softmax across ranks over the full graph,
+#: the local one over a mini-batch's block.
+ATTENTION = RankState(rank_attention, block_attention)
 
 
 @phase("dense")

@@ -347,11 +347,12 @@ class DistributedAttention:
 
 
 def rank_attention(ops) -> DistributedAttention:
-    """The rank's :class:`DistributedAttention`, built (collectively) once per rank through
+    """The rank's :class:`DistributedAttention`, the full graph's form of GAT's attention
+    (:data:`supergcn.models.gat.layer.ATTENTION`), built (collectively) once per rank through
     :meth:`~supergcn.distributed.graph_ops.GraphOps.cached`.
 
     Args:
-        ops: the rank's aggregations.
+        ops: the rank's aggregations over the full graph (their exchange and operators).
 
     Returns:
         Its attention.

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch import nn
 
-from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.timing import phase
 from supergcn.models.gcn import CARD
-from supergcn.train.inputs import LabelledInput, add, aggregate_and_project, projected
+from supergcn.models.inputs import LabelledInput, add, aggregate_and_project, projected
+from supergcn.models.ops import Ops, RankState
 
 
 class Normalisation:
@@ -17,19 +16,14 @@ class Normalisation:
     and which of them lack a self loop in the graph (PyG adds one there).
 
     Args:
-        ops: the rank's aggregations (its plan's degrees and local edges).
+        ops: the rank's aggregations (their destinations' degrees and self loops).
     """
 
-    def __init__(self, ops: GraphOps) -> None:
-        plan = ops.operators.plan
-        degree = torch.from_numpy(plan.in_degree.astype(np.float32))
-        rows = np.repeat(np.arange(plan.num_owned), np.diff(plan.local_indptr))
-        has_loop = np.zeros(plan.num_owned, dtype=bool)
-        has_loop[rows[plan.local_indices == rows]] = True
-        self.missing_loop = torch.from_numpy((~has_loop).astype(np.float32))[:, None]
-        self.inv_sqrt_degree = (degree + self.missing_loop[:, 0]).rsqrt()
+    def __init__(self, ops: Ops) -> None:
+        self.missing_loop = (~ops.self_loops()).to(torch.float32)[:, None]
+        self.inv_sqrt_degree = (ops.in_degree() + self.missing_loop[:, 0]).rsqrt()
 
-    def aggregate(self, ops: GraphOps, x: torch.Tensor) -> torch.Tensor:
+    def aggregate(self, ops: Ops, x: torch.Tensor) -> torch.Tensor:
         """``Â_sym x`` (:mod:`supergcn.models.gcn`) through the exchange; differentiable.
 
         Args:
@@ -42,6 +36,10 @@ class Normalisation:
         scaled = _scale(x, self.inv_sqrt_degree[:, None])
         return _add_self_loops(ops.sum(scaled, self.inv_sqrt_degree), scaled, self.missing_loop,
                                self.inv_sqrt_degree[:, None])
+
+
+#: The normalisation, built once per rank; a block's degrees are not the graph's, so it has no block form.
+NORMALISATION = RankState(Normalisation)
 
 
 @phase("aggregation")
@@ -74,17 +72,17 @@ class Layer(nn.Module):
         self.dense_dtype = dense_dtype
         self.transform_first = CARD.layer_transforms_first(in_dim, out_dim, aggregate_first)
 
-    def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | LabelledInput, ops: Ops) -> torch.Tensor:
         """The layer on the rank's rows.
 
         Args:
-            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.train.inputs.LabelledInput`).
+            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.models.inputs.LabelledInput`).
             ops: the rank's aggregations.
 
         Returns:
             n x ``out_dim`` float32 rows.
         """
-        norm = ops.cached(Normalisation)
+        norm = ops.cached(NORMALISATION)
         if self.transform_first:
             aggregated = norm.aggregate(ops, projected(x, self.lin.weight, self.dense_dtype))
         else:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from supergcn.distributed.graph_ops import GraphOps
 from supergcn.distributed.timing import phase
 from supergcn.models.gin import CARD
-from supergcn.train.inputs import LabelledInput, affine, aggregate_and_project, projected, relu
+from supergcn.models.inputs import LabelledInput, affine, aggregate_and_project, projected, relu
+from supergcn.models.ops import Ops
 
 
 class Layer(nn.Module):
@@ -31,11 +31,11 @@ class Layer(nn.Module):
         self.dense_dtype = dense_dtype
         self.transform_first = CARD.layer_transforms_first(in_dim, out_dim, aggregate_first)
 
-    def forward(self, x: torch.Tensor | LabelledInput, ops: GraphOps) -> torch.Tensor:
+    def forward(self, x: torch.Tensor | LabelledInput, ops: Ops) -> torch.Tensor:
         """The layer on the rank's rows.
 
         Args:
-            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.train.inputs.LabelledInput`).
+            x: n x ``in_dim`` input, plain or factored (:class:`~supergcn.models.inputs.LabelledInput`).
             ops: the rank's aggregations.
 
         Returns:

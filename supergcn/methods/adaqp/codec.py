@@ -1,48 +1,23 @@
-"""AdaQP's adaptive bit widths (Wan et al., MLSys '23) on our exchanges: ``--bits adaptive``.
+"""AdaQP's widths on one rank (its maths: :mod:`supergcn.methods.adaqp`): the traces of a
+traced epoch, the assignment the solver makes from them, and the exact exchange's wire codec
+that sends each row at its width."""
 
-Every exchange of a training pass (``forward<l>`` and ``backward<l>`` for layer l) has
-its own assignment of 2, 4 or 8 bits to each row it sends:
-
-1. Trace. In a traced epoch every rank records, for each row it sends, the value range
-   (max - min) of the row; with the row's aggregation coefficients alpha (the row scale
-   of every destination it reaches, told by the receiver once: forward rows reach
-   destinations v scaled by D_v; gradient rows reach their sources unscaled) its
-   variance weight is beta_k = sum_v alpha_{v,k}^2 * width * (max_k - min_k)^2 / 6
-   (AdaQP §4.2, Theorem 1; AdaQP's code squares the sum of the alphas instead, we keep
-   the paper's sum of squares, the variance of the aggregated values).
-2. Group. Each rank sorts its rows for each peer by beta, largest first, and cuts them
-   into groups of ``group_size`` rows (AdaQP's grouping); a group's beta is the sum.
-3. Solve. Rank 0 gathers every rank's groups and solves Problem 12 for each exchange
-   (:mod:`supergcn.methods.adaqp_solver`, HiGHS), then scatters the widths.
-4. Tell. Every sender expands its groups' widths to its rows and sends each receiver the
-   width of every row it will receive (one byte per row, once per assignment).
-
-Traced epochs are epoch 1 and every ``period``-th epoch after it (but the last); the
-assignment made at the end of a traced epoch holds from the next epoch on. Before the first assignment every
-row travels at 8 bits, AdaQP's initial assignment. (AdaQP first assigns after ``period``
-epochs at 8 bits, from traces summed over them; we assign after the first epoch, so that
-short runs are assigned at all.)
-
-Wire layout. Rows are quantized per width with the rounding chosen for the run
-(:func:`supergcn.kernels.quantization.quantize`, AdaQP rounds stochastically) and each
-peer's chunk holds its 2-bit, then 4-bit, then 8-bit rows, each block packed and padded
-to whole bytes as a uniform exchange is; the (zero point, scale) pairs follow the same
-row order in the second message.
-"""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from supergcn.distributed.comm import Communicator
+from supergcn.distributed.protocol import RankMethod
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
 from supergcn.kernels.ranges import block_starts, concatenated_ranges
 from supergcn.kernels.wire import parameters_from_wire, parameters_to_wire
-from supergcn.methods.adaqp_solver import WIDTHS, Groups, solve
-from supergcn.naming import ADAPTIVE_GROUP_SIZE, ADAPTIVE_PERIOD, ADAPTIVE_WEIGHT
+from supergcn.methods.adaqp import ADAPTIVE_GROUP_SIZE, ADAPTIVE_PERIOD, ADAPTIVE_WEIGHT
+from supergcn.methods.adaqp.solver import WIDTHS, Groups, solve
 
 #: Bits of every row before the first assignment: AdaQP's initial assignment.
 UNASSIGNED_BITS = 8
@@ -143,9 +118,13 @@ class _Trace:
     width: int
 
 
-class AdaptiveBits:
-    """One rank's assignments, traces and re-assignment (module docstring). Exchanges are
-    keyed ``(reverse, layer)``: a gradient exchange or not, and its layer."""
+class AdaptiveBits(RankMethod):
+    """One rank's assignments, traces and re-assignment (:mod:`supergcn.methods.adaqp`), and
+    the wire codec of the exact exchange (:class:`~supergcn.distributed.protocol.WireCodec`).
+    Exchanges are keyed ``(reverse, layer)``: a gradient exchange or not, and its layer."""
+
+    #: The widest a row travels at: what an exchange sizes its pieces by.
+    widest_bits = max(WIDTHS)
 
     def __init__(self, communicator: Communicator, settings: AdaptiveSettings, send_counts: np.ndarray,
                  recv_counts: np.ndarray, coefficients) -> None:
@@ -159,6 +138,44 @@ class AdaptiveBits:
         self.layouts: dict[tuple[bool, int], MixedLayout] = {}
         self.tracing = False
         self._traces: dict[tuple[bool, int], _Trace] = {}
+
+    @property
+    def codec(self) -> AdaptiveBits:
+        """The method is the exchange's codec."""
+        return self
+
+    def layout(self, rows: np.ndarray, reverse: bool, layer: int, row_scale: torch.Tensor | None):
+        """The wire layout of a training exchange's ``rows``, traced where the epoch traces:
+        its assignment, or :data:`UNASSIGNED_BITS` for every row before the first.
+
+        Args:
+            rows: the rows this rank sends.
+            reverse: whether they are gradients.
+            layer: the exchange's layer.
+            row_scale: the destinations' scale of a forward exchange (None: 1).
+
+        Returns:
+            A :class:`MixedLayout`, or the bits of every row.
+        """
+        key = (reverse, layer)
+        self.trace(key, rows, row_scale)
+        return self.layouts.get(key, UNASSIGNED_BITS)
+
+    def end_epoch(self) -> dict:
+        """After a traced epoch, the re-assignment (collective; outside the epoch's time and
+        bytes) and, on rank 0, its record: its wall time and, per exchange, rows per width,
+        solver objective and seconds.
+
+        Returns:
+            ``{"bit_assignment": {"seconds": ..., "exchanges": ...}}`` on rank 0 after a
+            traced epoch; empty otherwise.
+        """
+        if not self.tracing:
+            return {}
+        started = time.perf_counter()
+        exchanges = self.reassign()
+        seconds = time.perf_counter() - started
+        return {"bit_assignment": {"seconds": seconds, "exchanges": exchanges}} if self.communicator.rank == 0 else {}
 
     def begin_epoch(self, epoch: int, last_epoch: int) -> bool:
         """Trace ``epoch`` (1-based) if an assignment follows it: epochs 1, 1 + period, ...,
@@ -217,3 +234,18 @@ class AdaptiveBits:
     def restore(self, state: dict) -> None:
         self.layouts = {key: MixedLayout(send_bits, self._counts(key[0])[0], recv_bits, self._counts(key[0])[1])
                         for key, (send_bits, recv_bits) in state.items()}
+
+
+def build(context) -> AdaptiveBits:
+    """The rank's widths, with the run's lambda, group size and period.
+
+    Args:
+        context: the rank's :class:`~supergcn.train.steps.RankContext`.
+
+    Returns:
+        The method's state on this rank.
+    """
+    config, operators = context.config, context.operators
+    settings = AdaptiveSettings(config.adaptive_weight, config.adaptive_group_size, config.adaptive_period)
+    return AdaptiveBits(context.communicator, settings, operators.send_counts, operators.recv_counts,
+                        operators.coefficients)

@@ -1,5 +1,5 @@
-"""Run by tests/train/test_inputs.py under ``mpiexec -n P``: the factored first-layer input
-of masked label propagation (:class:`supergcn.train.inputs.LabelledInput`) against the
+"""Run by tests/models/test_inputs.py under ``mpiexec -n P``: the factored first-layer input
+of masked label propagation (:class:`supergcn.models.inputs.LabelledInput`) against the
 written-out formulation ``X' = N(X + S E[y])`` differentiated by autograd, on the same
 rank's operators: the same loss, logits and summed gradients within 1e-5 (Int2: see
 :func:`agree`), and the same

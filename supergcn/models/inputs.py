@@ -19,8 +19,8 @@ X' factored instead:
   standardised (and differentiated) afresh.
 
 A layer that aggregates its input before transforming it (input narrower than the
-output, or ``aggregate_first``) has, without N and where the exchange is exact (float32,
-synchronous, :attr:`GraphOps.exact`),
+output, or ``aggregate_first``) has, without N and where the pass's aggregation is exact
+(float32 and synchronous, :attr:`supergcn.models.ops.Ops.exact`),
 
     A(X') W^T = A(X) W^T + A(M) (E W^T),     M = S onehot(y) (n x C),
 
@@ -29,10 +29,11 @@ the features' aggregation needs no gradient. None of these paths has a gradient 
 respect to X, and each equals the written-out X' up to float rounding. Two cases write X' out
 (:meth:`LabelledInput.dense`) and pay its n x F gradient:
 
-* a quantized or delayed exchange (Int2, AdaQP, DistGNN) of a layer that aggregates
-  first: the exchanged rows are quantized (or kept stale) rows of X' itself, which is not
-  linear in X', and the embedding's gradient must come back through the reverse exchange
-  of every row, so that the bytes on the wire stay those of the written-out formulation;
+* a training pass that is not exact (quantized rows, or a compared method's exchange that
+  delays, samples or keeps rows stale) at a layer that aggregates first: the exchanged
+  rows are such rows of X' itself, which is not linear in X', and the embedding's gradient
+  must come back through the reverse exchange of every row, so that the bytes on the wire
+  stay those of the written-out formulation;
 * ``input_norm`` with a layer that aggregates first: the normalised label rows are not
   linear in E, so their aggregation would need rows of width F anyway.
 """

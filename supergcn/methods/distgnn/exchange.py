@@ -1,43 +1,6 @@
-"""DistGNN's delayed remote partial aggregates (Md et al., SC '21): the schedules cd-r and 0c.
-
-DistGNN sends the partial aggregates of boundary vertices (our ``pre`` rows) but not every
-epoch: cd-r sends a bucket of them per epoch and adds each at its destination r epochs
-later; 0c never communicates; cd-0 is the ordinary synchronous exchange (and is run by
-:class:`~supergcn.distributed.rank_operators.RankOperators`, gradients included, so that it
-equals ``pre`` exactly). The public implementation is DGL's DRPA (``dgl/distgnn``, PR
-#3381); this module implements the same semantics on our edge-cut plans, where the owner
-of a destination plays DRPA's root and every sender a leaf. Exactly:
-
-Mean aggregation of destination v at a layer's t-th training pass (t = 0, 1, ...; one pass
-per epoch) is
-
-    y_v = (sum_{u in N_local(v)} x_u + sum_{k in A_t(v)} a_k) / (deg_local(v) + sum_{k in A_t(v)} c_k)
-
-(0 where the denominator is 0), with a_k a received row of the plan's send buffer (a PRE
-partial sum of c_k sources, or a POST source row, c_k = 1 per destination it serves) and
-A_t(v) the rows that arrive for v at pass t. Like DRPA, the degree counts only what
-arrived, so 0c is training on the graph with the cut edges removed.
-
-* Buckets. Each sender cuts its block of rows for each peer into r contiguous chunks
-  (chunk q holds rows floor(q n / r) .. floor((q + 1) n / r) - 1 of an n-row block). DRPA
-  cuts a partition's split vertices, in local id order, into r contiguous chunks; there a
-  vertex has copies on several partitions, here the send buffer is grouped by peer, so
-  cutting each peer's block keeps every bucket about 1/r of every peer's traffic.
-* Pass t computes the rows of bucket t mod r from the current input and starts sending
-  them (a nonblocking Alltoallv, awaited r passes later). They are added at pass t + r,
-  in place of nothing: A_t is the bucket t mod r computed at pass t - r, and passes t < r
-  receive nothing (local neighbours and local degree only, as DRPA's first r epochs).
-  A bucket's remote rows thus reach their destination once every r epochs, r epochs old.
-* Backward. Arrived rows are constants (DRPA's backward returns the gradient unchanged):
-  dL/dx = L^T (G / deg_t), local only; no gradient is exchanged, so a cd-r epoch sends
-  one bucket forward per layer and nothing backward.
-* Evaluation uses the exact synchronous aggregation, as DistGNN evaluates on the whole
-  graph, so accuracies are comparable across schedules.
-* DRPA's roots also send their updated sums back to their leaves (copies of the same
-  vertex); with an edge cut a vertex has no copies, so that half has no counterpart.
-
-Only the mean aggregation (GraphSAGE) is defined this way, as in DistGNN.
-"""
+"""DistGNN's delayed mean on one rank (its maths: :mod:`supergcn.methods.distgnn`): each
+training pass sends one bucket of partial aggregates and adds the bucket sent r passes
+before, dividing by the degree of what arrived."""
 
 from __future__ import annotations
 
@@ -47,9 +10,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from supergcn.distributed.operators import SparseOperator
+from supergcn.distributed.comm import Arrived
+from supergcn.distributed.operators import SparseOperator, inverse_degree
+from supergcn.distributed.protocol import RankMethod
 from supergcn.kernels.ranges import block_starts, concatenated_ranges
-from supergcn.naming import schedule_delay
+from supergcn.methods.distgnn import schedule_delay
 
 
 def bucket_rows(counts: np.ndarray, delay: int, bucket: int) -> tuple[np.ndarray, np.ndarray]:
@@ -59,16 +24,6 @@ def bucket_rows(counts: np.ndarray, delay: int, bucket: int) -> tuple[np.ndarray
     first = counts * bucket // delay
     sizes = counts * (bucket + 1) // delay - first
     return concatenated_ranges(block_starts(counts) + first, sizes), sizes
-
-
-class _Arrived:
-    """Rows already received (restored from a checkpoint), in place of a pending exchange."""
-
-    def __init__(self, rows: np.ndarray) -> None:
-        self.rows = rows
-
-    def wait(self) -> np.ndarray:
-        return self.rows
 
 
 class _Bucket:
@@ -85,9 +40,16 @@ class _Bucket:
         self.degree = torch.from_numpy((remote_part @ received_sources[recv_rows]).astype(np.float32))
 
 
-class DelayedAggregation:
-    """The mean aggregation of one rank under a cd-r (r >= 1) or 0c schedule (module
-    docstring), on the rank's :class:`~supergcn.distributed.rank_operators.RankOperators`."""
+class DelayedAggregation(RankMethod):
+    """The mean aggregation of one rank under a cd-r (r >= 1) or 0c schedule
+    (:mod:`supergcn.methods.distgnn`), on the rank's
+    :class:`~supergcn.distributed.rank_operators.RankOperators`: the exchange of its training
+    passes (:class:`~supergcn.distributed.protocol.Exchange`), which normalises the mean
+    itself."""
+
+    in_evaluation = False  # DistGNN evaluates on the whole graph: the exact exchange
+    exact = False
+    owns_normalisation = True
 
     def __init__(self, operators, schedule: str) -> None:
         delay = schedule_delay(schedule)
@@ -98,6 +60,7 @@ class DelayedAggregation:
         self.local_degree = torch.from_numpy(np.diff(operators.plan.local_indptr).astype(np.float32))
         self.passes = 0        # training passes begun (one per epoch)
         self._in_flight: dict[int, deque] = {}  # per layer, oldest first
+        self._inv_degree: dict[int, torch.Tensor] = {}  # per layer, this pass's: its backward's
         self.buckets: list[_Bucket] = []
         if delay is not None:
             matrices = operators.plan.matrices()
@@ -106,12 +69,17 @@ class DelayedAggregation:
                                     operators.recv_counts, received_sources, operators.local.kernel)
                             for q in range(delay)]
 
+    @property
+    def exchange(self) -> DelayedAggregation:
+        """The method is its exchange."""
+        return self
+
     def begin_pass(self) -> None:
         """Start a training pass (an epoch's forward)."""
         self.passes += 1
 
-    def forward(self, x: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(y, 1 / degree) of the pass's ``layer``-th aggregation."""
+    def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
+        """y of the pass's ``layer``-th aggregation (the mean: ``row_scale`` is None)."""
         operators, timer = self.operators, self.operators.timer
         with timer.phase("aggregation"):
             out = operators.local.matmul(x)
@@ -129,13 +97,14 @@ class DelayedAggregation:
                 with timer.phase("aggregation"):
                     bucket.remote.matmul(arrived, out=out, accumulate=True)
                 degree = degree + bucket.degree
-        inv_degree = torch.where(degree > 0, 1.0 / degree.clamp(min=1), torch.zeros_like(degree))
+        inv_degree = self._inv_degree[layer] = inverse_degree(degree)
         with timer.phase("aggregation"):
-            return out.mul_(inv_degree[:, None]), inv_degree
+            return out.mul_(inv_degree[:, None])
 
-    def backward(self, grad: torch.Tensor, inv_degree: torch.Tensor) -> torch.Tensor:
+    def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
+        """The local gradient of the pass's ``layer``-th aggregation (arrived rows are constants)."""
         with self.operators.timer.phase("aggregation"):
-            return self.operators.local.matmul(grad * inv_degree[:, None], transpose=True)
+            return self.operators.local.matmul(grad.contiguous() * self._inv_degree[layer][:, None], transpose=True)
 
     def state(self) -> dict:
         """What a checkpoint needs to continue exactly: the passes and the rows in flight
@@ -146,10 +115,10 @@ class DelayedAggregation:
 
     def restore(self, state: dict) -> None:
         self.passes = state["passes"]
-        self._in_flight = {layer: deque(_Arrived(rows) for rows in rows_list)
+        self._in_flight = {layer: deque(Arrived(rows) for rows in rows_list)
                            for layer, rows_list in state["in_flight"].items()}
 
-    def drain(self) -> None:
+    def close(self) -> None:
         """Wait for every exchange still in flight (before the communicator is closed)."""
         for queue in self._in_flight.values():
             for entry in queue:
@@ -157,15 +126,16 @@ class DelayedAggregation:
         self._in_flight.clear()
 
 
-class DelayedMean(torch.autograd.Function):
-    """The delayed mean aggregation as a differentiable operator (local gradient only)."""
+def build(context) -> RankMethod:
+    """The rank's delayed mean under ``context.config.schedule``; cd-0 is the synchronous
+    exchange, which the exact operators run (nothing to build).
 
-    @staticmethod
-    def forward(ctx, x, delayed: DelayedAggregation, layer: int):
-        out, ctx.inv_degree = delayed.forward(x.detach(), layer)
-        ctx.delayed = delayed
-        return out
+    Args:
+        context: the rank's :class:`~supergcn.train.steps.RankContext`.
 
-    @staticmethod
-    def backward(ctx, grad):
-        return ctx.delayed.backward(grad.contiguous(), ctx.inv_degree), None, None
+    Returns:
+        The method's state on this rank (collective).
+    """
+    if schedule_delay(context.config.schedule) == 0:
+        return RankMethod()
+    return DelayedAggregation(context.operators, context.config.schedule)

@@ -1,37 +1,6 @@
-"""BNS-GCN's boundary node sampling (Wan et al., MLSys '22): each epoch every rank sends a
-random share p of its boundary rows, scaled up by the share's inverse, and the edges of
-the others are dropped for that epoch.
-
-With the rank's operators of :mod:`supergcn.distributed.rank_operators` (L the local CSR,
-S the send operator, one row per send-buffer row; R the receive side's CSR; D the row
-scale, the full graph's degrees), at each training pass (one per epoch) rank i draws, for
-each peer j, k_ij = floor(p n_ij) of the n_ij rows it sends j, uniformly without
-replacement, and sends their positions once (int64 ids). With S_p the drawn rows of S,
-R_p the columns of R they arrive in and c_ij = n_ij / k_ij, every aggregation of the pass
-is
-
-    Y = D (L X + R_p C S_p X),      dLoss/dX = L^T D G + S_p^T C R_p^T D G,
-
-C the diagonal of each drawn row's c: rows are sent as ``c · (S_p X)`` and their gradients
-come back and are scaled by c on arrival. For any fixed X, E[R_p C S_p X] = R S X: each row
-is drawn with probability k/n, so the sampled aggregation is unbiased (BNS-GCN §3.2).
-The public code (``GATECH-EIC/BNS-GCN``, ``train.py`` ``get_send_size``,
-``helper/feature_buffer.py``) sends ``feat[selected] / ratio`` with ratio = k / n and scales
-the returned gradients by 1 / ratio the same way; normalisation keeps the full graph's
-degrees; evaluation exchanges every row (here: the exact exchange).
-
-Bytes per epoch: 8 sum_ij k_ij for the ids, plus, at every layer that exchanges, forward
-and back, sum_ij k_ij rows of the layer's width in float32. p = 1 draws every row in
-order, so it computes what the plain exchange does, bit for bit (but sends the ids);
-p = 0 calls no exchange at all.
-
-Plans. BNS-GCN samples boundary nodes, the POST rows of a ``post`` plan. The same draw on a
-``pre`` or ``hybrid`` plan samples partial aggregates (a PRE row is the sum of a
-destination's neighbours on the sender), and stays unbiased for the same reason: any row
-of S X drawn with probability k/n and scaled by n/k has its own expectation. Its variance
-differs: a PRE row carries several edges to one destination, dropped or kept together.
-No published system samples PRE rows (docs/methods.md measures it).
-"""
+"""BNS-GCN's sampled exchange on one rank (its maths: :mod:`supergcn.methods.bnsgcn`): each
+training pass draws a share of the boundary rows, sends them scaled up and drops the
+others' edges."""
 
 from __future__ import annotations
 
@@ -40,7 +9,8 @@ import scipy.sparse as sp
 import torch
 
 from supergcn.distributed.operators import SparseOperator
-from supergcn.distributed.rank_operators import Exchange
+from supergcn.distributed.protocol import RankMethod
+from supergcn.distributed.rank_operators import InFlight
 from supergcn.kernels.ranges import block_starts
 
 #: The third number of a BNS-GCN draw's random stream, after the run's seed and the rank
@@ -79,10 +49,9 @@ def draw_rows(rng: np.random.Generator, counts: np.ndarray, sampled: np.ndarray)
     return np.concatenate(blocks).astype(np.int64) if blocks else np.zeros(0, dtype=np.int64)
 
 
-class BoundarySampling:
-    """One rank's exchange under BNS-GCN's boundary sampling (module docstring): ``forward``
-    and ``backward`` as :class:`~supergcn.distributed.rank_operators.RankOperators`' own, so
-    that it drives the same differentiable operator.
+class BoundarySampling(RankMethod):
+    """One rank's exchange under BNS-GCN's boundary sampling (:mod:`supergcn.methods.bnsgcn`):
+    the exchange of its training passes (:class:`~supergcn.distributed.protocol.Exchange`).
 
     Args:
         operators: the rank's operators and exchange counts.
@@ -92,6 +61,10 @@ class BoundarySampling:
     Raises:
         ValueError: a rate outside [0, 1].
     """
+
+    in_evaluation = False  # BNS-GCN evaluates on the full graph: the exact exchange
+    exact = False
+    owns_normalisation = False
 
     def __init__(self, operators, rate: float, seed: int) -> None:
         if not 0 <= rate <= 1:
@@ -110,6 +83,11 @@ class BoundarySampling:
         self._scales = bool((scale[self.send_sampled > 0] != 1).any())
         self.send: SparseOperator | None = None
         self.remote: SparseOperator | None = None
+
+    @property
+    def exchange(self) -> BoundarySampling:
+        """The method is its exchange."""
+        return self
 
     @property
     def exchanges(self) -> bool:
@@ -135,7 +113,7 @@ class BoundarySampling:
             self.send = SparseOperator(self._send_matrix[sent], kernel)
             self.remote = SparseOperator(sp.csr_matrix(self._remote_matrix[:, received]), kernel)
 
-    def _start(self, rows: torch.Tensor, reverse: bool) -> Exchange:
+    def _start(self, rows: torch.Tensor, reverse: bool) -> InFlight:
         """Start sending the drawn ``rows`` (their gradients, ``reverse``)."""
         counts = (self.recv_sampled, self.send_sampled) if reverse else (self.send_sampled, self.recv_sampled)
         with self.operators.timer.phase("communication"):
@@ -144,35 +122,26 @@ class BoundarySampling:
         def finish() -> torch.Tensor:
             with self.operators.timer.phase("communication"):
                 return torch.from_numpy(pending.wait())
-        return Exchange([pending], finish)
+        return InFlight([pending], finish)
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
-        """Y of the pass's ``layer``-th aggregation (module docstring)."""
-        operators, timer = self.operators, self.operators.timer
+        """Y of the pass's ``layer``-th aggregation (:mod:`supergcn.methods.bnsgcn`)."""
+        operators = self.operators
         if not self.exchanges:
-            with timer.phase("aggregation"):
+            with operators.timer.phase("aggregation"):
                 return operators.local.matmul(x, row_scale=row_scale)
-        with timer.phase("aggregation"):
-            rows = self.send.matmul(x)
-            if self._scales:
-                rows.mul_(self._scale)
-        out, received = operators.local_beside(self._start(rows, reverse=False), x)
-        with timer.phase("aggregation"):
-            return self.remote.matmul(received, out=out, accumulate=True, row_scale=row_scale)
+        return operators.through(x, lambda rows: self._start(rows, reverse=False), self.send, self.remote, row_scale,
+                                 sent_scale=self._scale if self._scales else None)
 
     def backward(self, grad: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
-        """dLoss/dX of the pass's ``layer``-th aggregation (module docstring)."""
-        operators, timer = self.operators, self.operators.timer
-        with timer.phase("aggregation"):
-            grad = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
-            if not self.exchanges:
+        """dLoss/dX of the pass's ``layer``-th aggregation (:mod:`supergcn.methods.bnsgcn`)."""
+        operators = self.operators
+        if not self.exchanges:
+            with operators.timer.phase("aggregation"):
+                grad = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
                 return operators.local.matmul(grad, transpose=True)
-            grad_received = self.remote.t_matmul(grad)
-        grad_x, grad_sent = operators.local_beside(self._start(grad_received, reverse=True), grad, transpose=True)
-        with timer.phase("aggregation"):
-            if self._scales:
-                grad_sent = grad_sent * self._scale
-            return self.send.t_matmul(grad_sent, out=grad_x, accumulate=True)
+        return operators.through_transposed(grad, lambda rows: self._start(rows, reverse=True), self.send,
+                                            self.remote, row_scale, sent_scale=self._scale if self._scales else None)
 
     def state(self) -> dict:
         """What a checkpoint needs to continue exactly: the passes (each pass's draw follows
@@ -183,5 +152,17 @@ class BoundarySampling:
         """Continue from :meth:`state`'s result."""
         self.passes = state["passes"]
 
-    def drain(self) -> None:
+    def close(self) -> None:
         """Nothing stays in flight between passes."""
+
+
+def build(context) -> BoundarySampling:
+    """The rank's sampled exchange at ``context.config.boundary_rate``.
+
+    Args:
+        context: the rank's :class:`~supergcn.train.steps.RankContext`.
+
+    Returns:
+        The method's state on this rank.
+    """
+    return BoundarySampling(context.operators, context.config.boundary_rate, context.config.seed)

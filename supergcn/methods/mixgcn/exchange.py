@@ -1,39 +1,7 @@
-"""MixGCN's mixture of parallelism (MoP; Zhang et al., §3.1, Alg. 2): the aggregation split
-by feature columns over a copy of the whole adjacency, the update by rows, two all-to-all
-transposes a layer (``--parallelism mop``).
+"""MixGCN's mixture of parallelism on one rank (its maths: :mod:`supergcn.methods.mixgcn`):
+the aggregation of a slice of the feature columns of every row over a copy of the whole
+adjacency, between two all-to-all transposes."""
 
-With m ranks, rank i owns the rows of its part (``n_i`` rows: the plan's owned nodes, one
-contiguous range of the partition's numbering) and, for a d-wide layer input, the columns
-``lo_i = ⌊d·i/m⌋ … hi_i − 1 = ⌊d·(i+1)/m⌋ − 1`` (``c_i`` of them). A layer's aggregation
-``Y = diag(s) Â H`` of the row-split ``H`` (each rank's ``n_i × d`` rows) is
-
-    row → column:  H[:, lo_i:hi_i] for all N rows        (rank j sends H_j[:, lo_i:hi_i] to i)
-    aggregate:     Z_i = Â H[:, lo_i:hi_i]               (N × c_i, no communication)
-    column → row:  Y_i = s_i ⊙ Z[rows of i, :]           (rank j sends Z_j[rows of i] to i)
-
-so the sparse work ``nnz(Â)·c_i`` is balanced to within one column, and the dense update
-that follows runs on the part's rows. Backward is the transpose: with G = dL/dY,
-``dL/dH = Âᵀ diag(s) G`` through the same two transposes in reverse. Each transpose moves
-
-    Σ_i Σ_{j≠i} n_i·c_j = N·d − Σ_i n_i·c_i   float32 values (≈ N·d·(1 − 1/m)),
-
-constant in m (MixGCN's Prop. 3.4), where partition parallelism moves the cut's boundary
-rows, which grow with m. As in Alg. 2 the input features are held in column slices from
-the start (transposed once, at the first pass, where layer 0's input is the features), so
-a training epoch of L layers of input widths d_0 … d_{L−1} moves
-
-    forward:  column → row at every layer, row → column at layers 1 … L−1;
-    backward: both at layers 1 … L−1 (layer 0's input needs no gradient),
-
-that is ``Σ_l T(d_l) + 3·Σ_{l≥1} T(d_l)`` values with ``T(d) = N·d − Σ_i n_i·c_i(d)``
-(:func:`epoch_transpose_values`). The adjacency is replicated: every rank holds all N rows
-and its transpose (:attr:`FeatureParallelAggregation.replicated_bytes`), which is what the
-method trades for its constant volume. MixGCN reorders nodes by reverse Cuthill–McKee and
-splits the order into equal ranges (the ``rcm`` partition engine); any partition's parts
-serve as row blocks, so both parallelisms can be compared on one assignment.
-
-MixGCN leaves out attention ("only element-wise reductions"): GAT is refused here too.
-"""
 
 from __future__ import annotations
 
@@ -44,6 +12,7 @@ import torch
 from supergcn.data.graph import load_graph
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.operators import SparseOperator
+from supergcn.distributed.protocol import RankMethod
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.ranges import even_bounds
 from supergcn.plan.rank_plan import RankPlan
@@ -80,10 +49,9 @@ def epoch_transpose_values(rows: np.ndarray, widths: list[int]) -> int:
     return sum(transpose_values(rows, w) for w in widths) + 3 * sum(transpose_values(rows, w) for w in widths[1:])
 
 
-class FeatureParallelAggregation:
-    """One rank's MoP aggregation (module docstring): ``forward(x, row_scale, layer)`` and
-    ``backward(grad, row_scale, layer)`` on the rank's rows, the interface of the exchange
-    (:class:`~supergcn.distributed.rank_operators.RankOperators`) it replaces.
+class FeatureParallelAggregation(RankMethod):
+    """One rank's MoP aggregation (:mod:`supergcn.methods.mixgcn`): the exchange of every pass
+    (:class:`~supergcn.distributed.protocol.Exchange`), exact, on the rank's rows.
 
     Building it is collective: every rank's row count and node ids are gathered, and the
     whole graph is read (memory-mapped) and renumbered into the ranks' row order.
@@ -97,6 +65,10 @@ class FeatureParallelAggregation:
         input_is_plain: layer 0's input is the features themselves, so its column slice is
             transposed once and kept.
     """
+
+    in_evaluation = True  # the aggregation of every pass
+    exact = True
+    owns_normalisation = False
 
     def __init__(self, plan: RankPlan, graph, communicator: Communicator, timer: PhaseTimer, kernel: str,
                  input_is_plain: bool) -> None:
@@ -112,6 +84,11 @@ class FeatureParallelAggregation:
         self.replicated_bytes = self.adjacency.nbytes
         self.input_is_plain = input_is_plain
         self._input_columns: torch.Tensor | None = None
+
+    @property
+    def exchange(self) -> FeatureParallelAggregation:
+        """The method is its exchange."""
+        return self
 
     @property
     def num_nodes(self) -> int:
@@ -231,25 +208,7 @@ class FeatureParallelAggregation:
     def begin_pass(self) -> None:
         """Nothing carries from one pass to the next but the input's columns."""
 
-    def state(self) -> None:
-        """Nothing to checkpoint: the exchange is synchronous and exact.
-
-        Returns:
-            None.
-        """
-        return None
-
-    def restore(self, state: None) -> None:
-        """Nothing to restore (:meth:`state`).
-
-        Args:
-            state: None.
-        """
-
-    def drain(self) -> None:
-        """Nothing is left in flight after a pass."""
-
-    def layout(self) -> dict:
+    def header(self) -> dict | None:
         """What the run's metrics header records of the split (collective: rank 0 gets the
         list over ranks, the others None): rows, replicated adjacency bytes and aggregation
         entries (``nnz(Â)``) per rank.
@@ -262,6 +221,21 @@ class FeatureParallelAggregation:
             return None
         return {"rows": self.rows.tolist(), "replicated_adjacency_bytes": gathered,
                 "adjacency_entries": int(self.adjacency.nnz)}
+
+
+def build(context) -> FeatureParallelAggregation:
+    """The rank's MoP aggregation (collective: the ranks' rows are gathered and the whole graph
+    read).
+
+    Args:
+        context: the rank's :class:`~supergcn.train.steps.RankContext`.
+
+    Returns:
+        The method's state on this rank.
+    """
+    config = context.config
+    return FeatureParallelAggregation(context.operators.plan, config.graph, context.communicator, context.timer,
+                                      config.kernel, config.input_is_plain)
 
 
 def _renumbered(graph, order: np.ndarray) -> sp.csr_matrix:

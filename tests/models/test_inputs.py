@@ -1,12 +1,11 @@
-"""The first layer's factored input (supergcn/train/inputs.py) against the written-out one."""
+"""The first layer's factored input (supergcn/models/inputs.py) against the written-out one."""
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
 
-from supergcn.testing.plans import edgeless_plan
+from supergcn.testing.ops import StandInOps
 from supergcn.train.gnn import GNN, activate
 
 from conftest import run_rank_job
@@ -17,31 +16,14 @@ def test_factored_label_input_equals_the_written_out_one(ranks):
     run_rank_job(Path(__file__).with_name("label_input_job.py"), ranks, timeout=180)
 
 
-class RowMixing:
+class RowMixing(StandInOps):
     """Aggregation stand-in: a linear map that mixes rows (each takes half its neighbour's)."""
 
-    exact = True
-
     def __init__(self, n=50):
-        self.operators = SimpleNamespace(plan=edgeless_plan(n))
+        super().__init__(n)
 
-    def mean(self, x):
+    def aggregate(self, x):
         return 0.5 * x.roll(1, 0)
-
-    def sum(self, x, row_scale=None):
-        return self.mean(x)
-
-    def destinations(self, x):
-        return x  # every row is a destination, as on the full graph
-
-    def cached(self, build):
-        return build(self)
-
-    def begin_pass(self, training):
-        pass
-
-    def next_layer(self):
-        return 0
 
 
 def saved_for_backward(forward) -> list[torch.Tensor]:
