@@ -30,6 +30,10 @@ def configure(parser) -> None:
     parser.add_argument("--self-loops", choices=SELF_LOOPS, default=KEEP_SELF_LOOPS,
                         help="keep self loops (once) or drop them, as upstream SuperGCN's preprocessing does; "
                              "recorded in the graph manifest")
+    parser.add_argument("--accept-source-changes", action="store_true",
+                        help="read a built-in dataset's raw files or counts that differ from what its source "
+                             "published (a deliberate local variant, recorded in the graph manifest); refused "
+                             "by default, naming the file")
     parser.add_argument("--allow-nonfinite-features", action="store_true",
                         help="keep feature values that are NaN or infinite (refused by default; counted in the graph "
                              "manifest): training then stops at its first epoch, its loss NaN")
@@ -66,12 +70,14 @@ def _graph(args):
         raise SuperGCNError(f"{args.dataset!r} names a built-in dataset and {', '.join(own)} your own graph",
                             "give one: the dataset's name, or --name and your graph's files (docs/own-graph.md)")
     if args.dataset is not None:
-        return prepare_dataset(args.dataset, raw_root=args.raw_root or DEFAULT_RAW_ROOT, seed=args.seed)
+        return prepare_dataset(args.dataset, raw_root=args.raw_root or DEFAULT_RAW_ROOT, seed=args.seed,
+                               accept_source_changes=args.accept_source_changes)
     if args.name is None:
         given = f"{', '.join(own)} without --name" if own else "no dataset"
         raise SuperGCNError(f"{given}: nothing to prepare", "name a built-in dataset (`supergcn prepare --help` "
                             "lists them), or give --name and your own graph's files (docs/own-graph.md)")
-    if args.raw_root is not None:  # a graph of your own is read from its files alone
-        raise SuperGCNError("--raw-root is for a built-in dataset's original files, not your own graph's",
+    if args.raw_root is not None or args.accept_source_changes:  # a graph of your own is read from its files alone
+        flag = "--raw-root" if args.raw_root is not None else "--accept-source-changes"
+        raise SuperGCNError(f"{flag} is for a built-in dataset's original files, not your own graph's",
                             "leave it out: --edges, --features, --labels and --split name your files")
     return prepare_own_dataset(args.name, GraphFiles(**files), seed=args.seed)

@@ -129,17 +129,24 @@ CASES = [
      "unknown dataset 'ogbn-nope'"),
     ("prepare: R-MAT scale out of range", "cli", lambda ws, bad: ["prepare", "rmat-99", "--out", bad / "g"],
      "R-MAT scale 99 is out of range"),
+    # A made-up MUSAE folder is no published file: read as a deliberate local variant, it
+    # still meets the loader's own checks (tests/data/test_published.py refuses it as such).
     ("prepare: truncated raw JSON of a real dataset", "cli",
-     lambda ws, bad: ["prepare", "facebook", "--raw-root", fake_facebook(bad / "raw", lambda raw: truncate(
-         raw / "facebook.json")), "--out", ws.graph],
+     lambda ws, bad: ["prepare", "facebook", "--accept-source-changes", "--raw-root", fake_facebook(
+         bad / "raw", lambda raw: truncate(raw / "facebook.json")), "--out", ws.graph],
      "raw files of facebook"),
     ("prepare: raw files missing, the archive named", "cli",
      lambda ws, bad: ["prepare", "facebook", "--raw-root", bad / "raw", "--out", bad / "g"],
      "download https://snap.stanford.edu/data/facebook_large.zip"),
     ("prepare: raw files that disagree", "cli",
-     lambda ws, bad: ["prepare", "facebook", "--raw-root", fake_facebook(bad / "raw", lambda raw: (
-         raw / "facebook_edges.csv").write_text("id_1,id_2\n0,1\n1,7\n")), "--out", bad / "g"],
+     lambda ws, bad: ["prepare", "facebook", "--accept-source-changes", "--raw-root", fake_facebook(
+         bad / "raw", lambda raw: (raw / "facebook_edges.csv").write_text("id_1,id_2\n0,1\n1,7\n")),
+                      "--out", bad / "g"],
      "refers to nodes outside"),
+    ("prepare: a made-up file under a real dataset's name", "cli",
+     lambda ws, bad: ["prepare", "facebook", "--raw-root", fake_facebook(bad / "raw", lambda raw: None),
+                      "--out", bad / "g"],
+     "is not the file MUSAE's facebook_large archive (Rozemberczki et al. 2019, on SNAP) published"),
     ("prepare: --out is an existing file", "cli",
      lambda ws, bad: ["prepare", "synthetic-tiny", "--out", ws.run / "metrics.jsonl"], "is an existing file"),
     ("prepare: --out under a regular file", "cli",

@@ -127,7 +127,8 @@ def prepare_source(wildcards, input):
     """What `supergcn prepare` reads: the built-in dataset of that name (from raw_root), or
     your own graph's files."""
     if not input.keys():
-        return f"{shlex.quote(wildcards.dataset)} --raw-root {shlex.quote(config['raw_root'])}"
+        accept = " --accept-source-changes" if wildcards.dataset in config["accept_source_changes"] else ""
+        return f"{shlex.quote(wildcards.dataset)} --raw-root {shlex.quote(config['raw_root'])}{accept}"
     files = command_line(GraphFiles, {role: input[role] for role in input.keys()})
     return shlex.join(["--name", wildcards.dataset, *files])
 

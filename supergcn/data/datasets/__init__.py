@@ -27,6 +27,7 @@ from supergcn.data.datasets.igb import SIZES as IGB_SIZES
 from supergcn.data.datasets.pyg import PLANETOID_NAMES
 from supergcn.data.graph import Graph
 from supergcn.data.own_files import GraphFiles
+from supergcn.data.published import PUBLISHED, check_counts, check_files
 from supergcn.errors import SuperGCNError
 
 #: The R-MAT family's names (``rmat-<scale>``), as the config schema's dataset pattern spells it.
@@ -99,19 +100,25 @@ def dataset_names() -> list[str]:
     return [*REAL_DATASETS, *synthetic.PLANTED_PRESETS, "rmat-<scale>"]
 
 
-def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0) -> Graph:
-    """Build the in-memory :class:`Graph` for ``name`` (see the module docstring).
+def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0,
+                    accept_source_changes: bool = False) -> Graph:
+    """Build the in-memory :class:`Graph` for ``name`` (see the module docstring), a real
+    dataset's raw files and counts checked against what its source published
+    (:mod:`supergcn.data.published`; the provenance's ``source_check`` records what was).
 
     Args:
         name: a name of :func:`dataset_names` (``rmat-<scale>`` with any scale 1..34).
         raw_root: where real datasets' original files are, or are downloaded to.
         seed: seed of synthetic generators and of random splits.
+        accept_source_changes: read raw files or counts that differ from the published
+            ones (a deliberate local variant, recorded) instead of refusing them.
 
     Returns:
         The validated, canonical (undirected, de-duplicated) graph.
 
     Raises:
-        SuperGCNError: an unknown name, or raw files that are missing and cannot be fetched.
+        SuperGCNError: an unknown name, raw files that are missing and cannot be fetched,
+            or raw files or counts other than the published ones.
     """
     if name in synthetic.PLANTED_PRESETS:
         return synthetic.PLANTED_PRESETS[name].generate(name, seed)
@@ -125,7 +132,20 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0)
         raise SuperGCNError(f"unknown dataset {name!r}", f"choose one of {', '.join(dataset_names())}; or give your "
                             "own graph's files and --name instead (docs/own-graph.md)")
     folder, load = REAL_DATASETS[name]
-    return load(name, Path(raw_root) / folder, seed)
+    root = Path(raw_root) / folder
+    files = check_files(name, root, accept_source_changes)
+    graph = load(name, root, seed)
+    files.update(check_files(name, root, accept_source_changes))  # those the loader fetched
+    counts = {"nodes": graph.num_nodes, "features": graph.features.shape[1], "classes": graph.num_classes}
+    if name in PUBLISHED and PUBLISHED[name].edges is not None:
+        counts["edges"] = graph.num_undirected_edges
+    checked = check_counts(name, counts, root, accept_source_changes)
+    if files or checked:
+        changed = (any(not entry["published"] for entry in files.values())
+                   or any(entry["found"] != entry["published"] for entry in checked.values()))
+        graph.provenance["source_check"] = {"published_by": PUBLISHED[name].source, "files": files,
+                                            "counts": checked, "accepted_changes": changed}
+    return graph
 
 
 def is_builtin(name: str) -> bool:
