@@ -159,4 +159,40 @@ def check_config(config: dict, schema_path: str | Path) -> dict:
     if problems:
         raise ConfigError("; ".join(problems))
     fill_defaults(config, schema)
+    missing = missing_files(config)
+    if missing:
+        raise ConfigError("; ".join(missing))
     return schema
+
+
+def missing_files(config: dict) -> list[str]:
+    """One line per file the config names that is not there, whatever is already built from
+    it: each file of a graph of your own (``own_datasets``) the study uses, and the raw
+    folder of a built-in dataset whose files are placed by hand
+    (:attr:`~supergcn.data.published.Published.placed`). A moved or mistyped file is then
+    noticed when the config is read, not when the graph is prepared again, which a study
+    that has run does only after its results are gone.
+
+    Args:
+        config: the config, its defaults filled in.
+
+    Returns:
+        The lines, each naming the key and the path.
+    """
+    from supergcn.data.published import PUBLISHED
+
+    perf = config.get("perf") or {}
+    used = {*config.get("datasets", []), *perf.get("datasets", []), (perf.get("local") or {}).get("dataset")}
+    lines = []
+    for name, files in sorted((config.get("own_datasets") or {}).items()):
+        for role, path in (files or {}).items():
+            if name in used and path is not None and not Path(path).expanduser().is_file():
+                lines.append(f"own_datasets.{name}.{role}: {path} does not exist — give the path of the file "
+                             "(a study that has run reads it again whenever the graph is prepared)")
+    for name in sorted(dataset for dataset in used if dataset in PUBLISHED and PUBLISHED[dataset].placed):
+        folder = Path(config["raw_root"]).expanduser() / PUBLISHED[name].placed
+        if not folder.is_dir():
+            lines.append(f"raw_root: {folder} does not exist, and {name}'s files are placed there by hand — set "
+                         f"raw_root to the folder that holds them, or put them there "
+                         f"(`supergcn prepare {name} --raw-root <raw_root> --out x` says where each goes)")
+    return lines

@@ -45,6 +45,8 @@ class Published:
         edges: undirected edges, each self loop once, where the source counts those.
         features: features per node.
         classes: classes.
+        placed: the folder under the raw root that holds files a user places by hand (no
+            download fetches them), or None.
     """
 
     source: str
@@ -54,6 +56,7 @@ class Published:
     edges: int | None = None
     features: int | None = None
     classes: int | None = None
+    placed: str | None = None
 
 
 _PLANETOID = "PyG's Planetoid (Yang et al. 2016)"
@@ -93,7 +96,7 @@ PUBLISHED = {
             "raw/facebook_edges.csv": "7c50d8f02a75cc0829577814a1fc14535164daa38d79c3612340c9e9cdbd4022",
             "raw/facebook_target.csv": "7bd96eafea3c2ca40f44bfa9e73642194696c21e38c7b29ed409c32ad14075cd",
             "raw/facebook.json": "ea870537646a93642a0008d38aa9bfeff02018070ba97b1f3f469d9622626436"},
-        nodes=22470, edges=171002, features=4714, classes=4),
+        nodes=22470, edges=171002, features=4714, classes=4, placed="facebook_page_page/raw"),
     "reddit": Published("PyG's Reddit (Hamilton et al. 2017)", "delete <raw_root>/reddit and let PyG fetch it again",
                         nodes=232965, features=602, classes=41),
     "ogbn-arxiv": Published(_OGB, _OGB_FETCH, nodes=169343, features=128, classes=40),

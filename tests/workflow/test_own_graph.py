@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -99,6 +100,23 @@ def test_a_changed_file_prepares_the_graph_again(study, by_hand):
     np.save(edges, changed)
     plan = planned(study)
     assert re.search(r"^prepare\s+1$", plan, re.M) and re.search(r"^train\s+4$", plan, re.M), plan
+
+
+def test_a_mistyped_file_fails_the_study_in_one_line_though_its_results_exist(study, tmp_path):
+    """The issue's case: ``labels: ~/my-graph/label.npy`` in a study that has run. Snakemake
+    would find every output present and do nothing; the config's check names the file."""
+    workdir, env, command = study
+    assert (workdir / "results" / "my-graph" / "tables" / "scaling.csv").is_file()
+    overlay = Path(env["HOME"]) / "my-graph" / "my-graph.yaml"
+    mistyped = tmp_path / "mistyped.yaml"
+    mistyped.write_text(overlay.read_text().replace("labels.npy", "label.npy"))
+    assert "~/my-graph/my-graph.yaml" in command
+    result = subprocess.run(["bash", "-c", command.replace("~/my-graph/my-graph.yaml", str(mistyped))], cwd=workdir,
+                            env=env, capture_output=True, text=True, timeout=300)
+    errors = [line for line in (result.stderr + result.stdout).splitlines() if "error:" in line]
+    assert result.returncode != 0 and "Nothing to be done" not in result.stdout
+    assert len(errors) == 1 and "own_datasets.my-graph.labels: ~/my-graph/label.npy does not exist" in errors[0], \
+        errors
 
 
 def write_overlay(tmp_path, **values):
