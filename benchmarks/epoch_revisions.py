@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from supergcn.bench.harness import say_if_oversubscribed
 from supergcn.kernels.simd import cpu_model
 from supergcn.train.metrics import read_metrics
 
@@ -63,6 +64,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    say_if_oversubscribed(args.ranks, args.threads)
     with tempfile.TemporaryDirectory() as scratch:
         root = prepare(args.dataset, args.ranks, Path(scratch))
         checkouts = {"this": REPO, "other": args.other.resolve()}

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from supergcn.bench.harness import say_if_oversubscribed
 from supergcn.data.graph import load_graph
 from supergcn.plan.store import load_rank_plan, read_plan_manifest
 
@@ -52,6 +53,7 @@ def train(args, out: Path) -> dict:
                "supergcn.cli", "train", "--graph", str(args.graph), "--partition", str(args.partition), "--plan",
                str(args.plan), "--out", str(out), "--threads", "1", "--epochs", str(args.epochs), "--hidden",
                str(args.hidden)]
+    say_if_oversubscribed(num_ranks, 1)
     stop, available = threading.Event(), []
     watcher = threading.Thread(target=lowest_available_memory, args=(stop, available), daemon=True)
     watcher.start()

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from supergcn.bench.harness import timed
+from supergcn.bench.harness import say_if_oversubscribed, timed
 from supergcn.data.datasets import prepare_dataset
 from supergcn.data.graph import load_graph, save_graph
 from supergcn.data.storage import peak_memory_mib
@@ -109,6 +109,7 @@ def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, alloca
     command = [str(mpiexec), "-n", str(parts), sys.executable, "-m", "supergcn.cli", "train", "--graph",
                str(root / "g"), "--partition", str(root / f"p{parts}"), "--plan", str(plan_dir),
                "--out", str(out), "--threads", str(threads), *map(str, extra)]
+    say_if_oversubscribed(parts, threads)
     subprocess.run(command, check=True, env={**allocator_environment(allocator), "OMP_NUM_THREADS": str(threads)})
     return [json.loads(line) for line in out.read_text().splitlines()]
 

@@ -196,3 +196,26 @@ def missing_files(config: dict) -> list[str]:
                          f"raw_root to the folder that holds them, or put them there "
                          f"(`supergcn prepare {name} --raw-root <raw_root> --out x` says where each goes)")
     return lines
+
+
+def measured_process_counts(local: dict, threads_per_rank: int, cores: int) -> list[int]:
+    """The P at which ``supergcn bench comm`` measures the machine (``perf.local``).
+
+    Where ``within_cores`` is on (a local run: the default), a P whose ranks x threads would
+    outnumber ``cores`` is left out: eight ranks on two cores time the scheduler handing
+    the cores round, not the exchange, and take minutes where two ranks take seconds. The
+    smallest P is kept even so, and its result is marked oversubscribed. Cluster overlays
+    turn it off, as each measurement there is a job of its own on nodes with the cores.
+
+    Args:
+        local: the config's ``perf.local``.
+        threads_per_rank: the ranks' threads (``execution.threads_per_rank``).
+        cores: the CPUs of the machine Snakemake runs on.
+
+    Returns:
+        The P, ascending.
+    """
+    counts = sorted(local["process_counts"])
+    if not local.get("within_cores", True):
+        return counts
+    return [P for P in counts if P * threads_per_rank <= cores] or counts[:1]

@@ -9,7 +9,9 @@ figure is a median. Across ranks a call's time is the slowest rank's
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +21,22 @@ from supergcn.distributed.buffers import aligned_array
 
 #: Bytes assumed for the last-level cache where Linux does not say.
 DEFAULT_CACHE_BYTES = 32 * 2**20
+
+
+def say_if_oversubscribed(ranks: int, threads: int) -> bool:
+    """Print to standard error, before a benchmark launches ``ranks`` MPI ranks of
+    ``threads`` threads here, that they outnumber this machine's cores where they do: the
+    ranks then take turns on the cores, and every time it prints includes that wait.
+
+    Returns:
+        Whether they outnumber them.
+    """
+    cores = len(os.sched_getaffinity(0))
+    if ranks * threads <= cores:
+        return False
+    print(f"note: {ranks} rank(s) x {threads} thread(s) on {cores} core(s): oversubscribed, so the times below "
+          "include the ranks' wait for a core; compare them only with runs as crowded", file=sys.stderr, flush=True)
+    return True
 
 
 def timed(function, repeats: int) -> tuple[float, float]:

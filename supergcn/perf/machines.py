@@ -72,6 +72,14 @@ def _profile_entries(fit: dict) -> dict:
     return {attribute: fit[attribute] for attribute in PROFILE_FIELDS.values() if attribute in fit}
 
 
+def measured_at(results: list[dict]) -> str:
+    """What a profile's description adds about the P it was measured at: which, and which
+    of them had more ranks than cores (their timings include the wait for a core)."""
+    crowded = [str(result["num_ranks"]) for result in results if result.get("oversubscribed")]
+    said = f", at P = {', '.join(str(result['num_ranks']) for result in results)}"
+    return said + (f"; P = {', '.join(crowded)} oversubscribed: more ranks than cores" if crowded else "")
+
+
 def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: int, threads: int,
                      name: str = "local") -> tuple[MachineProfile, dict]:
     """This machine's profile and the raw measurements behind it.
@@ -94,10 +102,13 @@ def measured_profile(comm_results: list[dict], graph_dir: str | Path, features: 
     profile = MachineProfile(
         name=name, **{**by_num_ranks[smallest["num_ranks"]], **_profile_entries(fit_exchange(multi))},
         aggregation_bytes_per_s=gathered / kernels["seconds"]["ours_forward"], **fit_dense(dense),
-        description=f"this machine, measured ({threads} thread(s) per rank)",
+        description=f"this machine, measured ({threads} thread(s) per rank){measured_at(multi)}",
         sources={**dict.fromkeys(("call_us", "latency_us", "bandwidth_gb_per_s"),
-                                 "supergcn bench comm: Alltoallv sweeps through the training exchange, fitted "
-                                 "jointly over P"),
+                                 "supergcn bench comm: Alltoallv sweeps through the training exchange, "
+                                 + (f"fitted jointly over P = {', '.join(str(r['num_ranks']) for r in multi)}"
+                                    if len(multi) > 1 else
+                                    f"at P = {smallest['num_ranks']} alone: the call cost is folded into L, which "
+                                    "one P cannot tell apart")),
                  **dict.fromkeys(("quantization_gb_per_s", "quantize_call_us", "dequantization_gb_per_s",
                                   "dequantize_call_us"),
                                  f"supergcn bench comm: Int{smallest['quantization']['bits']} quantization sweep, "

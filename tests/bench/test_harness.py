@@ -24,3 +24,11 @@ def test_interleaved_times_every_function_each_round():
     medians = harness.interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, repeats=3)
     assert calls == ["a", "b"] * 4, "a warm-up round, then three timed rounds, in turn"
     assert set(medians) == {"a", "b"} and all(seconds >= 0 for seconds in medians.values())
+
+
+def test_a_benchmark_says_when_its_ranks_outnumber_the_cores(monkeypatch, capsys):
+    monkeypatch.setattr(harness.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert not harness.say_if_oversubscribed(2, 1) and capsys.readouterr().err == ""
+    assert harness.say_if_oversubscribed(4, 1)
+    assert "4 rank(s) x 1 thread(s) on 2 core(s): oversubscribed" in capsys.readouterr().err
+    assert harness.say_if_oversubscribed(2, 2), "threads count too: 2 x 2 on 2 cores"

@@ -26,7 +26,7 @@ from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, job_settings
 from supergcn.variants import VARIANT_PATTERN, Variant
-from supergcn.workflow_config import ConfigError
+from supergcn.workflow_config import ConfigError, measured_process_counts
 
 DATA = config["data_root"]
 RESULTS = config["results_root"]
@@ -249,9 +249,13 @@ def perf_predictions():
     ]
 
 
+#: The P at which `bench comm` measures this machine: within its cores on a local run.
+MEASURED_COUNTS = measured_process_counts(PERF["local"], EXECUTION["threads_per_rank"], len(os.sched_getaffinity(0)))
+
+
 def perf_validation():
     """`bench comm` results holding the exchanges measured here to check the model."""
-    return [f"{RESULTS}/perf/bench/comm-P{P}.json" for P in PERF["local"]["process_counts"]]
+    return [f"{RESULTS}/perf/bench/comm-P{P}.json" for P in MEASURED_COUNTS]
 
 
 def variant_of(wildcards):

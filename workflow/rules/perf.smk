@@ -46,7 +46,7 @@ rule bench_comm:
 
 rule local_machine:
     input:
-        comm=expand(f"{RESULTS}/perf/bench/comm-P{{P}}.json", P=PERF["local"]["process_counts"]),
+        comm=perf_validation(),
         graph=f"{DATA}/graphs/{PERF['local']['dataset']}",
     output:
         f"{RESULTS}/perf/machines/local.json",
@@ -56,7 +56,7 @@ rule local_machine:
         code=code("perf_profile"),
     # Asks for as many cores as the largest measured MPI job, so that locally nothing
     # else runs beside the single-rank benchmarks.
-    threads: max(PERF["local"]["process_counts"]) * EXECUTION["threads_per_rank"]
+    threads: max(MEASURED_COUNTS) * EXECUTION["threads_per_rank"]
     resources:
         runtime=EXECUTION["runtime_minutes"],
     conda:
