@@ -105,7 +105,7 @@ def run(args) -> int:
         raise SuperGCNError("; ".join(conflicts))
     check_method_memory(config)
     if args.launcher is not None:
-        return launch(args)
+        return 0 if restored(config, args.log) else launch(args)
     from supergcn.distributed.comm import configure_mpi
 
     configure_mpi()
@@ -115,6 +115,25 @@ def run(args) -> int:
     from supergcn.train.trainer import train
 
     return run_ranked(lambda comm: train(config, comm), MPI.COMM_WORLD, "train", args.debug)
+
+
+def restored(config: TrainConfig, log: Path | None) -> bool:
+    """Whether ``--resume`` finds this very run finished and its metrics kept
+    (:mod:`supergcn.train.finished`): they are then put at ``--out``, and the line saying so
+    printed and written to the log, with no rank started."""
+    from supergcn.data.storage import write_text
+    from supergcn.train.data import kept_run_identity
+    from supergcn.train.finished import keeps_finished, restore_finished
+
+    if not (config.resume and keeps_finished(config)):
+        return False
+    line = restore_finished(config.checkpoint, Path(config.out), *kept_run_identity(config))
+    if line is None:
+        return False
+    if log is not None:
+        write_text(log, line + "\n")
+    print(line, flush=True)
+    return True
 
 
 def check_method_memory(config: TrainConfig) -> None:

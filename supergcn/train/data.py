@@ -16,6 +16,7 @@ from supergcn.partition.store import read_partition_manifest
 from supergcn.plan.rank_plan import RankPlan
 from supergcn.plan.store import RANK_HASHES_FILE, check_plan_file, load_rank_plan, read_plan_manifest
 from supergcn.train.config import TrainConfig
+from supergcn.train.finished import run_identity
 
 
 @dataclass
@@ -47,9 +48,7 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
         SuperGCNError: the partition or plan belongs to another graph or partition, or the
             plan is for another number of ranks than ``world_size``.
     """
-    meta = read_graph_meta(config.graph)
-    part_manifest = read_partition_manifest(config.partition, meta["hash"])
-    plan_manifest = read_plan_manifest(config.plan, meta["hash"], part_manifest["partition_hash"])
+    meta, part_manifest, plan_manifest = read_manifests(config)
     if plan_manifest["num_ranks"] != world_size:
         raise wrong_world_size(f"plan {config.plan}", plan_manifest["num_ranks"], world_size)
     if rank == 0:  # the hash lists are P entries: one rank vouches for them, and a mismatch ends the job
@@ -62,5 +61,30 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
                     val_mask=rows["val_mask"], test_mask=rows["test_mask"], owned_old_ids=plan.owned_old_ids,
                     plan=plan, graph_name=meta["name"], strategy=plan_manifest["strategy"],
                     num_classes=meta["num_classes"],
-                    hashes={"graph_hash": meta["hash"], "partition_hash": part_manifest["partition_hash"],
-                            "plan_hash": plan_hash})
+                    hashes=input_hashes(meta, part_manifest, plan_hash))
+
+
+def read_manifests(config: TrainConfig) -> tuple[dict, dict, dict]:
+    """The graph's, the partition's and the plan's manifests, each checked to be of the one
+    before it.
+
+    Raises:
+        SuperGCNError: one is missing, or belongs to another graph or partition.
+    """
+    meta = read_graph_meta(config.graph)
+    part_manifest = read_partition_manifest(config.partition, meta["hash"])
+    return meta, part_manifest, read_plan_manifest(config.plan, meta["hash"], part_manifest["partition_hash"])
+
+
+def input_hashes(meta: dict, part_manifest: dict, plan_hash: str) -> dict:
+    """The hashes of a run's inputs, by name, as its metrics header and trajectory fingerprint record them."""
+    return {"graph_hash": meta["hash"], "partition_hash": part_manifest["partition_hash"], "plan_hash": plan_hash}
+
+
+def kept_run_identity(config: TrainConfig) -> tuple[str, int]:
+    """(identity, rank count) of the run ``config`` describes, from its inputs' manifests
+    alone (no rank needed): what a kept finished run must match
+    (:func:`supergcn.train.finished.run_identity`)."""
+    meta, part_manifest, plan_manifest = read_manifests(config)
+    hashes = input_hashes(meta, part_manifest, file_digest(Path(config.plan) / "plan.json"))
+    return run_identity(config, config.trajectory_fingerprint(hashes)), plan_manifest["num_ranks"]

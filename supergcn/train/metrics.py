@@ -209,7 +209,12 @@ def write_metrics(out: str | Path, header: dict, records: list[dict], summary: d
     Raises:
         SuperGCNError: ``out`` cannot be written, or the disk filled.
     """
-    write_text(out, "".join(json.dumps(r) + "\n" for r in [header, *records, summary]))
+    write_text(out, metrics_text(header, records, summary))
+
+
+def metrics_text(header: dict, records: list[dict], summary: dict) -> str:
+    """The metrics file's text: one JSON record a line, the header first, the summary last."""
+    return "".join(json.dumps(r) + "\n" for r in [header, *records, summary])
 
 
 def timed_epochs(records: list[dict]) -> list[dict]:

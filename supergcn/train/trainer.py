@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from supergcn.data.storage import write_text
 from supergcn.distributed.collectives import allreduce_bytes, broadcast_parameters, parameter_hash
 from supergcn.distributed.comm import Communicator
 from supergcn.distributed.graph_ops import GraphOps
@@ -43,17 +44,18 @@ from supergcn.methods.runtime import build_rank_method
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer
 from supergcn.train.config import TrainConfig
-from supergcn.train.data import load_rank_data
+from supergcn.train.data import kept_run_identity, load_rank_data
+from supergcn.train.finished import keep_finished, keeps_finished, restore_finished, run_identity
 from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
 from supergcn.train.metrics import (
     epoch_record,
+    metrics_text,
     peak_memory_bytes,
     print_progress,
     run_header,
     run_line,
     summary_record,
-    write_metrics,
 )
 from supergcn.train.steps import FullBatchStep, OptimizerStep, RankContext, nll_share
 
@@ -313,7 +315,11 @@ class Trainer:
                 exports.save_model(self.model, self.config.save_model)
                 written.append(self.config.save_model)
             summary.update(summary_record(self.records, self.best, accuracy, hashes, peak_memory))
-            write_metrics(self.config.out, header, self.records, summary)
+            text = metrics_text(header, self.records, summary)
+            if keeps_finished(self.config):  # first, so that a finished --out always has its copy
+                keep_finished(self.config.checkpoint, text, run_identity(self.config, self.checkpointer.fingerprint),
+                              self.size)
+            write_text(self.config.out, text)
         try:
             if self.config.save_logits is not None:
                 exports.save_logits(self.comm, self.data.owned_old_ids, logits, self.config.save_logits)
@@ -366,6 +372,13 @@ def train(config: TrainConfig, comm) -> None:
     Raises:
         SuperGCNError: as :class:`Trainer` and :meth:`Trainer.run`.
     """
+    if keeps_finished(config) and config.resume:
+        line = agree(comm, lambda: restore_finished(config.checkpoint, Path(config.out), *kept_run_identity(config))
+                     if comm.Get_rank() == 0 else None)
+        if comm.bcast(line, root=0) is not None:
+            if comm.Get_rank() == 0:
+                print(line, flush=True)
+            return
     trainer = Trainer(config, comm)
     try:
         trainer.run()

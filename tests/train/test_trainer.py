@@ -293,3 +293,34 @@ def test_a_finished_run_says_what_it_reached_and_leaves_no_checkpoint_folders(wo
         f"{best['val_acc']:.4f} at epoch {best['epoch']}, test acc {best['test_acc']:.4f} there -> {out} "
         f"(and {tmp_path / 'model.pt'})")
     assert not (tmp_path / "checkpoints").exists() and out.exists()
+
+
+def test_a_finished_run_is_never_trained_again_under_resume(workspace, tmp_path):
+    """Its metrics are kept beside the checkpoint; deleted from --out (as Snakemake deletes
+    an output it counts as incomplete), --resume puts the very file back without a rank
+    training (under mpiexec and through the launcher alike); another epoch count trains."""
+    import hashlib
+    import subprocess
+    import sys
+
+    root, _ = workspace
+    out, checkpoint = tmp_path / "m.jsonl", tmp_path / "ckpt" / "seed0.pt"
+    args = train_args(root, 2, "hybrid", out, "--epochs", 3, "--checkpoint", checkpoint, "--checkpoint-every", 2)
+    first = run_mpi(2, *args)
+    assert first.returncode == 0, first.stderr
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    assert sorted(path.name for path in checkpoint.parent.iterdir()) == ["seed0.pt.finished.json",
+                                                                          "seed0.pt.finished.jsonl"]
+    out.unlink()
+    again = run_mpi(2, *args, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert "epoch 1:" not in again.stdout and f"already finished: {out} restored" in again.stdout
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == digest
+    out.unlink()
+    log = tmp_path / "launch.log"
+    launched = subprocess.run([sys.executable, "-m", "supergcn.cli", *map(str, args), "--resume", "--launcher",
+                               "false", "--log", str(log)], capture_output=True, text=True, timeout=120)  # no rank
+    assert launched.returncode == 0, launched.stderr
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == digest and "already finished" in log.read_text()
+    longer = run_mpi(2, *train_args(root, 2, "hybrid", out, "--epochs", 4, "--checkpoint", checkpoint, "--resume"))
+    assert longer.returncode == 0 and "epoch 4:" in longer.stdout and len(read_metrics(out)[1]) == 4

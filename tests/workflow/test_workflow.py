@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from supergcn.naming import FIGURES, PERF_FIGURES, PERF_TABLES, TABLES
+from supergcn.variants import Variant
 
 from conftest import BIN, REPO, SNAKEMAKE, copy_workflow, planned_jobs, snakemake, train_jobs
 
@@ -255,6 +256,8 @@ def test_an_interrupted_run_resumes_on_the_next_invocation_to_the_same_weights(t
     assert straight.returncode == 0, straight.stderr[-3000:]
     uninterrupted = read_summary(run)
     run.unlink()
+    for kept in checkpoints.glob("seed0-*.finished.*"):  # else the rerun restores the finished run
+        kept.unlink()
 
     first = started_until_checkpoint(0, start_new_session=True)
     os.killpg(first.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
@@ -284,7 +287,52 @@ def test_an_interrupted_run_resumes_on_the_next_invocation_to_the_same_weights(t
     resumed = read_summary(run)
     assert resumed["parameter_hash_per_rank"] == uninterrupted["parameter_hash_per_rank"]
     assert resumed["test_acc_at_best_val"] == uninterrupted["test_acc_at_best_val"]
-    assert not list(checkpoints.glob("seed0-*")), "a finished run keeps no checkpoint"
+    kept = sorted(path.name.split(".pt.")[1] for path in checkpoints.glob("seed0-*"))
+    assert kept == ["finished.json", "finished.jsonl"], "a finished run keeps its metrics, not its checkpoint"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the rank processes through /proc")
+def test_a_run_interrupted_as_it_finishes_is_kept_not_trained_again(tmp_path):
+    """Ctrl-C reaches Snakemake after a run has written its metrics but before its job has
+    ended (a launcher that lingers once the ranks are done holds it there). The next
+    invocation runs the job again, as Snakemake counts its output incomplete, and gets the
+    very file back (same SHA-256) without training an epoch."""
+    import hashlib
+    import signal
+    import time
+
+    workdir = copy_workflow(tmp_path / "wf")
+    lingering, ended, hold = tmp_path / "lingering-mpiexec", tmp_path / "ranks-ended", tmp_path / "hold"
+    lingering.write_text(f'#!/bin/sh\nmpiexec "$@"\nstatus=$?\n'
+                         f'if [ -e {hold} ]; then touch {ended}; sleep 300; fi\nexit $status\n')
+    lingering.chmod(0o755)
+    hold.touch()
+    default = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config = {**default, **TINY, "process_counts": [1], "execution": {**default["execution"], "mpi": str(lingering)}}
+    config["training"] = {**TINY["training"], "epochs": 4, "checkpoint_every": 2}
+    (workdir / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+    variant = Variant.from_config(TINY["variants"][0]).name
+    run = workdir / f"{TINY_RESULTS}/runs/synthetic-tiny/P1/{variant}/seed0.jsonl"
+    log = workdir / TINY_RESULTS / f"logs/train/synthetic-tiny/P1/{variant}/seed0.log"
+    command = [SNAKEMAKE, str(run.relative_to(workdir)), "--profile", str(REPO / "workflow/profiles/local"),
+               "--cores", "2"]
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
+    started = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not ended.exists() and time.monotonic() < deadline and started.poll() is None:
+        time.sleep(0.1)
+    assert ended.exists(), started.communicate(timeout=60)[0][-3000:]
+    finished = hashlib.sha256(run.read_bytes()).hexdigest()
+    os.killpg(started.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
+    output, _ = started.communicate(timeout=120)
+    assert started.returncode != 0, output[-3000:]
+
+    hold.unlink()
+    again = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "already finished" in log.read_text() and "epoch 1:" not in log.read_text(), log.read_text()
+    assert hashlib.sha256(run.read_bytes()).hexdigest() == finished
 
 
 def read_summary(path: Path) -> dict:
