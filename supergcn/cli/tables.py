@@ -76,8 +76,10 @@ def run(args) -> None:
         written["preprocessing"] = (step_tables.preprocessing_table(args.graphs, args.partitions, args.plan_dirs),
                                     "Preprocessing steps per dataset and P: seconds of the step's own work and "
                                     "peak resident memory of its process (GiB, and bytes per directed adjacency "
-                                    "entry of the graph), from the manifests the steps write; partitions add the "
-                                    "edge cut and the max/mean imbalance of nodes, edges and training nodes.")
+                                    "entry of the graph from 50 M entries on; empty below, where the interpreter's "
+                                    "own memory is most of the peak), from the manifests the steps write; "
+                                    "partitions add the edge cut and the max/mean imbalance of nodes, edges and "
+                                    "training nodes.")
     with files_written_together(args.out_dir):
         tables.write_named_tables(written, TABLES, args.out_dir)
     print(f"wrote the tables {', '.join(name for name in TABLES if name in written)} (CSV, Markdown, LaTeX) "

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from supergcn.distributed.timing import DETAIL, PAPER_CATEGORIES
+
 
 @dataclass(frozen=True)
 class Column:
@@ -72,15 +74,20 @@ PHASE_MEANINGS = {
     "communication": "the boundary exchanges of the GNN layers (Alltoallv), forward and backward",
     "quantization": "quantizing and dequantizing exchanged rows",
     "synchronization": "the barrier after backward: waiting for slower ranks",
-    "other": "dense + elementwise + optimizer + remainder (the paper's \"other\")",
+    "other": "the paper's \"other\": a subtotal, dense + elementwise + optimizer + remainder (the columns before it)",
     "dense": "the linear layers: GEMMs, bias, their weight and input gradients",
     "elementwise": "dropout, LayerNorm, ReLU, log-softmax, the loss, the label embedding, the input normalisation",
     "optimizer": "the gradient all-reduce and the Adam step",
     "remainder": "what the epoch's time leaves: autograd bookkeeping, Python, the label-propagation split",
 }
+#: Each phase's column in the runs and breakdown tables: the phases, then each paper category
+#: that sums several of them, named a subtotal (``other_subtotal_seconds``).
+PHASE_COLUMNS = {**{phase: f"{phase}_seconds" for phase in DETAIL},
+                 **{category: f"{category}_subtotal_seconds" for category, parts in PAPER_CATEGORIES.items()
+                    if parts != (category,)}}
 _SLOWEST = "Seconds of the slowest rank (the one with the longest epoch) per timed epoch in"
-PHASE_SECONDS = tuple(Column(f"{phase}_seconds", "s", f"{_SLOWEST} {meaning}.") for phase, meaning in
-                      PHASE_MEANINGS.items())
+PHASE_SECONDS = tuple(Column(column, "s", f"{_SLOWEST} {PHASE_MEANINGS[phase]}.")
+                      for phase, column in PHASE_COLUMNS.items())
 
 EPOCH_SECONDS = Column("epoch_seconds", "s", "Wall time of a training epoch, max over ranks, mean over the timed "
                        "epochs (the slowest rank's phases add up to it).")
@@ -105,7 +112,11 @@ RUNS = (
     Column("threads_per_rank", "threads", "torch and numba threads of each rank."),
     OVERSUBSCRIBED,
     Column("epochs", "epochs", "Epochs trained (resumed ones included)."),
-    EPOCH_SECONDS, *PHASE_SECONDS, PEAK_MEMORY, BYTES_SENT, ASSIGNMENT,
+    EPOCH_SECONDS,
+    Column("epoch_seconds_sd", "s", "The sample standard deviation of those epochs' times (empty with one timed "
+           "epoch)."),
+    Column("timed_epochs", "epochs", "The epochs epoch_seconds is the mean of: all but each process's first."),
+    *PHASE_SECONDS, PEAK_MEMORY, BYTES_SENT, ASSIGNMENT,
     Column("test_acc_at_best_val", _FRACTION, "Test accuracy at the epoch of best validation accuracy (OGB "
            "protocol); empty without validation nodes."),
     Column("best_val_acc", _FRACTION, "The best validation accuracy of any epoch."),
@@ -125,6 +136,9 @@ RUNS = (
 SCALING = (
     DATASET, VARIANT, NAME, P,
     Column("epoch_seconds", "s", f"{EPOCH_SECONDS.meaning} Mean over seeds."),
+    Column("epoch_seconds_sd", "s", "The sample standard deviation of every timed epoch of every seed's run together: "
+           "the spread between the runs and within them (pooled; empty with one timed epoch in all)."),
+    Column("runs", "runs", "Runs (seeds) of the row; 1: a single run, whose spread is its epochs' alone."),
     Column("oversubscribed", "", "True where any seed's run was oversubscribed (see the runs table), empty where "
            "none was but one's metrics file does not say."),
     Column("peak_memory_gib", "GiB", f"{PEAK_MEMORY.meaning} Max over seeds."),
@@ -134,10 +148,14 @@ SCALING = (
            "P = 1 run of the dataset, else its smallest P (efficiency is then relative to that P's, which is not "
            "1 by measurement but by definition)."),
     Column("speedup", "x", "epoch_seconds at speedup_base_P / epoch_seconds."),
+    Column("speedup_sd", "x", "Its spread from both times' to first order: speedup x sqrt((sd_base / base)^2 + "
+           "(epoch_seconds_sd / epoch_seconds)^2); 0 at speedup_base_P itself."),
     Column("efficiency", "fraction", "speedup x speedup_base_P / P: 1 is perfect scaling from speedup_base_P."),
+    Column("efficiency_sd", "fraction", "speedup_sd x speedup_base_P / P."),
     Column("speedup_vs_<variant>", "x", "With `--baseline` (config `speedup_baseline`): that variant's "
            "epoch_seconds at the same dataset and P / this row's (the lines of the paper's Fig. 9); empty where it "
            "has no run at that P."),
+    Column("speedup_vs_<variant>_sd", "x", "Its spread, as speedup_sd's."),
 )
 
 BREAKDOWN = (DATASET, VARIANT, P, *(Column(c.name, c.unit, f"{c.meaning} Mean over seeds.") for c in PHASE_SECONDS),
@@ -197,7 +215,9 @@ PREPROCESSING = (
     Column("seconds", "s", "The seconds of the step's own work its manifest records."),
     Column("adjacency_entries", "entries", "The graph's directed adjacency (CSR) entries, E."),
     Column("peak_gib", "GiB", "Peak resident memory of the step's process (`VmHWM`)."),
-    Column("bytes_per_entry", "B", "That peak per adjacency entry."),
+    Column("bytes_per_entry", "B", "That peak per adjacency entry, from 50 M entries on "
+           "(supergcn.report.step_tables.ENTRIES_FOR_BYTES_PER_ENTRY); empty below, where the interpreter's own "
+           "0.3-0.5 GiB is most of the peak."),
     Column("edge_cut", "edges", "Partitions: undirected edges whose ends lie in different parts."),
     Column("imbalance_<constraint>", "ratio", "Partitions: max over parts / mean over parts of the nodes, edges "
            "(in-degrees) or training nodes (1 = perfect balance)."),

@@ -7,17 +7,24 @@ study's exchange-time and cost figures (Fig. 7).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from supergcn.data.storage import atomic_file
 from supergcn.distributed.timing import DETAIL
 from supergcn.errors import SuperGCNError, first_line
 from supergcn.naming import FIGURES, OPTIONAL_TABLES
 from supergcn.report.curves import accuracy_curve
+from supergcn.report.styles import (
+    HATCHES,
+    legend_columns,
+    legend_inches,
+    pyplot,
+    save_figure,
+    shared_legend,
+    variant_styles,
+)
 from supergcn.variants import display_name
 
 
@@ -86,128 +93,14 @@ def runs_with_metrics(runs: pd.DataFrame, metrics_files) -> pd.DataFrame:
     return runs.assign(metrics=[str(given[path.resolve()]) for path in named])
 
 
-def pyplot():
-    """matplotlib.pyplot on the file-only Agg back end.
-
-    Returns:
-        The ``matplotlib.pyplot`` module.
-    """
-    import matplotlib
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-    return plt
-
-
-#: Markers, line styles and bar hatches that tell variants apart where colours do not (a
-#: greyscale print, a reader who cannot tell red from green). Eleven markers beside tab10's
-#: ten colours: the (colour, marker) pairs repeat only after 110 variants.
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
-LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 2, 2, 2)),
-              (0, (5, 3, 1, 3, 1, 3)))
-HATCHES = ("", "//", "\\\\", "xx", "..", "++", "--", "||", "oo", "**")
-#: Inches a legend entry takes per character of its label, and for its handle and gaps (the
-#: small font), from which the columns of a legend that fits the figure's width follow.
-LEGEND_INCHES_PER_CHAR, LEGEND_HANDLE_INCHES = 0.068, 0.8
-
-
-@dataclass(frozen=True)
-class VariantStyle:
-    """How one variant is drawn in every figure: its colour, and its marker, line style and
-    bar hatch, which alone tell it apart in greyscale.
-
-    Args:
-        color: the RGB colour of its lines and bars.
-        marker: its lines' marker.
-        linestyle: its lines' dash pattern.
-        hatch: its bars' hatch.
-    """
-
-    color: tuple[float, float, float]
-    marker: str
-    linestyle: str | tuple
-    hatch: str
-
-
-def variant_styles(variants) -> dict[str, VariantStyle]:
-    """The k-th variant (in order of first appearance) gets tab10's colour k mod 10, marker
-    k mod 11, line style k mod 9 and hatch k mod 10: the same style in every panel, and
-    distinct (colour, marker) pairs for up to 110 variants.
-
-    Args:
-        variants: variant names, repeats allowed.
-
-    Returns:
-        Variant name -> its style.
-    """
-    import matplotlib
-
-    colors = matplotlib.colormaps["tab10"].colors
-    return {variant: VariantStyle(colors[k % len(colors)], MARKERS[k % len(MARKERS)],
-                                  LINESTYLES[k % len(LINESTYLES)], HATCHES[k % len(HATCHES)])
-            for k, variant in enumerate(dict.fromkeys(variants))}
-
-
-def legend_columns(labels, width_inches: float) -> int:
-    """How many columns a legend of ``labels`` can have within ``width_inches``: as many as
-    entries of the longest label fit side by side, at least 1.
-
-    Args:
-        labels: the legend's labels.
-        width_inches: the figure's width.
-
-    Returns:
-        The number of columns, 1 to ``len(labels)``.
-    """
-    entry = LEGEND_HANDLE_INCHES + LEGEND_INCHES_PER_CHAR * max(map(len, labels), default=0)
-    return max(1, min(len(labels), int(width_inches // entry)))
-
-
-def shared_legend(figure, handles, labels, **options) -> None:
-    """One legend for the whole figure, below its panels and outside every axes (the figure
-    must use the constrained layout, which makes room for it).
-
-    Args:
-        figure: the figure.
-        handles: the legend's artists (a tuple draws its parts side by side).
-        labels: their labels.
-        **options: passed to :meth:`matplotlib.figure.Figure.legend`.
-    """
-    from matplotlib.legend_handler import HandlerTuple
-
-    columns = legend_columns(labels, figure.get_figwidth())
-    figure.legend(handles, labels, loc="outside lower center", ncols=columns, fontsize="small",
-                  handler_map={tuple: HandlerTuple(ndivide=None)}, **options)
-
-
-def _legend_inches(entries: int, columns: int) -> float:
-    """The height a legend of ``entries`` in ``columns`` adds below the panels."""
-    return 0.3 + 0.22 * -(-entries // columns)
-
-
 def _panels(table: pd.DataFrame, legend_labels=()):
     """A figure with one panel per dataset of ``table``, taller by the shared legend of
     ``legend_labels`` below them: (figure, [(axes, dataset), ...])."""
     datasets = _datasets(table)
     width = 6 * len(datasets)
-    height = 4 + (_legend_inches(len(legend_labels), legend_columns(legend_labels, width)) if legend_labels else 0)
+    height = 4 + (legend_inches(len(legend_labels), legend_columns(legend_labels, width)) if legend_labels else 0)
     figure, axes = pyplot().subplots(1, len(datasets), figsize=(width, height), squeeze=False, layout="constrained")
     return figure, list(zip(axes[0], datasets))
-
-
-def save_figure(figure, stem: Path) -> None:
-    """``stem``.png and .pdf, each written under a temporary name and renamed.
-
-    Args:
-        figure: a matplotlib figure, closed afterwards.
-        stem: the files' path without suffix.
-
-    Raises:
-        SuperGCNError: a file cannot be written, or the disk filled.
-    """
-    for suffix in (".png", ".pdf"):
-        with atomic_file(stem.with_suffix(suffix)) as tmp:
-            figure.savefig(tmp, dpi=150, bbox_inches="tight", format=suffix[1:])
-    pyplot().close(figure)
 
 
 def _datasets(table):
@@ -260,7 +153,8 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
     dataset (the paper's Figs. 9/10); one legend below the panels, each variant's bar and
     line in its :func:`variant_styles` style; a variant's speed-up relative to a P other
     than 1 is named in the legend, and a P at which any run was oversubscribed is marked
-    under its tick.
+    under its tick. Where the table has the spreads (``epoch_seconds_sd``, ``speedup_sd``),
+    bars and lines carry them as error bars; the lines are drawn in front of the bars.
 
     Args:
         scaling: the ``scaling`` table.
@@ -282,21 +176,29 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
         variants = list(dict.fromkeys(data["variant"]))
         x, width = _bar_positions(len(process_counts), len(variants))
         speed = ax.twinx()
+        # The twin axes' lines in front of the other axes' bars, which they would hide behind.
+        speed.set_zorder(ax.get_zorder() + 1)
+        speed.patch.set_visible(False)
         for k, variant in enumerate(variants):
             rows = data[data["variant"] == variant].set_index("P").reindex(process_counts)
             style = styles[variant]
             bars = ax.bar(x + (k - (len(variants) - 1) / 2) * width, rows["epoch_seconds"], width,
+                          yerr=rows.get("epoch_seconds_sd"), error_kw={"elinewidth": 0.8, "capsize": 2},
                           label=labels[variant], color=style.color, hatch=style.hatch, edgecolor="black",
                           linewidth=0.5)
-            line, = speed.plot(x, rows["speedup"], color=style.color, marker=style.marker,
-                               linestyle=style.linestyle, markeredgecolor="black", markeredgewidth=0.5,
-                               label=labels[variant])
+            line = speed.errorbar(x, rows["speedup"], yerr=rows.get("speedup_sd"), color=style.color,
+                                  marker=style.marker, linestyle=style.linestyle, markeredgecolor="black",
+                                  markeredgewidth=0.5, elinewidth=0.8, capsize=2).lines[0]
+            line.set_label(labels[variant])
             handles.setdefault(variant, (bars, line))
         oversubscribed = [p for p in process_counts if data.loc[data["P"] == p, "oversubscribed"].eq(True).any()]
         ax.set_xticks(x, [f"{p}\noversubscribed" if p in oversubscribed else str(p) for p in process_counts])
         ax.set_xlabel("processes P")
         ax.set_ylabel("epoch time (s), bars")
-        speed.set_ylabel("speed-up vs P = 1 (or the P the legend names), lines")
+        bases = set(data["speedup_base_P"])
+        speed.set_ylabel("speed-up vs P = 1, lines" if bases == {1} else
+                         f"speed-up vs P = {bases.pop()}, lines" if len(bases) == 1 else
+                         "speed-up vs P = 1 or the P after a variant's name, lines")
         ax.set_title(dataset)
     shared_legend(figure, list(handles.values()), [labels[variant] for variant in handles],
                   title="variant: epoch time (bar), speed-up (line)", handlelength=3)
@@ -324,7 +226,7 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
     columns = min(len(groups), BREAKDOWN_COLUMNS)
     rows_of_panels = -(-len(groups) // columns)
     width = max(3.2 * columns, 6)
-    height = 3.6 * rows_of_panels + _legend_inches(len(DETAIL), legend_columns(DETAIL, width))
+    height = 3.6 * rows_of_panels + legend_inches(len(DETAIL), legend_columns(DETAIL, width))
     figure, axes = pyplot().subplots(rows_of_panels, columns, figsize=(width, height), squeeze=False,
                                      layout="constrained")
     for ax, (dataset, variant) in zip(axes.flat, groups):
@@ -347,10 +249,11 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
 
 
 def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
-    """Test accuracy of every variant at the largest P (its first seed) against the epoch
-    (top row) and against the training seconds until then (bottom row, the paper's Fig. 11
-    question: which variant gets there first in time, not only in epochs); each variant in
-    its :func:`variant_styles` style, one legend below the panels.
+    """Test accuracy of every variant at one P (:func:`curve_process_count`; its first seed)
+    against the epoch (top row) and against the training seconds until then (bottom row,
+    the paper's Fig. 11 question: which variant gets there first in time, not only in
+    epochs); each variant in its :func:`variant_styles` style, one legend below the panels.
+    Each panel's title says which P of the dataset's it shows and why.
 
     Args:
         runs: the ``runs`` table (its ``metrics`` column names the files read).
@@ -363,14 +266,14 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
     styles = variant_styles(runs["variant"])
     names = shown_names(runs["variant"])
     width = 6 * len(datasets)
-    height = 8 + _legend_inches(len(styles), legend_columns(styles, width))
+    height = 8 + legend_inches(len(styles), legend_columns(styles, width))
     figure, axes = pyplot().subplots(2, len(datasets), figsize=(width, height), squeeze=False, layout="constrained")
     handles = {}
     for column, dataset in enumerate(datasets):
         data = runs[runs["dataset"] == dataset]
-        largest = data["P"].max()
-        for variant in dict.fromkeys(data["variant"]):
-            chosen = data[(data["variant"] == variant) & (data["P"] == largest)].sort_values("seed").iloc[0]
+        shown_p, which = curve_process_count(data)
+        for variant in dict.fromkeys(data.loc[data["P"] == shown_p, "variant"]):
+            chosen = data[(data["variant"] == variant) & (data["P"] == shown_p)].sort_values("seed").iloc[0]
             curve = accuracy_curve(chosen["metrics"])
             style = styles[variant]
             for ax, x in zip(axes[:, column], ("epoch", "seconds")):
@@ -382,9 +285,34 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
         for ax, label in zip(axes[:, column], ("epoch", "training seconds (epoch times summed)")):
             ax.set_xlabel(label)
             ax.set_ylabel("test accuracy (%)")
-            ax.set_title(f"{dataset}, P = {largest}")
+            ax.set_title(f"{dataset}, {which}; each variant's first seed", fontsize="medium")
     shared_legend(figure, list(handles.values()), [names[variant] for variant in handles], title="variant")
     save_figure(figure, stem)
+
+
+def curve_process_count(runs: pd.DataFrame) -> tuple[int, str]:
+    """The P whose runs the accuracy curves show, and the words that say so: the largest P
+    whose ranks had cores of their own, since against seconds an oversubscribed run's curve
+    measures the wait for a core; the largest P, flagged, where every P was oversubscribed
+    (or the runs' files do not say).
+
+    Args:
+        runs: one dataset's rows of the ``runs`` table.
+
+    Returns:
+        ``(P, "P = 2 of 1, 2, 4 (the largest not oversubscribed)")`` or the like.
+    """
+    counts = sorted(int(p) for p in runs["P"].unique())
+    crowded = {int(p) for p in runs.loc[runs["oversubscribed"].astype(str).eq("True"), "P"]}
+    unknown = {int(p) for p in runs.loc[runs["oversubscribed"].isna(), "P"]}
+    fitting = [p for p in counts if p not in crowded | unknown]
+    chosen = max(fitting) if fitting else counts[-1]
+    words = f"P = {chosen}" + (f" of {', '.join(map(str, counts))}" if len(counts) > 1 else "")
+    if chosen in crowded:
+        return chosen, words + " (oversubscribed: the seconds include the wait for a core)"
+    if chosen in unknown:
+        return chosen, words + " (oversubscribed or not: the runs' files do not say)"
+    return chosen, words + (" (the largest not oversubscribed)" if chosen != counts[-1] else "")
 
 
 def plot_volume(volume: pd.DataFrame, stem: Path) -> None:

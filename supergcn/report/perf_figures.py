@@ -1,6 +1,6 @@
 """The plan-only performance-model study's figures (:data:`supergcn.naming.PERF_FIGURES`,
 PNG and PDF each), drawn from its tables (:mod:`supergcn.perf.study`) with the study
-figures' toolkit (:mod:`supergcn.report.figures`)."""
+figures' toolkit (:mod:`supergcn.report.styles`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from supergcn.report.figures import pyplot, save_figure
+from supergcn.report.styles import pyplot, save_figure
 
 
 def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:

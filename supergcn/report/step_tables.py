@@ -63,11 +63,20 @@ def volume_table(plans: list[tuple[str, str | Path]], widths: Mapping[str, int])
     return table
 
 
+#: The fewest directed adjacency entries at which the preprocessing table divides a step's
+#: peak memory by them. Below it the process's own memory (the interpreter, NumPy, torch and
+#: numba loaded: 0.3-0.5 GiB) is a large share of the peak, and the quotient says more about
+#: the interpreter than about the step: 240,000 entries at 1.2 GiB read as 5,000 B an entry.
+#: From 50 M entries a step that holds even 10 B an entry (0.5 GB) outweighs that baseline.
+ENTRIES_FOR_BYTES_PER_ENTRY = 50_000_000
+
+
 def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
     """Seconds and peak memory of each preprocessing step, from the manifests the steps
     write (peak resident memory of the step's own process, ``VmHWM``), per dataset and P,
-    with the peak per adjacency entry of the graph (directed CSR entries); partitions add
-    their edge cut and the max/mean imbalance of each constraint.
+    with the peak per adjacency entry of the graph (directed CSR entries) where the graph
+    has at least :data:`ENTRIES_FOR_BYTES_PER_ENTRY` of them; partitions add their edge cut
+    and the max/mean imbalance of each constraint.
 
     Args:
         graph_dirs: prepared graph directories.
@@ -109,7 +118,8 @@ def preprocessing_table(graph_dirs, partition_dirs, plan_dirs) -> pd.DataFrame:
         peak = record.pop("peak_mib")
         rows.append({"dataset": meta["name"], **record, "adjacency_entries": meta["num_edges_directed"],
                      "peak_gib": None if peak is None else peak / 1024,
-                     "bytes_per_entry": None if peak is None else peak * 2**20 / max(1, meta["num_edges_directed"])})
+                     "bytes_per_entry": None if peak is None or meta["num_edges_directed"] < ENTRIES_FOR_BYTES_PER_ENTRY
+                     else peak * 2**20 / meta["num_edges_directed"]})
     table = pd.DataFrame.from_records(rows)
     for column in ("P", "edge_cut"):  # counts with gaps: integers, not floats
         if column in table:

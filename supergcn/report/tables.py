@@ -37,16 +37,15 @@ import numpy as np
 import pandas as pd
 
 from supergcn.data.storage import write_text
-from supergcn.distributed.timing import BREAKDOWN, DETAIL
 from supergcn.errors import SuperGCNError
+from supergcn.report.columns import PHASE_COLUMNS
 from supergcn.report.curves import TARGET_SPLITS, accuracy_curve
+from supergcn.report.spread import pooled_sd, ratio_sd, shown
 from supergcn.train.metrics import read_metrics, timed_epochs
 from supergcn.variants import Variant, display_name
 
 #: An accuracy of runs without validation or test nodes.
 NOT_AVAILABLE = "n/a"
-#: The paper's categories, then the phases that split its ``other``.
-PHASE_COLUMNS = (*BREAKDOWN, *(phase for phase in DETAIL if phase not in BREAKDOWN))
 #: The runs table's columns of a mini-batch run's cache hit rate, this and the layer (from 0,
 #: the input layer's).
 HIT_RATE_PREFIX = "hit_rate_layer_"
@@ -65,7 +64,8 @@ def run_record(path: str | Path) -> dict:
     Returns:
         Dataset, P, strategy, bits, label propagation, seed, threads, whether the ranks
         outnumbered the cores (None where the file does not say) and epochs; mean
-        epoch time and the slowest rank's seconds per phase (first epochs excluded); peak
+        epoch time, its sample standard deviation over the timed epochs and their count, and
+        the slowest rank's seconds per phase (first epochs excluded); peak
         memory, bytes sent and re-assignment seconds per epoch; the accuracies; the
         variant's name and the file's path; a mini-batch run's steps per epoch and cache hit
         rate per layer (:func:`minibatch_columns`).
@@ -76,16 +76,19 @@ def run_record(path: str | Path) -> dict:
     header, epochs, summary = read_metrics(path)
     config = header["config"]
     timed = timed_epochs(epochs)  # each process's first epoch pays one-off costs, as in the paper
+    seconds = [e["seconds"]["max"]["total"] for e in timed]
     record = {
         "dataset": header["dataset"], "P": header["num_ranks"], "strategy": header["strategy"],
         "bits": config["bits"], "label_propagation": config["label_rate"] > 0,
         "seed": config["seed"], "threads_per_rank": header["threads_per_rank"],
         # Metrics files written before it was recorded lack it: unknown, not False.
         "oversubscribed": header.get("oversubscribed"), "epochs": summary["epochs"],
-        "epoch_seconds": float(np.mean([e["seconds"]["max"]["total"] for e in timed])),
+        "epoch_seconds": float(np.mean(seconds)),
+        "epoch_seconds_sd": float(np.std(seconds, ddof=1)) if len(seconds) > 1 else None,
+        "timed_epochs": len(seconds),
         # The slowest rank's phases add up to the epoch time (per-phase maxima need not).
-        **{f"{phase}_seconds": float(np.mean([e["seconds"]["slowest_rank"][phase] for e in timed]))
-           for phase in PHASE_COLUMNS},
+        **{column: float(np.mean([e["seconds"]["slowest_rank"][phase] for e in timed]))
+           for phase, column in PHASE_COLUMNS.items()},
         "peak_memory_gib": max(summary["peak_memory_bytes_per_rank"]) / 2**30,
         "bytes_sent_per_epoch": float(np.mean([e["bytes"]["sent_total"] for e in timed])),
         # AdaQP's re-assignments run between epochs (only those epochs have the record): their
@@ -154,6 +157,11 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
     oversubscribed (:func:`any_oversubscribed`); with ``baseline`` (a variant), also each
     variant's speed-up over it at the same dataset and P, like the lines of the paper's Fig. 9.
 
+    Each time has its spread: the standard deviation of every timed epoch of every seed's
+    run together (:func:`~supergcn.report.spread.pooled_sd`: between the runs and within
+    them), over ``runs`` runs (1: one run, whose spread is its epochs' alone); speed-ups and
+    efficiencies carry theirs to first order (:func:`~supergcn.report.spread.ratio_sd`).
+
     Args:
         runs: :func:`runs_table`'s rows.
         baseline: a variant's name, or None.
@@ -164,26 +172,41 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
     Raises:
         SuperGCNError: ``baseline`` is not a variant of ``runs``.
     """
-    table = (runs.groupby(["dataset", "variant", "P"], as_index=False)
-             .agg(epoch_seconds=("epoch_seconds", "mean"), oversubscribed=("oversubscribed", any_oversubscribed),
+    groups = runs.groupby(["dataset", "variant", "P"])
+    spread = groups.apply(lambda rows: pooled_sd(rows["timed_epochs"], rows["epoch_seconds"],
+                                                 rows["epoch_seconds_sd"]), include_groups=False)
+    table = (groups.agg(epoch_seconds=("epoch_seconds", "mean"), runs=("seed", "count"),
+                        oversubscribed=("oversubscribed", any_oversubscribed),
                   peak_memory_gib=("peak_memory_gib", "max"),
                   bytes_sent_per_epoch=("bytes_sent_per_epoch", "mean"),
-                  assignment_seconds_per_epoch=("assignment_seconds_per_epoch", "mean"))
-             .sort_values(["dataset", "variant", "P"]))
+                        assignment_seconds_per_epoch=("assignment_seconds_per_epoch", "mean"))
+             .join(spread.rename("epoch_seconds_sd")).reset_index().sort_values(["dataset", "variant", "P"]))
+    table.insert(table.columns.get_loc("epoch_seconds") + 1, "epoch_seconds_sd", table.pop("epoch_seconds_sd"))
     table.insert(2, "name", table["variant"].map(display_name))
     # Rows are sorted by P: each variant's first is its P = 1 run where it has one.
     by_variant = table.groupby(["dataset", "variant"])
     table["speedup_base_P"] = by_variant["P"].transform("first")
-    table["speedup"] = by_variant["epoch_seconds"].transform("first") / table["epoch_seconds"]
+    base, base_sd = by_variant["epoch_seconds"].transform("first"), by_variant["epoch_seconds_sd"].transform("first")
+    table["speedup"] = base / table["epoch_seconds"]
+    at_base = table["P"] == table["speedup_base_P"]  # the base against itself: 1 exactly
+    table["speedup_sd"] = ratio_sd(table["speedup"], base, base_sd, table["epoch_seconds"],
+                                   table["epoch_seconds_sd"]).mask(at_base, 0.0)
     table["efficiency"] = table["speedup"] * table["speedup_base_P"] / table["P"]
+    table["efficiency_sd"] = table["speedup_sd"] * table["speedup_base_P"] / table["P"]
     if baseline is not None:
         if baseline not in set(table["variant"]):
             raise SuperGCNError(f"the speed-up baseline {baseline!r} is not a variant of this study",
                                 f"choose one of {', '.join(sorted(set(table['variant'])))}")
-        reference = (table[table["variant"] == baseline].set_index(["dataset", "P"])["epoch_seconds"]
-                     .rename("baseline_seconds"))
+        reference = (table[table["variant"] == baseline].set_index(["dataset", "P"])[["epoch_seconds",
+                                                                                      "epoch_seconds_sd"]]
+                     .rename(columns=lambda column: f"baseline_{column}"))
         table = table.join(reference, on=["dataset", "P"])
-        table[f"speedup_vs_{baseline}"] = table.pop("baseline_seconds") / table["epoch_seconds"]
+        versus = table.pop("baseline_epoch_seconds") / table["epoch_seconds"]
+        table[f"speedup_vs_{baseline}"] = versus
+        table[f"speedup_vs_{baseline}_sd"] = ratio_sd(versus, versus * table["epoch_seconds"],
+                                                      table.pop("baseline_epoch_seconds_sd"), table["epoch_seconds"],
+                                                      table["epoch_seconds_sd"]).mask(table["variant"] == baseline,
+                                                                                      0.0)
     return table.reset_index(drop=True)
 
 
@@ -214,8 +237,12 @@ def scaling_caption(table: pd.DataFrame, baseline: str | None = None) -> str:
     Returns:
         The caption.
     """
-    caption = ("Epoch time (s, max over ranks, mean over epochs after each process's first and over seeds); "
-               "speed-up and parallel efficiency relative to the same variant at P = speedup_base_P")
+    caption = ("Epoch time (s, max over ranks, mean over epochs after each process's first and over seeds) and "
+               "its standard deviation over every such epoch of the row's runs (between seeds and within a run; "
+               "runs = 1: one run, whose spread is its epochs' alone, and runs of the same work differ by more); "
+               "speed-up and parallel efficiency relative to the same variant at P = speedup_base_P, each with "
+               "its spread carried from the times'. Figures are shown to the second significant digit of their "
+               "spread")
     if baseline is not None:
         caption += f"; speed-up over {baseline} at the same P"
     caption += "."
@@ -245,7 +272,7 @@ def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
     Returns:
         One row per dataset, variant and P.
     """
-    columns = [f"{phase}_seconds" for phase in PHASE_COLUMNS]
+    columns = list(PHASE_COLUMNS.values())
     return (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns + ["epoch_seconds"]].mean()
             .sort_values(["dataset", "variant", "P"]).reset_index(drop=True))
 
@@ -359,11 +386,15 @@ def write_table(table: pd.DataFrame, stem: str | Path, caption: str) -> None:
     stem = Path(stem)
     write_text(stem.with_suffix(".csv"), table.to_csv(index=False))
     # tabulate formats NaN as "nan" and takes only None as missing.
-    markdown = table.astype(object).where(table.notna(), None).to_markdown(index=False, floatfmt=".4g",
-                                                                           missingval="—")
+    # Every cell as text, to the digits its spread allows (supergcn.report.spread); tabulate
+    # must not parse it back into numbers, which drops a figure's last zero.
+    text = shown(table)
+    align = ["right" if pd.api.types.is_numeric_dtype(table[column]) else "left" for column in table.columns]
+    markdown = text.to_markdown(index=False, disable_numparse=True, colalign=align, missingval="—")
     write_text(stem.with_suffix(".md"), f"{caption}\n\n{markdown}\n")
-    write_text(stem.with_suffix(".tex"), table.to_latex(index=False, float_format="%.4g", na_rep="---",
-                                                        caption=caption, label=f"tab:{stem.name}", escape=True))
+    write_text(stem.with_suffix(".tex"), text.fillna("---").to_latex(
+        index=False, caption=caption, label=f"tab:{stem.name}", escape=True,
+        column_format="".join(side[0] for side in align)))
 
 
 def write_named_tables(written: Mapping[str, tuple[pd.DataFrame, str]], declared: Sequence[str], out_dir: Path) -> None:

@@ -213,7 +213,16 @@ def write_metrics(out: str | Path, header: dict, records: list[dict], summary: d
 
 
 def metrics_text(header: dict, records: list[dict], summary: dict) -> str:
-    """The metrics file's text: one JSON record a line, the header first, the summary last."""
+    """The metrics file's text: one JSON record a line, the header first, the summary last.
+
+    Args:
+        header: the header record.
+        records: the epoch records.
+        summary: the summary record.
+
+    Returns:
+        The text, ending in a newline.
+    """
     return "".join(json.dumps(r) + "\n" for r in [header, *records, summary])
 
 

@@ -107,16 +107,21 @@ def test_nine_variants_get_one_legend_outside_every_panel_and_a_colour_and_marke
         assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
     # Within the figure: nothing of it cut off at the canvas's edge.
     assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1 and figure.bbox.y0 <= box.y0
-    panels, twins = [ax for ax in figure.axes if ax.containers], [ax for ax in figure.axes if ax.get_lines()]
+    from matplotlib.container import BarContainer
+
+    panels = [ax for ax in figure.axes if any(isinstance(c, BarContainer) for c in ax.containers)]
+    twins = [ax for ax in figure.axes if ax.get_lines()]
     assert len(panels) == len(twins) == 2
     for bars, speed in zip(panels, twins):
+        assert speed.get_zorder() > bars.get_zorder(), "the speed-up lines are drawn in front of the bars"
         lines = speed.get_lines()
         assert [line.get_label() for line in lines] == [text.get_text() for text in legend.get_texts()]
         # Told apart by colour and marker; and by marker and line style alone, as in greyscale.
         assert len({(to_rgba(line.get_color()), line.get_marker()) for line in lines}) == 9
         assert len({(line.get_marker(), str(line.get_linestyle())) for line in lines}) == 9
         assert len({line.get_marker() for line in lines}) == 9
-        assert len({container.patches[0].get_hatch() for container in bars.containers}) == 9
+        assert len({container.patches[0].get_hatch() for container in bars.containers
+                    if isinstance(container, BarContainer)}) == 9
     save(figure, tmp_path / "scaling")
     assert (tmp_path / "scaling.png").stat().st_size > 0 and (tmp_path / "scaling.pdf").stat().st_size > 0
 
@@ -156,3 +161,38 @@ def test_figures_name_variants_as_the_tables_do(tmp_path, monkeypatch):
                                          **{f"{phase}_seconds": [0.1] for phase in figures.DETAIL}}),
                            tmp_path / "breakdown")
     assert drawn["breakdown"].axes[0].get_title() == "g\nPipeGCN"
+
+
+def test_scaling_bars_and_lines_carry_their_spread_and_the_axis_names_the_base_p(tmp_path, monkeypatch):
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    from supergcn.report import figures
+
+    drawn = {}
+    monkeypatch.setattr(figures, "save_figure", lambda figure, stem: drawn.setdefault("figure", figure))
+    figures.plot_scaling(pd.DataFrame({"dataset": "g", "variant": "a", "P": [1, 2], "epoch_seconds": [2.0, 1.2],
+                                       "epoch_seconds_sd": [0.1, 0.3], "speedup_base_P": 1, "speedup": [1.0, 1.67],
+                                       "speedup_sd": [0.0, 0.4], "oversubscribed": False}), tmp_path / "scaling")
+    bars, speed = drawn["figure"].axes[:2]
+    (container,) = [c for c in bars.containers if isinstance(c, BarContainer)]
+    segments = container.errorbar.lines[2][0].get_segments()
+    assert [round(segment[1][1] - segment[0][1], 6) for segment in segments] == [0.2, 0.6], "± one sd"
+    (line,) = [c for c in speed.containers if isinstance(c, ErrorbarContainer)]
+    assert [round(s[1][1] - s[0][1], 6) for s in line.lines[2][0].get_segments()] == [0.0, 0.8]
+    assert speed.get_ylabel() == "speed-up vs P = 1, lines"
+
+
+@pytest.mark.parametrize("oversubscribed, shown, words", [
+    ([False, False, True], 2, "P = 2 of 1, 2, 4 (the largest not oversubscribed)"),
+    ([False, False, False], 4, "P = 4 of 1, 2, 4"),
+    ([True, True, True], 4, "P = 4 of 1, 2, 4 (oversubscribed: the seconds include the wait for a core)"),
+    ([False, False, None], 2, "P = 2 of 1, 2, 4 (the largest not oversubscribed)"),
+    (["True", "True", ""], 4, "P = 4 of 1, 2, 4 (oversubscribed or not: the runs' files do not say)"),
+])
+def test_the_accuracy_curves_show_the_largest_p_with_cores_of_its_own_and_say_which(oversubscribed, shown, words):
+    from supergcn.report.figures import curve_process_count
+
+    runs = pd.DataFrame({"P": [1, 2, 4], "oversubscribed": oversubscribed})
+    if "" in oversubscribed:  # as read back from runs.csv: an empty field
+        runs["oversubscribed"] = runs["oversubscribed"].replace("", None)
+    assert curve_process_count(runs) == (shown, words)
