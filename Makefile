@@ -21,6 +21,9 @@ TORCH_INDEX ?=
 # MPI was installed by hand (docs/getting-started.md), leave it out: EXTRAS=test,docs,cluster.
 EXTRAS ?= test,docs,mpich,cluster
 CORES ?= all
+# When this make began (parsed before any prerequisite is built): `make run` prints how long
+# it took, the venv's creation included.
+STARTED := $(shell date +%s)
 
 .PHONY: venv run test lint docs clean
 
@@ -47,6 +50,7 @@ run: $(STAMP)
 	@echo
 	@echo "Tables (CSV, Markdown, LaTeX): $(CURDIR)/results/tables"
 	@echo "Figures (PNG, PDF):            $(CURDIR)/results/figures"
+	@took=$$(( $$(date +%s) - $(STARTED) )); echo "make run took $$((took / 60)) min $$((took % 60)) s ($$(nproc) cores)"
 
 # The suite in TEST_WORKERS processes (pytest-xdist), a test file to each at a time: a
 # file's module fixtures (a finished study, a Slurm cluster) are built once. Much of the
