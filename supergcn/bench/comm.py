@@ -46,9 +46,8 @@ ALLTOALL_SIZES = tuple(8 * 4**k for k in range(11))  # 8 B .. 8 MiB per peer
 QUANTIZATION_ROWS = tuple(64 * 4**k for k in range(6))  # 64 .. 65,536 rows per rank
 #: Bytes per row of the Alltoallv sweep (every size is a whole number of rows).
 SWEEP_ROW_BYTES = 8
-#: The cache size assumed where Linux does not report one.
 #: Rounds of the sweeps: each times every point once (the median is kept).
-ROUNDS = 60
+ROUNDS = 20
 
 
 def ping_pong_latency(comm, repeats: int = 1000) -> float | None:

@@ -562,7 +562,8 @@ def test_enough_distinct_bad_inputs_are_covered():
 
 
 def test_a_truncated_raw_planetoid_file_is_named(tmp_path):
-    """The real Cora files with one truncated (PyG unpickles them)."""
+    """The real Cora files with one truncated: refused by its digest before PyG unpickles it,
+    and, where a changed source is accepted, by PyG's reading of it."""
     cora = SHARED_DATASETS / "planetoid" / "Cora" / "raw"
     if not cora.is_dir():
         pytest.skip(f"real datasets not found at {SHARED_DATASETS}")
@@ -571,7 +572,11 @@ def test_a_truncated_raw_planetoid_file_is_named(tmp_path):
     truncate(raw / "ind.cora.x")
     result = run_cli("prepare", "cora", "--raw-root", tmp_path, "--out", tmp_path / "g")
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert result.stderr.count("error:") == 1 and "the raw files of Planetoid under" in result.stderr
+    assert result.stderr.count("error:") == 1 and f"{raw / 'ind.cora.x'} is not the file" in result.stderr
+    assert not (tmp_path / "g").exists()
+    accepted = run_cli("prepare", "cora", "--raw-root", tmp_path, "--out", tmp_path / "g", "--accept-source-changes")
+    assert accepted.returncode == 2 and "Traceback" not in accepted.stderr, accepted.stderr
+    assert accepted.stderr.count("error:") == 1 and "the raw files of Planetoid under" in accepted.stderr
     assert not (tmp_path / "g").exists()
 
 
