@@ -14,9 +14,15 @@ from pathlib import Path
 #: How cut edges are served (:mod:`supergcn.plan.builder`).
 STRATEGIES = ("pre", "post", "hybrid")
 #: Bits per exchanged value and the name of that precision in paths and tables.
-PRECISIONS = {32: "fp32", 8: "int8", 4: "int4", 2: "int2"}
-#: Quantized widths (every precision but float32).
-QUANTIZED_BITS = tuple(bits for bits in PRECISIONS if bits != 32)
+PRECISIONS = {32: "fp32", 16: "bf16", 8: "int8", 4: "int4", 2: "int2"}
+#: Widths whose rows travel as floating point numbers, each value on its own: float32, and
+#: bfloat16 (upstream SuperGCN's ``--num_bits 16``: float32 rounded to nearest even, NaN and
+#: infinities as they are; :mod:`supergcn.kernels.wire`).
+FLOAT_BITS = (32, 16)
+#: Quantized widths: integers of a row's range, with a (zero point, scale) per row.
+QUANTIZED_BITS = tuple(bits for bits in PRECISIONS if bits not in FLOAT_BITS)
+#: The widths narrower than float32, which the performance model predicts beside it.
+NARROWER_BITS = tuple(bits for bits in PRECISIONS if bits != 32)
 #: The exchange schedule of every run but a method's (:mod:`supergcn.methods`: DistGNN's
 #: delayed aggregates, PipeGCN's stale rows): every epoch.
 SYNCHRONOUS = "sync"
@@ -92,7 +98,7 @@ FIGURES = {"scaling": Figure("scaling", "Scaling"), "breakdown": Figure("breakdo
 
 
 def precision_name(bits: int | str) -> str:
-    """``fp32``, ``int8``, ``int4`` or ``int2`` for 32, 8, 4 or 2 bits; a word a method adds
+    """``fp32``, ``bf16``, ``int8``, ``int4`` or ``int2`` for 32, 16, 8, 4 or 2 bits; a word a method adds
     (AdaQP's ``adaptive``) as it is."""
     return PRECISIONS.get(bits, str(bits))
 

@@ -36,7 +36,7 @@ def schema_at(*path):
     (("training", "rounding"), naming.ROUNDINGS),
     (("training", "label_draw"), naming.LABEL_DRAWS),
     (("training", "parameter_dtype"), tuple(naming.PARAMETER_DTYPES)),
-    (("perf", "bits", "[]"), naming.QUANTIZED_BITS),
+    (("perf", "bits", "[]"), naming.NARROWER_BITS),
     (("perf", "models", "[]"), naming.GNN_MODELS),
     (("perf", "local", "bits", "[]"), tuple(naming.PRECISIONS)),
 ])

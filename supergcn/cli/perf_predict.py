@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from supergcn.cli._args import output_file, positive_int
-from supergcn.naming import DEFAULT_PARAMETER_DTYPE, GNN_MODELS, PARAMETER_DTYPES, QUANTIZED_BITS
+from supergcn.naming import DEFAULT_PARAMETER_DTYPE, GNN_MODELS, NARROWER_BITS, PARAMETER_DTYPES
 from supergcn.options import Range
 from supergcn.perf.methods import DEFAULT_BOUNDARY_RATES
 from supergcn.train.config import default
@@ -23,7 +23,8 @@ def configure(parser) -> None:
     parser.add_argument("--hidden", type=positive_int, default=default("hidden"))
     parser.add_argument("--heads", type=positive_int, default=default("heads"), help="GAT's attention heads")
     parser.add_argument("--num-layers", type=positive_int, default=default("num_layers"))
-    parser.add_argument("--bits", type=int, nargs="*", choices=QUANTIZED_BITS, default=[2])
+    parser.add_argument("--bits", type=int, nargs="*", choices=NARROWER_BITS, default=[2],
+                        help="widths predicted beside float32: 16 (bfloat16) or quantized 8, 4, 2")
     parser.add_argument("--parameter-dtype", choices=tuple(PARAMETER_DTYPES), default=DEFAULT_PARAMETER_DTYPE,
                         help="wire type of the quantization parameters")
     parser.add_argument("--boundary-rates", type=Range(float, 0, 1, what="a boundary rate"), nargs="+",

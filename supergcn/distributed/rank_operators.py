@@ -35,7 +35,7 @@ from supergcn.distributed.protocol import WireCodec
 from supergcn.distributed.ranks import stream_seed
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.quantization import Quantized, packed_rows
-from supergcn.kernels.wire import dequantize_from_wire, quantize_to_wire
+from supergcn.kernels.wire import dequantize_from_wire, from_bfloat16, quantize_to_wire, to_bfloat16
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.plan.rank_plan import RankPlan
 
@@ -131,6 +131,8 @@ class RankOperators:
         self._in_flight = True
         if not self.training or bits == 32:
             return self._exchange_float32(rows, send_counts, recv_counts)
+        if bits == 16:
+            return self._exchange_bfloat16(rows, send_counts, recv_counts)
         if self.codec is None:
             return self._exchange_quantized(rows, send_counts, recv_counts, bits)
         layout = self.codec.layout(rows, reverse, layer, row_scale)
@@ -153,6 +155,26 @@ class RankOperators:
             self._in_flight = False
             with self.timer.phase("communication"):
                 return torch.from_numpy(pending.wait())
+        return InFlight([pending], finish)
+
+    def _exchange_bfloat16(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray) -> InFlight:
+        """The rows as bfloat16 (:func:`~supergcn.kernels.wire.to_bfloat16`), one message of
+        half float32's bytes; the conversions are booked as quantization, as an Int2
+        exchange's packing is."""
+        with self.timer.phase("quantization"):
+            wire = to_bfloat16(rows, self.buffers.array("bfloat16", rows.shape, np.uint16))
+        with self.timer.phase("communication"):
+            pending = self.communicator.ialltoallv(
+                wire, send_counts, recv_counts,
+                out=self.buffers.array("bfloat16 received", (int(recv_counts.sum()), rows.shape[1]), np.uint16))
+
+        def finish():
+            self._in_flight = False
+            with self.timer.phase("communication"):
+                received = pending.wait()
+            with self.timer.phase("quantization"):
+                out = self.buffers.array("received", received.shape, np.float32)
+                return torch.from_numpy(from_bfloat16(received, out))
         return InFlight([pending], finish)
 
     def _exchange_quantized(self, rows: np.ndarray, send_counts: np.ndarray, recv_counts: np.ndarray,

@@ -1,7 +1,9 @@
 """What one boundary exchange puts on the wire, and how many bytes that is.
 
-A float32 exchange sends each row's ``width`` values as they are (4 bytes each). A
-b-bit exchange sends two messages (paper §6, upstream and AdaQP alike):
+A float32 exchange sends each row's ``width`` values as they are (4 bytes each); a
+bfloat16 exchange (16 bits, upstream's ``--num_bits 16``) sends each value's upper 16
+bits, rounded to nearest even, in one message of 2 bytes a value (:func:`to_bfloat16`). A
+quantized b-bit exchange sends two messages (paper §6, upstream and AdaQP alike):
 
 * the data: rows packed 8/b to a byte column by :func:`supergcn.kernels.quantization.quantize`,
   each destination's chunk padded to whole bytes (:func:`~supergcn.kernels.quantization.packed_rows`);
@@ -12,11 +14,43 @@ b-bit exchange sends two messages (paper §6, upstream and AdaQP alike):
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
 
 FP32_BYTES = 4
+BF16_BYTES = 2
+
+
+def to_bfloat16(rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """float32 ``rows`` as bfloat16 bit patterns in ``out`` (uint16, their shape): each value
+    rounded to the nearest bfloat16, ties to even, as torch converts (NaN stays NaN, ±inf
+    stays ±inf; a value past bfloat16's largest rounds to ±inf).
+
+    Args:
+        rows: float32, C-contiguous.
+        out: uint16, of ``rows``' shape.
+
+    Returns:
+        ``out``.
+    """
+    torch.from_numpy(out.view(np.int16)).view(torch.bfloat16).copy_(torch.from_numpy(rows))
+    return out
+
+
+def from_bfloat16(wire: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """The float32 values of the bfloat16 bit patterns ``wire`` (uint16), exactly, into ``out``.
+
+    Args:
+        wire: uint16 bit patterns, C-contiguous.
+        out: float32, of ``wire``'s shape.
+
+    Returns:
+        ``out``.
+    """
+    torch.from_numpy(out).copy_(torch.from_numpy(wire.view(np.int16)).view(torch.bfloat16))
+    return out
 
 
 def parameters_to_wire(quantized: Quantized, parameter_dtype: str) -> np.ndarray:
@@ -53,8 +87,8 @@ def wire_bytes(rows: np.ndarray, width: int, bits: int,
     """(data bytes, parameter bytes) for each entry of ``rows``, the rows one sender sends
     one receiver per exchange, at ``width`` features and ``bits`` per value."""
     rows = np.asarray(rows, dtype=np.int64)
-    if bits == 32:
-        return rows * width * FP32_BYTES, np.zeros_like(rows)
+    if bits in (32, 16):
+        return rows * width * bits // 8, np.zeros_like(rows)
     parameter_bytes = PARAMETER_DTYPES[parameter_dtype]
     return packed_rows(rows.ravel(), bits).reshape(rows.shape) * width, rows * 2 * parameter_bytes
 

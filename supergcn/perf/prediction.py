@@ -16,6 +16,14 @@ a cost per exchange a_q and a_d whatever its size:
     Q_i = a_q + F (4 + b/8) sum_j Comm[i][j] / TH_q,     D_i = a_d + F (4 + b/8) sum_j Comm[j][i] / TH_d,
     T_quant = max_i Q_i + max_i [ 2 (c + (P - 1) L) + sum_j (data_ij + params_ij) / BW + D_i ].
 
+A bfloat16 exchange (b = 16, upstream's ``--num_bits 16``) is one message of 2 bytes a
+value with no parameters; each side converts its values, reading one width and writing
+the other (6 bytes a value) at the quantization and dequantization throughputs, with no
+fixed cost (a conversion is one vectorised pass):
+
+    T_bf16 = max_i 6 F sum_j Comm[i][j] / TH_q
+             + max_i [ c + (P - 1) L + sum_j 2 F Comm[i][j] / BW + 6 F sum_j Comm[j][i] / TH_d ].
+
 Departures from the paper, each because the model is checked against this
 implementation (``supergcn bench exchange``, the validation table) and its terms fitted
 on the machine at hand (``supergcn bench comm``, :mod:`supergcn.bench.comm`):
@@ -59,7 +67,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from supergcn.errors import SuperGCNError
-from supergcn.kernels.wire import FP32_BYTES, wire_bytes
+from supergcn.kernels.wire import BF16_BYTES, FP32_BYTES, wire_bytes
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.traffic import TRAFFIC_KINDS, EpochTraffic
 
@@ -285,7 +293,7 @@ def exchange_time(rows: np.ndarray, width: int, bits: int, machine: MachineProfi
     Args:
         rows: P x P rows, [i][j] the rows rank i sends rank j.
         width: F, the features per row.
-        bits: 32, or 8, 4 or 2 for a quantized exchange.
+        bits: 32, 16 (bfloat16), or 8, 4 or 2 for a quantized exchange.
         machine: the machine's profile, its entries at P where measured (:meth:`~MachineProfile.at`).
         parameter_dtype: the wire type of the per-row parameters.
 
@@ -313,6 +321,11 @@ def load_time(load: ExchangeLoad, machine: MachineProfile) -> ExchangePrediction
     transfer = (load.data_bytes + load.param_bytes) / machine.bandwidth_bytes_per_s
     if load.bits == 32:
         messages, quantize, dequantize = 1, 0.0, np.zeros(num_ranks)
+    elif load.bits == 16:  # converted each side, one message, no parameters
+        converted = FP32_BYTES + BF16_BYTES
+        messages = 1
+        quantize = load.values_sent.max() * converted / machine.quantization_bytes_per_s
+        dequantize = load.values_received * converted / machine.dequantization_bytes_per_s
     else:
         messages = 2
         bytes_per_value = FP32_BYTES + load.bits / 8

@@ -24,7 +24,14 @@ from supergcn.data.graph import read_graph_meta
 from supergcn.data.storage import read_json
 from supergcn.errors import SuperGCNError
 from supergcn.models import card
-from supergcn.naming import DEFAULT_MODEL, DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES, PERF_TABLES, STRATEGIES
+from supergcn.naming import (
+    DEFAULT_MODEL,
+    DEFAULT_PARAMETER_DTYPE,
+    PARAMETER_DTYPES,
+    PERF_TABLES,
+    QUANTIZED_BITS,
+    STRATEGIES,
+)
 from supergcn.partition.store import read_part_totals
 from supergcn.perf import methods
 from supergcn.perf import prediction as perfmodel
@@ -92,7 +99,7 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
                           "epoch_aggregation_seconds": epoch["aggregation"],
                           "epoch_exchange_seconds": epoch["exchange"], "epoch_seconds": epoch["total"],
                           "epoch_bytes": epoch["bytes"], "epoch_attention_bytes": epoch["attention_bytes"]}
-                if width_bits != 32:
+                if width_bits in QUANTIZED_BITS:  # Eq. 7-8 are of quantized exchanges
                     record.update(perfmodel.paper_ratios(rows[strategy], hidden, width_bits, machine))
                 predictions.append(record)
     peers = (rows["hybrid"] > 0).sum(axis=1)
@@ -215,8 +222,9 @@ def regime_table(predictions: pd.DataFrame) -> pd.DataFrame:
         records.append({"dataset": dataset, "machine": machine, "model": model, "P": num_ranks, "bits": bits,
                         "fp32_layer_ms": base["layer_seconds"] * 1e3, "quant_layer_ms": row["layer_seconds"] * 1e3,
                         "speedup": base["layer_seconds"] / row["layer_seconds"],
-                        "speedup_eq8": row["speedup_eq8"], "speedup_eq8_approx": row["speedup_eq8_approx"],
-                        "delta": row["delta"],
+                        # Eq. 8 is the paper's for quantized widths: empty for bfloat16.
+                        "speedup_eq8": row.get("speedup_eq8"), "speedup_eq8_approx": row.get("speedup_eq8_approx"),
+                        "delta": row.get("delta"),
                         "fp32_bound": "latency" if base["latency_bound"] else "throughput",
                         "quant_bound": "latency" if row["latency_bound"] else "throughput"})
     return pd.DataFrame.from_records(records)

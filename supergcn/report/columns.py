@@ -61,8 +61,8 @@ P = Column("P", "ranks", "MPI processes of the run, one partition each.")
 MODEL = Column("model", "", "The GNN architecture (`sage`, `gat`, ...).")
 MACHINE = Column("machine", "", "The machine profile the model predicts for (`perf.machines`; `local`: this machine, "
                  "measured).")
-BITS = Column("bits", "bits", "Bits per exchanged value: 32 (FP32), 8, 4 or 2 (quantized; `adaptive`: AdaQP's "
-              "solver assigns them per message group).")
+BITS = Column("bits", "bits", "Bits per exchanged value: 32 (FP32), 16 (bfloat16), 8, 4 or 2 (quantized; "
+              "`adaptive`: AdaQP's solver assigns them per message group).")
 STRATEGY = Column("strategy", "", "How cut edges are served: `pre` (the sources' owner sends partial aggregates), "
                   "`post` (it sends the source rows) or `hybrid` (each cut edge pre or post, as the plan's cover "
                   "picks to send fewest rows).")

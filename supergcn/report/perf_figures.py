@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from supergcn.naming import precision_name
 from supergcn.report.styles import pyplot, save_figure
 
+
+def _width_label(bits: int) -> str:
+    """FP32, BF16, Int8, Int4, Int2."""
+    return precision_name(int(bits)).upper().replace("INT", "Int")
 
 def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:
     """Per-layer hybrid exchange time vs P for each machine and dataset, FP32 vs quantized,
@@ -50,7 +55,7 @@ def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:
     for ax, rows in chosen:
         for bits, group in rows[rows["model"] == first_model].groupby("bits"):
             group = group.sort_values("P")
-            label = "FP32" if bits == 32 else f"Int{bits}"
+            label = _width_label(bits)
             line, = ax.plot(group["P"], group["layer_seconds"] * 1e3, marker="o", label=f"{label} total")
             ax.plot(group["P"], group["transfer_seconds"] * 1e3, linestyle="--", color=line.get_color(),
                     label=f"{label} transfer")
@@ -65,7 +70,7 @@ def plot_perf_study(tables_dir: Path, out_dir: Path) -> None:
     for ax, rows in chosen:
         for (model, bits), group in rows.groupby(["model", "bits"]):
             group = group.sort_values("P")
-            label = "FP32" if bits == 32 else f"Int{bits}"
+            label = _width_label(bits)
             ax.plot(group["P"], group["epoch_exchange_seconds"] * 1e3, marker="o",
                     linestyle="-" if bits == 32 else "--", label=f"{model} {label}")
         ax.set_ylabel("ms of exchanges per epoch")

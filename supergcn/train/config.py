@@ -26,6 +26,7 @@ from supergcn.naming import (
     DEFAULT_MODEL,
     DEFAULT_PARAMETER_DTYPE,
     DENSE_DTYPES,
+    FLOAT_BITS,
     GNN_MODELS,
     KERNELS,
     LABEL_DRAWS,
@@ -71,8 +72,9 @@ def _models_reading(name: str) -> str:
 
 
 def _quantized(values: dict) -> bool:
-    """Whether rows travel quantized (a precision below 32 bits, or a method's widths)."""
-    return values.get("bits", 32) != 32
+    """Whether rows travel quantized (8, 4 or 2 bits, or a method's widths; not float32 or
+    bfloat16, which have no rounding mode or parameters)."""
+    return values.get("bits", 32) not in FLOAT_BITS
 
 
 def _precompute_read(values: dict) -> bool:
@@ -193,7 +195,8 @@ class RunOptions:
         "its share (MixGCN's copy of the whole adjacency) whose holding does not fit, at its peak while built, is "
         "refused before any rank starts (0 = not checked)", values=_AT_LEAST_0, group="execution")
     bits: int | str = option(
-        32, "; ".join(["32 = float32; 8, 4, 2 = per-row quantized embeddings and gradients",
+        32, "; ".join(["32 = float32; 16 = bfloat16 rows (rounded to nearest even, upstream's --num_bits 16); "
+                       "8, 4, 2 = per-row quantized embeddings and gradients",
                        *(meaning for _, meaning in added_values("bits"))]), values=parse_bits, choices=BIT_CHOICES,
         group="exchange", trajectory=True)
     rounding: str = option("nearest", "quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)",
@@ -215,8 +218,9 @@ class RunOptions:
     parameter_dtype: str = option(DEFAULT_PARAMETER_DTYPE, "wire type of the per-row zero point and scale",
                                   choices=tuple(PARAMETER_DTYPES), group="exchange", study=True, trajectory=True,
                                   read_when=_quantized, read_hint="--bits 8, 4, 2 or a method's widths")
-    checkpoint: Path | None = option(None, "checkpoint file (written atomically; deleted, with the folders "
-                                     "it leaves empty, when the run finishes)", group="execution")
+    checkpoint: Path | None = option(None, "checkpoint file (written atomically; when the run finishes, its "
+                                     "metrics are kept beside it as <checkpoint>.finished.jsonl and the checkpoint "
+                                     "is deleted)", group="execution")
     checkpoint_every: int = option(0, "epochs between checkpoints (0 = never)", values=_AT_LEAST_0,
                                    group="execution", study=True)
     resume: bool = option(False, "continue from --checkpoint when it exists", group="execution")

@@ -59,6 +59,29 @@ def test_int2_exchange_time_by_hand():
     assert prediction.seconds == pytest.approx(146e-6 + 4278e-6)
 
 
+def test_bfloat16_exchange_time_by_hand():
+    # The fp32 case's rows as bfloat16, width 4: rank 0 sends 10 rows, rank 1 6 + 6, 2 B a
+    # value, one message a peer, no parameters. Converting moves 4 + 2 B a value, with no
+    # fixed cost: the slowest converter, rank 1 with 48 values, takes 48 x 6 B / 2 MB/s =
+    # 144 us before anyone receives. Then each rank pays 100 us + 2 peers x 1 ms, its
+    # transfer and the conversion of what it receives (MACHINE's dequantization is its
+    # quantization, 2 MB/s):
+    #   rank 0: 80 B out, 6 rows in (72 us): 2100 + 80 + 72 = 2252 us,
+    #   rank 1: 96 B out, 10 rows in (120 us): 2100 + 96 + 120 = 2316 us (the bottleneck),
+    #   rank 2: nothing out, 6 rows in: 2100 + 72 = 2172 us.
+    machine = replace(MACHINE, call_s=100e-6, quantize_call_s=10e-6, dequantize_call_s=5e-6)
+    rows = np.array([[0, 10, 0], [6, 0, 6], [0, 0, 0]])
+    prediction = perfmodel.exchange_time(rows, width=4, bits=16, machine=machine)
+    assert prediction.data_bytes == 96 and prediction.param_bytes == 0
+    assert prediction.bottleneck_rank == 1
+    assert prediction.latency_seconds == pytest.approx(100e-6 + 2e-3), "one message, as float32's"
+    assert prediction.transfer_seconds == pytest.approx(96e-6)
+    assert prediction.quantization_seconds == pytest.approx(144e-6 + 120e-6)
+    assert prediction.seconds == pytest.approx(144e-6 + 2316e-6)
+    fp32 = perfmodel.exchange_time(rows, width=4, bits=32, machine=machine)
+    assert 2 * prediction.data_bytes == fp32.data_bytes
+
+
 def test_the_slowest_quantizer_holds_every_rank_up():
     # Rank 0 quantizes 1,000 rows for rank 1, which sends nothing back: rank 1's exchange
     # ends after rank 0's quantization, its transfer and rank 1's dequantization.

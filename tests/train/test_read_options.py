@@ -73,7 +73,9 @@ def test_an_option_given_where_it_is_not_read_is_refused(scenario):
     (["--fanouts", "5,10,15"], "--fanouts 5,10,15 is not read by this run (only by DistGNN-MB's runs (--batch-size))"),
     (["--heads", "8"], "--heads 8 is not read by this run (only by --model gat)"),
     (["--schedule", "pipe", "--pipe-momentum", "0.95"], "--pipe-momentum 0.95 is not read by this run"),
-    (["--rounding", "stochastic"], "(only by --bits 8, 4, 2 or a method's widths)")])
+    (["--rounding", "stochastic"], "(only by --bits 8, 4, 2 or a method's widths)"),
+    # bfloat16 rows are rounded to nearest even and carry no parameters.
+    (["--bits", "16", "--parameter-dtype", "float32"], "--parameter-dtype float32 is not read by this run")])
 def test_the_command_line_refuses_what_its_run_does_not_read(tmp_path, given, words):
     """Given at its default or not, an option the run does not read is refused before any
     rank starts, with what would read it."""

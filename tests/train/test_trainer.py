@@ -169,6 +169,21 @@ def test_int2_exchange_moves_a_sixteenth_of_the_data(workspace, hybrid_fp32_run,
     assert losses[-1] < losses[0]
 
 
+def test_bfloat16_exchange_sends_exactly_half_of_fp32s_bytes_every_epoch(workspace, hybrid_fp32_run, tmp_path):
+    """--bits 16 (upstream's --num_bits 16) on the plan the fp32 run used: every epoch's data
+    bytes are half of float32's, no parameters travel, and training follows float32's
+    closely (a bfloat16 value keeps 8 significant bits)."""
+    root, _ = workspace
+    bf16 = tmp_path / "bf16.jsonl"
+    result = run_mpi(3, *train_args(root, 3, "hybrid", bf16, "--epochs", 3, "--bits", 16))
+    assert result.returncode == 0, result.stderr
+    assert "bf16 exchange" in result.stdout.splitlines()[0]
+    for epoch_fp32, epoch_bf16 in zip(read_metrics(hybrid_fp32_run)[1], read_metrics(bf16)[1], strict=True):
+        assert 2 * epoch_bf16["bytes"]["data_sent_total"] == epoch_fp32["bytes"]["data_sent_total"] > 0
+        assert epoch_bf16["bytes"]["params_sent_total"] == 0
+        assert epoch_bf16["loss"] == pytest.approx(epoch_fp32["loss"], rel=0.02)
+
+
 def test_single_rank_int2_equals_fp32(workspace, tmp_path):
     root, _ = workspace
     outs = []

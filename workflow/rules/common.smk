@@ -16,6 +16,7 @@ from supergcn.naming import (
     PERF_FIGURES,
     PERF_TABLES,
     PRECISIONS,
+    QUANTIZED_BITS,
     STRATEGIES,
     TABLES,
 )

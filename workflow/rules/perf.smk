@@ -22,7 +22,7 @@ rule bench_comm:
     params:
         hidden=training_for(PERF["local"]["dataset"])["hidden"],
         # the quantized width the model is checked at (its cost per value hardly depends on it)
-        bits=min([bits for bits in PERF["local"]["bits"] if bits != 32], default=2),
+        bits=min([bits for bits in PERF["local"]["bits"] if bits in QUANTIZED_BITS], default=2),
         exchanges=lambda wildcards, input: " ".join(
             shlex.quote(f"{strategy}={plan}") for strategy, plan in zip(STRATEGIES, input.plans)
         ),
