@@ -1,8 +1,9 @@
 """Run by tests/train/test_read_options.py under ``mpiexec -n 2``: short runs of SuperGCN's
 exchange and of every compared method, each with a TrainConfig that records which of its
 options the training code reads (the option checks and serialisations that read every
-option, in supergcn/train/config.py, conflicts.py and options.py, left out); rank 0 prints
-them as one JSON line: scenario -> the options read."""
+option, in supergcn/train/config.py, conflicts.py and options.py, left out); rank 0 writes
+them to ``read.json`` in the output folder: scenario -> the options read (a file, since the
+ranks' printed lines may interleave mid-line)."""
 
 import json
 import sys
@@ -51,5 +52,5 @@ for name, options in scenarios.items():
     train(config, MPI.COMM_WORLD)
     read[name] = sorted(config.__dict__.get("_read", ()))
 if MPI.COMM_WORLD.Get_rank() == 0:
-    print(json.dumps(read), flush=True)
+    (out / "read.json").write_text(json.dumps(read))
 print(f"rank {MPI.COMM_WORLD.Get_rank()} ok", flush=True)

@@ -26,7 +26,7 @@ def read_by_runs(tmp_path_factory) -> dict:
     steps = write_steps(tmp_path_factory.mktemp("steps"), "synthetic-tiny", 2, ("pre", "post", "hybrid"))
     out = tmp_path_factory.mktemp("runs")
     output = run_rank_job(Path(__file__).with_name("read_options_job.py"), 2, args=[steps, out], timeout=400)
-    read = json.loads(next(line for line in output.splitlines() if line.startswith("{")))
+    read = json.loads((out / "read.json").read_text())
     firsts = [line for line in output.splitlines() if line.startswith("training ")]
     return {**read, "lines": dict(zip(read, firsts))}
 
