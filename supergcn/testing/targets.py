@@ -44,6 +44,10 @@ TARGETS = {
     "x86_64": ("generic", "x86-64-v3", "skylake-avx512", "sapphirerapids", "znver4"),
     "aarch64": ("generic", "neoverse-n1", "a64fx", "neoverse-v1"),
 }
+#: LLVM CPU names that LLVM compiles exactly as another: the same features and the same
+#: tuning model (LLVM's X86.td defines Emerald Rapids with Sapphire Rapids' features and
+#: tuning; the kernels' assembly for the two was seen identical but for symbol addresses).
+SAME_CODE_AS = {"emeraldrapids": "sapphirerapids"}
 #: The widest row the gather is checked at (every width from 1).
 MAX_WIDTH = 300
 #: Threads each kernel runs with.
@@ -59,7 +63,8 @@ def host_targets() -> tuple[str, ...]:
 
 def host_twin(targets) -> str | None:
     """The target of ``targets`` that compiling for ``host`` would duplicate: the one LLVM
-    names this machine's CPU (what Numba compiles for by default), else None.
+    names this machine's CPU (what Numba compiles for by default), or the one LLVM compiles
+    that CPU as (:data:`SAME_CODE_AS`), else None.
 
     Numba compiles ``host`` for that CPU's name with the features the host reports, the
     named target for the same name with the features LLVM gives that CPU: the same
@@ -73,11 +78,13 @@ def host_twin(targets) -> str | None:
         targets: LLVM CPU names.
 
     Returns:
-        The name of this CPU if it is among ``targets``, else None.
+        The name of this CPU, or of the CPU LLVM compiles it as, if it is among
+        ``targets``; else None.
     """
     import llvmlite.binding as llvm
 
     name = llvm.get_host_cpu_name()
+    name = SAME_CODE_AS.get(name, name)
     return name if name in targets else None
 
 

@@ -4,14 +4,17 @@ not, 1 and 2 threads), the attention and activation kernels the same outputs and
 as compiled for the generic x86-64 / AArch64 CPU (the baseline instruction set: on x86 no
 vector wider than SSE and no FMA).
 A target whose code the host cannot run is skipped with its reason, and so is ``host``
-where it is one of the named targets (:func:`supergcn.testing.targets.host_twin`): each
+where it is, or LLVM compiles it as, one of the named targets
+(:func:`supergcn.testing.targets.host_twin`): each
 compilation of every kernel takes about a minute of one core."""
 
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from supergcn.testing.targets import TargetNotExecutable, host_targets, host_twin, run_on_target
+import llvmlite.binding as llvm
+
+from supergcn.testing.targets import SAME_CODE_AS, TARGETS, TargetNotExecutable, host_targets, host_twin, run_on_target
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +49,15 @@ def test_every_target_gives_the_same_bits(target, reports):
     assert report["digests"].keys() == generic["digests"].keys()
     differ = [case for case, digest in generic["digests"].items() if report["digests"][case] != digest]
     assert not differ, f"{report['target']} differs from generic in {differ}"
+
+
+@pytest.mark.parametrize(("host", "twin"), [("znver4", "znver4"), ("emeraldrapids", "sapphirerapids"),
+                                            ("icelake-server", None)])
+def test_host_twin_is_the_named_target_llvm_compiles_the_host_as(monkeypatch, host, twin):
+    monkeypatch.setattr(llvm, "get_host_cpu_name", lambda: host)
+    assert host_twin(TARGETS["x86_64"]) == twin
+
+
+def test_every_alias_names_a_target_of_the_matrix():
+    """An alias to a CPU the matrix does not compile would save nothing."""
+    assert set(SAME_CODE_AS.values()) <= {name for names in TARGETS.values() for name in names}
