@@ -13,8 +13,10 @@ at the best-validation epoch (mean ± std over seeds).
 
 ``epoch-time`` times the same model on one graph, all in one run: PyG single-process with
 T threads, in a child process under glibc's malloc and under the allocator training uses
-(mimalloc from the project's dependencies; ``--allocators`` adds others); the floors (the
-model's dense layers alone, the aggregation kernels alone, same threads); ``supergcn train``
+(mimalloc from the project's dependencies; ``--allocators`` adds others), and under
+bfloat16 autocast (the peer at its best on a CPU with bfloat16); the floors (the model's
+dense layers alone in float32 and under bfloat16 autocast, the aggregation kernels alone,
+same threads); ``supergcn train``
 at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, and with bfloat16 GEMMs;
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
@@ -115,10 +117,12 @@ def run_supergcn(root: Path, parts: int, threads: int, out: Path, *extra, alloca
 
 
 def pyg_epoch_seconds(root: Path, epochs: int, threads: int, hidden: int, allocator: str,
-                      label_rate: float = 0.0) -> dict:
-    """PyG's mean epoch (the first excluded) in a child process with ``allocator``."""
+                      label_rate: float = 0.0, autocast: bool = False) -> dict:
+    """PyG's mean epoch (the first excluded) in a child process with ``allocator``; with
+    ``autocast``, every epoch under ``torch.autocast("cpu", dtype=torch.bfloat16)``."""
     command = [sys.executable, __file__, "pyg-epoch", "--graph", str(root / "g"), "--epochs", str(epochs),
-               "--threads", str(threads), "--hidden", str(hidden), "--label-rate", str(label_rate)]
+               "--threads", str(threads), "--hidden", str(hidden), "--label-rate", str(label_rate),
+               *(["--bf16-autocast"] if autocast else [])]
     result = subprocess.run(command, check=True, capture_output=True, text=True,
                             env=allocator_environment(allocator))
     return json.loads(result.stdout)
@@ -131,9 +135,12 @@ def pyg_epoch(args) -> None:
     torch.manual_seed(0)
     pyg = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes,
                    label_propagation=args.label_rate > 0)
-    seconds = train_baseline(graph, pyg, args.epochs, 0.01, label_rate=args.label_rate)["seconds"][1:]
+    # PyG at its best on a CPU with bfloat16: its GEMMs (and whatever else autocast lowers)
+    # in bfloat16, as PyG users would run it, forward, backward and evaluation.
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16_autocast):
+        seconds = train_baseline(graph, pyg, args.epochs, 0.01, label_rate=args.label_rate)["seconds"][1:]
     print(json.dumps({"epoch_seconds": float(np.mean(seconds)), "allocator": allocator_in_use()["name"],
-                      "peak_rss_gib": peak_memory_mib() / 1024}))
+                      "bf16_autocast": args.bf16_autocast, "peak_rss_gib": peak_memory_mib() / 1024}))
 
 
 def accuracy(args) -> None:
@@ -167,11 +174,13 @@ def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
     return list(zip(dims[:-1], dims[1:]))
 
 
-def dense_floor(graph, hidden: int, layers: int, repeats: int) -> float:
+def dense_floor(graph, hidden: int, layers: int, repeats: int, bfloat16: bool = False) -> float:
     """Seconds of the model's linear layers alone, forward and backward, on all N rows:
     each SAGE layer's ``lin_neigh(h) + lin_self(h)`` (one GEMM with bias, one accumulating
     GEMM, as :class:`supergcn.models.sage.layer.Layer` runs them) with every weight gradient and the
-    input gradients from layer 2 on (the input features need none), as in training."""
+    input gradients from layer 2 on (the input features need none), as in training. With
+    ``bfloat16``, under bfloat16 autocast: the GEMMs in bfloat16 from float32 weights (the
+    floor of bfloat16 training, and of PyG under autocast)."""
     n = graph.num_nodes
     torch.manual_seed(0)
     linears = [(torch.nn.Linear(a, b), torch.nn.Linear(a, b, bias=False)) for a, b in layer_dims(graph, hidden, layers)]
@@ -181,8 +190,12 @@ def dense_floor(graph, hidden: int, layers: int, repeats: int) -> float:
         h = x  # needs no gradient, so autograd skips layer 1's input gradient, as in training
         for neigh, own in linears:
             h = torch.addmm(neigh(h), h, own.weight.t())  # the sum fused into the GEMM, as in training
-        h.sum().backward()
-    return timed(step, repeats)[1]
+        h.float().sum().backward()
+
+    def floor_step():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
+            step()
+    return timed(floor_step, repeats)[1]
 
 
 def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int, allocator: str = "auto") -> float:
@@ -258,10 +271,14 @@ def epoch_time(args) -> None:
         for allocator in dict.fromkeys(["glibc", "auto", *args.allocators]):
             report["runs"][f"pyg {allocator}"] = pyg_epoch_seconds(root, args.epochs, args.threads, args.hidden,
                                                                    allocator)
+        report["runs"]["pyg auto bf16 autocast"] = pyg_epoch_seconds(root, args.epochs, args.threads, args.hidden,
+                                                                     "auto", autocast=True)
         pyg_epoch = report["runs"]["pyg auto"]["epoch_seconds"]  # the allocator our ranks get
+        pyg_autocast = report["runs"]["pyg auto bf16 autocast"]["epoch_seconds"]
         dense = dense_floor(graph, args.hidden, 3, args.repeats)
+        dense_bf16 = dense_floor(graph, args.hidden, 3, args.repeats, bfloat16=True)
         aggregation = aggregation_floor(root, graph, args.hidden, 3, args.threads)
-        report["floor_seconds"] = {"dense": dense, "aggregation_kernels": aggregation}
+        report["floor_seconds"] = {"dense": dense, "dense_bfloat16": dense_bf16, "aggregation_kernels": aggregation}
         common = ["--epochs", args.epochs, "--hidden", args.hidden]
         for allocator in [a for a in dict.fromkeys(["glibc", *args.allocators]) if a != "auto"]:
             epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, allocator=allocator)
@@ -273,6 +290,7 @@ def epoch_time(args) -> None:
         report["allocators"] = allocator_table(report["runs"])
         report["targets"] = {
             "speedup_vs_pyg (>= 5)": pyg_epoch / phases["total"],
+            "speedup_vs_pyg_bf16_autocast": pyg_autocast / phases["total"],
             "speedup_vs_pyg_under_glibc": report["runs"]["pyg glibc"]["epoch_seconds"] / phases["total"],
             "fp32_bound: pyg_over_dense_floor": pyg_epoch / dense,
             "system_share_of_epoch (<= 0.10)": phases["cpu_system"] / phases["total"],
@@ -286,6 +304,8 @@ def epoch_time(args) -> None:
         report["runs"]["P=1 bfloat16"] = {"threads_per_rank": args.threads, "phases": phases,
                                           "process_seconds": usage, "bf16_cpu_flags": bf16_flags()}
         report["targets"]["speedup_vs_pyg with bfloat16 GEMMs"] = pyg_epoch / phases["total"]
+        report["targets"]["speedup_vs_pyg_bf16_autocast with bfloat16 GEMMs"] = pyg_autocast / phases["total"]
+        report["targets"]["bfloat16 GEMMs: epoch_over_bf16_dense_floor"] = phases["total"] / dense_bf16
         for parts in args.parts:
             runs = {}
             for overlap in ("--overlap", "--no-overlap"):
@@ -499,6 +519,8 @@ def main():
     baseline.add_argument("--threads", type=int, default=2)
     baseline.add_argument("--hidden", type=int, default=256)
     baseline.add_argument("--label-rate", type=float, default=0.0)
+    baseline.add_argument("--bf16-autocast", action="store_true",
+                          help='every epoch under torch.autocast("cpu", dtype=torch.bfloat16)')
     baseline.set_defaults(func=pyg_epoch)
     args = parser.parse_args()
     args.func(args)

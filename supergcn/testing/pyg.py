@@ -109,7 +109,7 @@ def train_baseline(graph: Graph, model: PyGModel, epochs: int, lr: float, weight
             best = (val_acc, test_acc)
     model.eval()
     with torch.no_grad():
-        logits = model(x, edge_index, *evaluation_labels)
+        logits = model(x, edge_index, *evaluation_labels).float()  # float32 also under bfloat16 autocast
     return {"losses": losses, "seconds": seconds, "val_acc": val_accs, "test_acc": test_accs,
             "test_acc_at_best_val": best[1],
             "final_test_acc": float((logits.argmax(-1) == y)[test].float().mean()), "logits": logits.numpy()}
