@@ -10,9 +10,8 @@ compilation of every kernel takes about a minute of one core."""
 
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 import llvmlite.binding as llvm
+import pytest
 
 from supergcn.testing.targets import SAME_CODE_AS, TARGETS, TargetNotExecutable, host_targets, host_twin, run_on_target
 
