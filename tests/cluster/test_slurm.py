@@ -19,7 +19,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import BIN, REPO, copy_workflow, snakemake, snakemake_each, snakemake_environment
+from supergcn.testing.plans import write_steps
+
+from conftest import BIN, REPO, copy_workflow, mpiexec, snakemake, snakemake_each, snakemake_environment
 
 SCRIPT = REPO / "tests" / "cluster" / "slurm" / "throwaway-slurm"
 #: The script's status for "Slurm cannot be started here".
@@ -82,11 +84,27 @@ def write_study(workdir: Path, name: str, epochs: int = 3, **execution) -> str:
     return f"{name}.yaml"
 
 
+def compile_the_kernels_once(root: Path) -> None:
+    """Run the study's variant once at P = 2 under mpiexec, so that numba's cache holds its
+    kernels before the study's jobs start: on a fresh clone the three jobs' seven ranks would
+    each compile them at once, the finished ranks busy-polling MPI beside the compiling ones
+    on two cores, and the P = 4 job once ran into its 10-minute limit that way."""
+    steps = write_steps(root, "synthetic-tiny", 2, ("hybrid",))
+    (variant,) = VARIANTS
+    done = subprocess.run([mpiexec(), "-n", "2", str(BIN / "supergcn"), "train", "--graph", steps / "graph",
+                           "--partition", steps / "partition", "--plan", steps / variant["strategy"],
+                           "--bits", str(variant["bits"]), "--num-layers", "2", "--hidden", "16", "--epochs", "1",
+                           "--threads", "1", "--out", root / "m.jsonl"],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def study(cluster, tmp_path_factory):
     """The default process counts, Int2, run through `snakemake --profile slurm`
     with the account and partition given on the command line (which replaces the profile's
     default-resources)."""
+    compile_the_kernels_once(tmp_path_factory.mktemp("compiled"))
     workdir = copy_workflow(tmp_path_factory.mktemp("study") / "wf")
     before = len(jobs_known(cluster))
     start = time.monotonic()

@@ -32,8 +32,8 @@ def reports(tmp_path_factory):
         found = dict(zip(host_targets(), pool.map(report, host_targets())))
     twin = host_twin(host_targets())
     if twin is not None and isinstance(found[twin], dict):
-        found["host"] = (f"host is {twin}, LLVM's name for this CPU: the {twin} case compiled the kernels for it "
-                         "and ran them")
+        found["host"] = (f"host is {llvm.get_host_cpu_name()}, which LLVM compiles as {twin}: the {twin} case "
+                         "compiled the kernels for it and ran them")
     else:
         found["host"] = report("host")
     return found
