@@ -324,6 +324,10 @@ def test_a_run_interrupted_as_it_finishes_is_kept_not_trained_again(tmp_path):
     while not ended.exists() and time.monotonic() < deadline and started.poll() is None:
         time.sleep(0.1)
     assert ended.exists(), started.communicate(timeout=60)[0][-3000:]
+    # Ctrl-C only once the launcher's sleep runs: a SIGINT between the wrapper's touch and
+    # its sleep left the shell's interrupt pending until a sleep that never got it ended.
+    while not holding_sleep(started.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
     finished = hashlib.sha256(run.read_bytes()).hexdigest()
     os.killpg(started.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
     output, _ = started.communicate(timeout=120)
@@ -334,6 +338,17 @@ def test_a_run_interrupted_as_it_finishes_is_kept_not_trained_again(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "already finished" in log.read_text() and "epoch 1:" not in log.read_text(), log.read_text()
     assert hashlib.sha256(run.read_bytes()).hexdigest() == finished
+
+
+def holding_sleep(group: int) -> bool:
+    """Whether a ``sleep 300`` runs in process group ``group`` (found through /proc)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if (entry / "cmdline").read_bytes() == b"sleep\x00300\x00" and os.getpgid(int(entry.name)) == group:
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def read_summary(path: Path) -> dict:
