@@ -49,6 +49,9 @@ def _model_homes() -> tuple[str, ...]:
 GNN_MODELS = _model_homes()
 #: Types the linear layers' GEMMs may run in (bfloat16: CPUs with bf16 matrix units).
 DENSE_DTYPES = ("float32", "bfloat16")
+#: What a run computes in (:mod:`supergcn.train.precision`): float32, bfloat16 rows
+#: summed in float32, or whichever of the two this CPU and model earn.
+COMPUTE_PRECISIONS = ("fp32", "bf16", "auto")
 #: Sparse-product back ends: the numba gathers, or torch.sparse.mm as the reference.
 KERNELS = ("numba", "torch")
 #: Vertex weights a partition balances (:mod:`supergcn.partition.partition`).

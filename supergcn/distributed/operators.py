@@ -59,11 +59,12 @@ class SparseOperator:
         x = x.contiguous()
         if self.kernel == "numba":
             if out is None:
-                out = x.new_empty((op.shape[0], x.shape[1]))
+                out = x.new_empty((op.shape[0], x.shape[1]), dtype=sums_in(x.dtype))
                 accumulate = False
-            op.matmul(x.numpy(), out=out.numpy(), accumulate=accumulate,
+            op.matmul(rows_array(x), out=out.numpy(), accumulate=accumulate,
                       row_scale=None if row_scale is None else row_scale.numpy(), pieces=pieces, between=between)
             return out
+        x = x.to(sums_in(x.dtype))  # bfloat16 rows summed in float32, as the kernel sums them
         product = (x.new_zeros((op.shape[0], x.shape[1])) if op._nnz() == 0 or 0 in op.shape
                    else torch.sparse.mm(op.to(x.dtype), x))
         if out is not None and accumulate:
@@ -86,6 +87,20 @@ class SparseOperator:
     def t_matmul(self, x, out=None, accumulate=False) -> torch.Tensor:
         """``out + A^T x`` if accumulating into ``out``, else ``A^T x``."""
         return self._apply(self._transpose, x, out, accumulate, None)
+
+
+def sums_in(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a product of ``dtype`` rows is summed and written in: float32 for
+    bfloat16 rows (:func:`supergcn.kernels.gather.sums_in`), the rows' own otherwise."""
+    return torch.float32 if dtype == torch.bfloat16 else dtype
+
+
+def rows_array(x: torch.Tensor) -> np.ndarray:
+    """``x`` (contiguous) as the kernels read it: a numpy view, bfloat16 as its bit
+    patterns (uint16), for numpy has no bfloat16."""
+    if x.dtype == torch.bfloat16:
+        return x.view(torch.int16).numpy().view(np.uint16)
+    return x.numpy()
 
 
 def inverse_degree(degree) -> torch.Tensor:

@@ -51,7 +51,9 @@ class ExchangeSettings:
     ``bits`` < 32 quantizes every exchanged row, embeddings forward and gradients
     backward (:mod:`supergcn.kernels.quantization`); bits that are not a number leave each
     row's width to the operators' wire codec (:attr:`RankOperators.codec`: AdaQP's widths);
-    ``overlap`` starts the exchange before the local aggregation and waits for it afterwards.
+    ``overlap`` starts the exchange before the local aggregation and waits for it afterwards;
+    ``bfloat16_gradients`` rounds the gradients the transposed products read to bfloat16,
+    once, after the mean's scale (a bf16 run, :mod:`supergcn.train.precision`).
     """
 
     bits: int | str = 32
@@ -59,6 +61,7 @@ class ExchangeSettings:
     overlap: bool = True
     parameter_dtype: str = DEFAULT_PARAMETER_DTYPE
     seed: int = 0
+    bfloat16_gradients: bool = False
 
 
 class InFlight:
@@ -113,7 +116,9 @@ class RankOperators:
     def begin_pass(self) -> None:
         """Nothing carries from one pass to the next."""
 
-    def _buffer(self, role: str, rows: int, like: torch.Tensor) -> torch.Tensor:
+    def _buffer(self, role: str, rows: int, like: torch.Tensor, bfloat16: bool = False) -> torch.Tensor:
+        if bfloat16:  # numpy has no bfloat16: its bits, pooled as int16
+            return torch.from_numpy(self.buffers.array(role, (rows, like.shape[1]), np.int16)).view(torch.bfloat16)
         return torch.from_numpy(self.buffers.array(role, (rows, like.shape[1]), np.float32))
 
     def start_exchange(self, rows: torch.Tensor, reverse: bool = False, layer: int = 0,
@@ -309,11 +314,14 @@ class RankOperators:
             The gradient of the input rows.
         """
         with self.timer.phase("aggregation"):
+            rounded = self.settings.bfloat16_gradients
             if row_scale is None:
                 grad = grad.contiguous()
             else:
                 grad = torch.mul(grad, row_scale[:, None],
-                                 out=self._buffer("scaled gradient", len(grad), grad) if buffered else None)
+                                 out=self._buffer("scaled gradient", len(grad), grad, rounded) if buffered else None)
+            if rounded:
+                grad = grad.to(torch.bfloat16)  # (no copy where the scaled buffer already is)
             grad_received = remote.t_matmul(grad, out=self._buffer("send", remote.shape[1], grad) if buffered else None)
         grad_x, grad_sent = self.local_beside(start(grad_received), grad, transpose=True)
         with self.timer.phase("aggregation"):

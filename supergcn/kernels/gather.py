@@ -58,9 +58,22 @@ _W1, _W2, _W3, _W4, _W5, _W6, _W7, _W8 = (vectors * LANES for vectors in range(1
 #: Entries ahead of the one being summed whose row is prefetched (8 measured best among
 #: 4, 8, 12 and 16 on arxiv- and rank-sized graphs).
 PREFETCH_DISTANCE = 8
-#: float32 elements of a 64-byte cache line, the stride of the prefetches (a float64
-#: input is prefetched every other line).
-_LINE_ELEMENTS = 16
+#: Bytes of a cache line, the stride of the prefetches.
+_LINE_BYTES = 64
+
+
+def sums_in(dtype: np.dtype) -> np.dtype:
+    """The dtype a product of ``dtype`` rows is summed and written in: float32 for
+    bfloat16 bit patterns (uint16, as numpy holds bfloat16), the rows' own otherwise.
+
+    Args:
+        dtype: the input rows' dtype.
+
+    Returns:
+        The output's dtype.
+    """
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype == np.uint16 else dtype
 
 
 def segments(num_features: int) -> np.ndarray:
@@ -104,7 +117,7 @@ def _prefetch_ahead(x, indices, k, start, width):
     """Prefetch columns ``start .. start + width`` of the row ``PREFETCH_DISTANCE`` entries
     after entry ``k`` (the last entry's, near the end)."""
     ahead = indices[min(k + PREFETCH_DISTANCE, len(indices) - 1)]
-    for offset in range(0, width, _LINE_ELEMENTS):
+    for offset in range(0, width, _LINE_BYTES // x.itemsize):
         prefetch(x, ahead, start + offset)
 
 
@@ -114,7 +127,7 @@ def _segment(indptr, indices, weights, x, out, row, out_row, start, width, maske
     (of ``LANES`` columns) reading and writing only its first ``count`` lanes when
     ``masked``. ``width`` and ``masked`` are compile-time constants (module docstring)."""
     prefer_wide_vectors()
-    block = stack_buffer(width, x)
+    block = stack_buffer(width, out)  # the accumulators: float32 for bfloat16 rows
     block_fill(block, width, LANES, masked, out, out_row, start, count, 1 if accumulate else 0)
     if len(weights) == 0:  # an integer weight: no multiplication (an FMA's latency is twice an add's)
         for k in range(indptr[row], indptr[row + 1]):
@@ -158,7 +171,7 @@ def _gather_spmm(indptr, indices, weights, row_scale, x, out, chunks, segments, 
     chunk is written to the chunk's row of ``out`` instead of its own (the roofline's pure
     gather: the same reads, no output traffic)."""
     num_chunks = len(chunks) - 1
-    unit = np.ones(1, x.dtype)[0]
+    unit = np.ones(1, out.dtype)[0]
     for job in prange((len(groups) - 1) * num_chunks):
         group = job // num_chunks
         chunk = job % num_chunks
@@ -258,8 +271,10 @@ class GatherCsr:
         in flight progresses while this product runs).
 
         Args:
-            x: the dense input, one row per column of A (float32 or float64).
-            out: the output (rows x F), or None for a new one (then nothing is accumulated).
+            x: the dense input, one row per column of A: float32, float64, or bfloat16 bit
+                patterns (uint16, :func:`sums_in`), summed in float32.
+            out: the output (rows x F) of :func:`sums_in` ``x``'s dtype, or None for a new
+                one (then nothing is accumulated).
             accumulate: whether to add to ``out``'s content.
             row_scale: one factor per output row; None for none.
             pieces: parallel calls the rows are done in, at least 1.
@@ -276,12 +291,14 @@ class GatherCsr:
         if pieces < 1:
             raise ValueError(f"pieces must be at least 1, got {pieces}")
         if out is None:
-            out = np.empty((self.shape[0], x.shape[1]), dtype=x.dtype)
+            out = np.empty((self.shape[0], x.shape[1]), dtype=sums_in(x.dtype))
             accumulate = False
+        if out.dtype != sums_in(x.dtype):
+            raise ValueError(f"a {x.dtype} input is summed into {sums_in(x.dtype)}, not {out.dtype}")
         if self.shape[0] == 0 or x.shape[1] == 0:
             return out
-        weights = self.weights.astype(x.dtype, copy=False)
-        scale = np.empty(0, x.dtype) if row_scale is None else np.ascontiguousarray(row_scale, dtype=x.dtype)
+        weights = self.weights.astype(out.dtype, copy=False)
+        scale = np.empty(0, out.dtype) if row_scale is None else np.ascontiguousarray(row_scale, dtype=out.dtype)
         x = np.ascontiguousarray(x)
         for chunks, row_segments, groups in self.schedule(x.shape[1], pieces):
             _gather_spmm(self.indptr, self.indices, weights, scale, x, out, chunks, row_segments, groups, accumulate,
@@ -329,7 +346,8 @@ class GatherCsr:
         [(chunks, row_segments, groups)] = self.schedule(x.shape[1])
         if scratch.shape != (len(chunks) - 1, x.shape[1]):
             raise ValueError(f"scratch must have one row per chunk: {len(chunks) - 1} x {x.shape[1]}")
-        _gather_spmm(self.indptr, self.indices, self.weights.astype(x.dtype, copy=False), np.empty(0, x.dtype), x,
+        _gather_spmm(self.indptr, self.indices, self.weights.astype(scratch.dtype, copy=False),
+                     np.empty(0, scratch.dtype), x,
                      scratch, chunks, row_segments, groups, False, True)
 
     def transpose(self) -> "GatherCsr":

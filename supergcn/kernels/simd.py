@@ -119,48 +119,78 @@ def _lanes_below(builder, lanes: int, count):
                                  _splat(builder, builder.trunc(count, int32), lanes))
 
 
+#: The array dtype whose elements are bfloat16 bit patterns (numpy has no bfloat16):
+#: a block reads them as the float32 of the same upper 16 bits, exactly.
+BFLOAT16_BITS = types.uint16
+
+
+def accumulator_dtype(dtype):
+    """The Numba type a block of ``dtype`` elements accumulates in: float32 for bfloat16
+    bit patterns (:data:`BFLOAT16_BITS`), the element's own type otherwise."""
+    return types.float32 if dtype == BFLOAT16_BITS else dtype
+
+
 class _Block:
     """The code generation shared by the three block intrinsics: a 1 x ``width`` block of
     accumulators in a stack buffer, ``width // lanes`` vectors of ``lanes`` elements, the
-    last one masked to its first ``count`` lanes when ``masked``."""
+    last one masked to its first ``count`` lanes when ``masked``. The array rows a block
+    reads hold ``element_type`` (float32, float64, or bfloat16 bit patterns, which a load
+    widens to float32: the bits shifted into the upper half, exactly as bfloat16 is
+    defined, so a bfloat16 row is summed as its float32 values would be)."""
 
     def __init__(self, context, builder, element_type, width: int, lanes: int, masked: bool, count) -> None:
         self.builder = builder
-        self.element = context.get_value_type(element_type)
+        self.widens = element_type == BFLOAT16_BITS
+        self.element = context.get_value_type(accumulator_dtype(element_type))
+        self.stored = context.get_value_type(element_type)
         self.alignment = ir.IntType(32)(element_type.bitwidth // 8)
         self.lanes = lanes
         self.vector = ir.VectorType(self.element, lanes)
+        self.stored_vector = ir.VectorType(self.stored, lanes)
         self.vectors = width // lanes
         self.masked = masked
         self.mask = _lanes_below(builder, lanes, count) if masked else None
 
-    def pointer(self, base, vector: int):
-        """The ``vector``-th vector at element pointer ``base``."""
+    def pointer(self, base, vector: int, vector_type=None):
+        """The ``vector``-th vector at element pointer ``base`` (of the accumulators' type
+        unless told)."""
+        vector_type = self.vector if vector_type is None else vector_type
         moved = self.builder.gep(base, [ir.IntType(64)(vector * self.lanes)])
-        return self.builder.bitcast(moved, self.vector.as_pointer())
+        return self.builder.bitcast(moved, vector_type.as_pointer())
 
     def _masked_intrinsic(self, name: str):
-        suffix = f"v{self.lanes}{'f32' if self.element == ir.FloatType() else 'f64'}.p0"
+        vector = self.stored_vector
+        element = {ir.FloatType(): "f32", ir.DoubleType(): "f64", ir.IntType(16): "i16"}[self.stored]
+        suffix = f"v{self.lanes}{element}.p0"
         mask = ir.VectorType(ir.IntType(1), self.lanes)
         if name == "load":
-            signature = ir.FunctionType(self.vector, [self.vector.as_pointer(), ir.IntType(32), mask, self.vector])
+            signature = ir.FunctionType(vector, [vector.as_pointer(), ir.IntType(32), mask, vector])
         else:
-            signature = ir.FunctionType(ir.VoidType(), [self.vector, self.vector.as_pointer(), ir.IntType(32), mask])
+            signature = ir.FunctionType(ir.VoidType(), [vector, vector.as_pointer(), ir.IntType(32), mask])
         return cgutils.get_or_insert_function(self.builder.module, signature, f"llvm.masked.{name}.{suffix}")
 
     def is_last_masked(self, vector: int) -> bool:
         return self.masked and vector == self.vectors - 1
 
     def load(self, base, vector: int):
-        """A vector of an array row (lanes past the mask read as 0 and not touched)."""
-        pointer = self.pointer(base, vector)
+        """A vector of an array row, in the accumulators' type (lanes past the mask read as
+        0 and not touched)."""
+        pointer = self.pointer(base, vector, self.stored_vector)
         if self.is_last_masked(vector):
-            return self.builder.call(self._masked_intrinsic("load"),
-                                     [pointer, self.alignment, self.mask, ir.Constant(self.vector, None)])
-        return self.builder.load(pointer, align=self.alignment.constant)
+            value = self.builder.call(self._masked_intrinsic("load"),
+                                      [pointer, self.alignment, self.mask, ir.Constant(self.stored_vector, None)])
+        else:
+            value = self.builder.load(pointer, align=self.alignment.constant)
+        if not self.widens:
+            return value
+        words = ir.VectorType(ir.IntType(32), self.lanes)
+        shifted = self.builder.shl(self.builder.zext(value, words), ir.Constant(words, [16] * self.lanes))
+        return self.builder.bitcast(shifted, self.vector)
 
     def store(self, value, base, vector: int) -> None:
         """Store a vector into an array row (lanes past the mask not written)."""
+        if self.widens:
+            raise TypeError("a block writes float32 or float64 rows, not bfloat16")
         pointer = self.pointer(base, vector)
         if self.is_last_masked(vector):
             self.builder.call(self._masked_intrinsic("store"), [value, pointer, self.alignment, self.mask])
@@ -185,7 +215,8 @@ def _block_intrinsic(build):
             block.unit_weight = isinstance(value, types.Integer)
             view = context.make_array(array)(context, builder, args[4])
             row_pointer = cgutils.get_item_pointer(context, builder, array, view, [args[5], args[6]], wraparound=False)
-            build(block, args[0], row_pointer, context.cast(builder, args[8], signature.args[8], array.dtype))
+            build(block, args[0], row_pointer,
+                  context.cast(builder, args[8], signature.args[8], accumulator_dtype(array.dtype)))
             return context.get_dummy_value()
         return types.none(buffer, width, lanes, masked, array, row, column, count, value), codegen
     typer.__name__ = build.__name__

@@ -136,6 +136,8 @@ class MethodCard:
             ``schedule``: ``cd-<r>|0c``, ``bits``: ``adaptive``.
         naming: how a study's variant names it.
         bits: the exchange precisions it runs with.
+        precisions: the compute precisions it runs in (``--precision``; its exchanges take
+            float32 rows unless it lists ``bf16``).
         model_needs: a :data:`MODEL_NEEDS` property the model must have, or None.
         strategies: the plans it runs on.
         plain_input: it needs the features themselves as the input (no label inputs or
@@ -166,6 +168,7 @@ class MethodCard:
     values: dict = field(default_factory=dict)
     naming: VariantNaming = VariantNaming()
     bits: tuple = (32,)
+    precisions: tuple[str, ...] = ("fp32",)
     model_needs: str | None = None
     strategies: tuple[str, ...] = ("pre", "post", "hybrid")
     plain_input: bool = False

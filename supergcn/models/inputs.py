@@ -52,10 +52,13 @@ from supergcn.distributed.timing import phase
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
            dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """``x W^T + b`` computed in ``dtype`` (float32, or bfloat16 for CPUs with bf16 GEMMs);
-    the result is float32 either way, as are the parameters and their gradients."""
+    the result is float32, unless the rows are bfloat16 (a bf16 run stores its rows so,
+    :mod:`supergcn.train.precision`): then bfloat16, as the next step reads it. The
+    parameters and their gradients are float32 either way."""
     if dtype == torch.float32:
         return F.linear(x, weight, bias)
-    return F.linear(x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype)).float()
+    out = F.linear(x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype))
+    return out if x.dtype == torch.bfloat16 else out.float()
 
 
 def project_onto(base: torch.Tensor | None, x: torch.Tensor, weight: torch.Tensor,
@@ -115,7 +118,7 @@ class LabelledInput:
         """X' written out (an n x F copy of X, differentiable where it depends on parameters)."""
         x = self.x
         if self.labelled:
-            x = x.index_add(0, self.label_nodes, self.embedding(self.labels))
+            x = x.index_add(0, self.label_nodes, self.embedding(self.labels).to(x.dtype))
         return x if self.norm is None else self.norm(x)
 
     def label_indicator(self) -> torch.Tensor:
@@ -129,7 +132,8 @@ class LabelledInput:
         if self.norm is None:
             out = project_onto(base, self.x, weight, dtype)
             if self.labelled:
-                out.index_add_(0, self.label_nodes, linear(self.embedding.weight, weight, None, dtype)[self.labels])
+                out.index_add_(0, self.label_nodes,
+                               linear(self.embedding.weight, weight, None, dtype)[self.labels].to(out.dtype))
             return out
         scaled = weight * self.norm.weight  # W diag(gamma)
         shift = weight @ self.norm.bias     # W beta
@@ -137,7 +141,7 @@ class LabelledInput:
         if self.labelled:
             label_base = None if base is None else base[self.label_nodes]
             out.index_copy_(0, self.label_nodes,
-                            project_onto(label_base, self.standardised_label_rows, scaled, dtype, shift))
+                            project_onto(label_base, self.standardised_label_rows, scaled, dtype, shift).to(out.dtype))
         return out
 
     @functools.cached_property

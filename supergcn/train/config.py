@@ -23,6 +23,7 @@ from pathlib import Path
 from supergcn.methods import added_values, method_cards, method_of
 from supergcn.models import card
 from supergcn.naming import (
+    COMPUTE_PRECISIONS,
     DEFAULT_MODEL,
     DEFAULT_PARAMETER_DTYPE,
     DENSE_DTYPES,
@@ -178,10 +179,17 @@ class RunOptions:
         trajectory=True, read_when=lambda values: values["label_rate"] > 0, read_hint="--label-rate above 0")
     input_norm: bool = option(False, "LayerNorm on the input features before the first layer", study=True,
                               trajectory=True)
+    precision: str = option(
+        "fp32", "what the model computes in: fp32; bf16 (GEMMs in bfloat16 from float32 master weights, features "
+        "and activations stored in bfloat16, aggregations reading bfloat16 rows and summing them in float32 in the "
+        "fixed order; LayerNorm's statistics, the loss and the optimizer in float32); auto (bf16 where the CPU has "
+        "bfloat16 instructions and the model's bf16 accuracy held, fp32 elsewhere; the run's header says which "
+        "and why)", choices=COMPUTE_PRECISIONS, study=True, trajectory=True)
     dense_dtype: str = option(
-        "float32", "type the linear layers' GEMMs run in; bfloat16 is about 3x faster where the CPU has bf16 "
-        "matrix instructions (AVX512_BF16, AMX, SVE BF16), at bf16 precision", choices=DENSE_DTYPES, study=True,
-        trajectory=True)
+        "float32", "type the linear layers' GEMMs run in, the rest in float32; bfloat16 is about 3x faster where "
+        "the CPU has bf16 matrix instructions (AVX512_BF16, AMX, SVE BF16), at bf16 precision",
+        choices=DENSE_DTYPES, study=True, trajectory=True, read_when=lambda values: values["precision"] == "fp32",
+        read_hint="--precision fp32: under bf16 every GEMM runs in bfloat16")
     aggregate_first: bool = option(
         False, "aggregate before every linear layer, as upstream SuperGCN (exchanges input-width rows); by default "
         "a layer narrowing its width transforms first and exchanges fewer bytes", study=True, trajectory=True,

@@ -5,7 +5,7 @@ option declarations and the cards.
 * what the model cannot train with (its card's ``conflicts``);
 * more than one compared method: a run is SuperGCN's own exchange or one method;
 * what the run's method cannot run with, read from its card as data: the precisions it
-  exchanges, what a model must be for it, the plain input it needs, a precomputed layer 0
+  exchanges and computes in, what a model must be for it, the plain input it needs, a precomputed layer 0
   it refuses, and anything else its card says;
 * layer 0 precomputed where the input or the aggregation cannot be;
 * an option set to something other than its default where the run does not read it
@@ -62,6 +62,10 @@ def method_conflicts(method, settings, model) -> list[str]:
         rows = " or ".join("float32" if bits == 32 else f"{bits}" for bits in method.bits)
         takes = " or ".join(f"--bits {bits}" for bits in method.bits)
         found.append(f"{what} sends {rows} rows, not {settings.bits}-bit ones — use {takes} {off}")
+    if settings.precision not in (*method.precisions, "auto"):
+        takes = " or ".join(f"--precision {name}" for name in method.precisions)
+        found.append(f"{what} computes in {' or '.join(method.precisions)}, not {settings.precision} — use {takes} "
+                     f"{off}")
     if method.model_needs is not None and not getattr(model, method.model_needs):
         having = " or ".join(name for name in GNN_MODELS if getattr(card(name), method.model_needs))
         found.append(f"{what} needs {MODEL_NEEDS[method.model_needs]}, which {model.title} is not — use --model "

@@ -50,6 +50,9 @@ class GNN(nn.Module):
         dropout: dropout probability after each hidden convolution.
         dense_dtype: ``float32`` or ``bfloat16``, the type the linear layers' GEMMs run in
             (:func:`~supergcn.models.inputs.linear`); aggregation, normalisation and parameters stay float32.
+        row_dtype: ``float32`` or ``bfloat16``, the type the hidden layers' activations are
+            stored in, and so read by the next layer's aggregation and GEMM (a bf16 run's,
+            :mod:`supergcn.train.precision`; its features come in bfloat16 too).
         aggregate_first: aggregate before the linear layer in every layer (upstream), not
             only where the model's width rule says so (where the model allows it).
         first_aggregates_first: the first layer aggregates before its linear layer (where
@@ -75,13 +78,15 @@ class GNN(nn.Module):
                  dropout: float = 0.5, layer_norm: bool = True, label_propagation: bool = False,
                  input_norm: bool = False, dense_dtype: str = "float32", aggregate_first: bool = False,
                  heads: int = default("heads"), attention_dropout: float = 0.0,
-                 first_aggregates_first: bool = False) -> None:
+                 first_aggregates_first: bool = False, row_dtype: str = "float32") -> None:
         super().__init__()
         layer = layer_module(model).Layer
         self.model = model
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        if dense_dtype not in DENSE_DTYPES:
-            raise ValueError(f"unknown dense dtype {dense_dtype!r}: choose one of {DENSE_DTYPES}")
+        for name, value in (("dense", dense_dtype), ("row", row_dtype)):
+            if value not in DENSE_DTYPES:
+                raise ValueError(f"unknown {name} dtype {value!r}: choose one of {DENSE_DTYPES}")
+        self.row_dtype = getattr(torch, row_dtype)
         dtype = getattr(torch, dense_dtype)
         self.convs = nn.ModuleList(layer(a, b, last=i == num_layers - 1, dense_dtype=dtype,
                                          aggregate_first=aggregate_first or (i == 0 and first_aggregates_first),
@@ -112,29 +117,32 @@ class GNN(nn.Module):
         x = LabelledInput(layers[0].layer_input(x), self.input_norm, self.label_embedding, label_nodes, labels)
         for layer, (conv, layer_ops) in enumerate(zip(self.convs, layers)):
             if layer > 0:
-                x = layer_ops.layer_input(activate(x, self.norms[layer - 1], self.dropout, self.training))
+                x = layer_ops.layer_input(activate(x, self.norms[layer - 1], self.dropout, self.training,
+                                                   self.row_dtype))
             x = conv(x, layer_ops)
         return _log_softmax(x, -1)
 
 
 @phase("elementwise")
-def activate(x: torch.Tensor, norm: nn.Module, dropout: float, training: bool) -> torch.Tensor:
+def activate(x: torch.Tensor, norm: nn.Module, dropout: float, training: bool,
+             dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """A hidden layer's output through dropout, LayerNorm (``norm``, or none) and ReLU, fused
     (:func:`~supergcn.kernels.activation.dropout_norm_relu`), the dropout mask drawn from the
-    rank's torch stream.
+    rank's torch stream; stored in ``dtype``.
 
     Args:
         x: n x hidden rows.
         norm: the layer's ``nn.LayerNorm``, or ``nn.Identity`` for none.
         dropout: the dropout probability.
         training: whether dropout applies.
+        dtype: what the result is stored in (bfloat16: rounded once, to nearest even).
 
     Returns:
         n x hidden rows.
     """
     drawing = training and 0 < dropout < 1
     seed = int(torch.randint(2**62, ()).item()) if drawing else 0  # from the rank's torch stream
-    return dropout_norm_relu(x, norm if isinstance(norm, nn.LayerNorm) else None, dropout, training, seed)
+    return dropout_norm_relu(x, norm if isinstance(norm, nn.LayerNorm) else None, dropout, training, seed).to(dtype)
 
 
 _log_softmax = phase("elementwise")(F.log_softmax)

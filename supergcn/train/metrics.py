@@ -161,15 +161,16 @@ def summary_record(records: list[dict], best: dict, final_accuracy: dict, parame
             "peak_memory_bytes_per_rank": peak_memory}
 
 
-def run_line(config, strategy: str, ranks: int) -> str:
+def run_line(config, strategy: str, ranks: int, compute: str = "fp32") -> str:
     """The first line a run prints (rank 0): the method it trains, as its paper names it
     (:func:`supergcn.variants.run_name`), the model, the plan, the exchange's precision,
-    label propagation and the ranks.
+    the compute's where it is not float32, label propagation and the ranks.
 
     Args:
         config: the run's :class:`~supergcn.train.config.TrainConfig`.
         strategy: its plan's strategy.
         ranks: P.
+        compute: the precision the run computes in (:mod:`supergcn.train.precision`).
 
     Returns:
         ``training DistGNN (cd-5): GraphSAGE, pre plan, fp32 exchange, no label propagation, P = 4``.
@@ -181,7 +182,8 @@ def run_line(config, strategy: str, ranks: int) -> str:
     values = {**config.values(), "strategy": strategy, "label_propagation": config.label_rate > 0}
     propagation = "label propagation" if values["label_propagation"] else "no label propagation"
     return (f"training {run_name(values)}: {card(config.model).title}, {strategy} plan, "
-            f"{precision_name(config.bits)} exchange, {propagation}, P = {ranks}")
+            f"{precision_name(config.bits)} exchange, {'' if compute == 'fp32' else f'{compute} compute, '}"
+            f"{propagation}, P = {ranks}")
 
 
 def print_progress(record: dict) -> None:

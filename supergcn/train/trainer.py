@@ -21,6 +21,7 @@ and :mod:`~supergcn.train.exports`.
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 import time
 from pathlib import Path
@@ -48,6 +49,7 @@ from supergcn.train.data import kept_run_identity, load_rank_data
 from supergcn.train.finished import keep_finished, keeps_finished, restore_finished, run_identity
 from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
+from supergcn.train.precision import agreed, choose
 from supergcn.train.metrics import (
     epoch_record,
     metrics_text,
@@ -97,16 +99,23 @@ class Trainer:
             raise CollectiveError(f"{method.title} runs on a {' or '.join(method.strategies)} plan, and {config.plan} "
                                   f"is {self.data.strategy}", f"plan with --strategy {method.strategies[0]}, or train "
                                   "another method on this plan")
+        self.precision = agreed(choose(config.precision, config.model, method), self.communicator)
+        bfloat16 = self.precision.bfloat16
+        if bfloat16:  # the features stored in bfloat16 from here on: half their bytes
+            self.data = dataclasses.replace(self.data, x=self.data.x.to(torch.bfloat16))
         settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
-                                    parameter_dtype=config.parameter_dtype, seed=config.seed)
+                                    parameter_dtype=config.parameter_dtype, seed=config.seed,
+                                    bfloat16_gradients=bfloat16)
         self.operators = RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings)
         torch.manual_seed(config.seed)
         self.model = GNN(config.model, self.data.x.shape[1], config.hidden, self.data.num_classes,
                          config.num_layers, config.dropout, config.layer_norm,
                          label_propagation=config.label_rate > 0, input_norm=config.input_norm,
-                         dense_dtype=config.dense_dtype, aggregate_first=config.layers_aggregate_first,
+                         dense_dtype="bfloat16" if bfloat16 else config.dense_dtype,
+                         aggregate_first=config.layers_aggregate_first,
                          first_aggregates_first=config.precomputes_input,
-                         heads=config.heads, attention_dropout=config.attention_dropout)
+                         heads=config.heads, attention_dropout=config.attention_dropout,
+                         row_dtype="bfloat16" if bfloat16 else "float32")
         if config.init_weights is not None:
             agree(comm, lambda: self.load_weights(config.init_weights))
         broadcast_parameters(self.model, comm)  # identical start on every rank
@@ -267,11 +276,13 @@ class Trainer:
         self.resume()
         header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
                             self.config.threads, self.data.hashes, kernel_target())
+        if header is not None:
+            header["precision"] = self.precision.as_json()
         entry = self.method.header()  # collective
         if header is not None and entry is not None:
             header[self.method_card.header_key] = entry
         if self.rank == 0:
-            print(run_line(self.config, self.data.strategy, self.size), flush=True)
+            print(run_line(self.config, self.data.strategy, self.size, self.precision.picked), flush=True)
         for epoch in range(self.start_epoch, self.config.epochs + 1):
             if self.config.fail_at_epoch == epoch and self.rank == self.config.fail_rank:
                 raise RuntimeError(f"injected fault at epoch {epoch}")

@@ -74,7 +74,8 @@ ATTENTION = RankState(rank_attention, block_attention)
 @phase("dense")
 def _project(x: torch.Tensor | LabelledInput, weight: torch.Tensor, dtype: torch.dtype, heads: int,
              width: int) -> torch.Tensor:
-    return project(x, weight, dtype).view(-1, heads, width)
+    # The attention kernels read float32 rows (a bf16 run's projection is bfloat16).
+    return project(x, weight, dtype).float().view(-1, heads, width)
 
 
 @phase("dense")

@@ -44,7 +44,7 @@ NORMALISATION = RankState(Normalisation)
 
 @phase("aggregation")
 def _scale(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return x * scale
+    return (x * scale).to(x.dtype)  # bfloat16 rows stay bfloat16 for the gather
 
 
 @phase("aggregation")

@@ -1,0 +1,155 @@
+"""bfloat16 against float32 (``--precision``): test accuracy, and what ``auto`` may pick.
+
+    .venv/bin/python benchmarks/precision.py accuracy [--datasets cora citeseer facebook] [--parts 1 4]
+        [--seeds 5] [--epochs 200 facebook=30] [--out precision-accuracy.json]
+
+``accuracy`` prepares each graph (from ``../shared/datasets``), its METIS partition and
+hybrid plan at each P, then, at each P, starts one MPI job of P ranks that trains every
+run one after another in the same processes (no start-up per run): GraphSAGE, GCN and GAT
+(float32 exchanges, no label propagation) and the hybrid Int2 + label propagation variant
+(GraphSAGE, ``--bits 2``, label rate 0.62), each in fp32 and in bf16, at each seed, every
+other option at the paper's Table 2 defaults (one thread per rank; ``--epochs`` takes a
+count for every graph and ``name=count`` for one). It prints, per graph, P and variant, the
+test accuracy at the best-validation epoch (mean ± sd over seeds) in both precisions and
+bf16's loss in points (fp32 - bf16 of the means), and per model whether bf16 stayed within
+``ACCURACY_HELD`` points everywhere: the evidence behind each model card's
+``bfloat16_auto``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from supergcn.data.datasets import prepare_dataset
+from supergcn.data.graph import load_graph, save_graph
+from supergcn.partition.store import load_partition, run_partition
+from supergcn.plan.store import run_plan
+from supergcn.train.precision import ACCURACY_HELD
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+#: The variants measured: name -> (model, options beside it).
+VARIANTS = {"sage": ("sage", {}), "gcn": ("gcn", {}), "gat": ("gat", {}),
+            "sage-int2-lp": ("sage", {"bits": 2, "label_rate": 0.62})}
+PRECISIONS = ("fp32", "bf16")
+#: The options that are paths.
+PATHS = ("graph", "partition", "plan", "out")
+
+
+def prepare(root: Path, dataset: str, parts: list[int]) -> None:
+    """The graph, and its partition and hybrid plan at each P, under ``root/dataset``."""
+    home = root / dataset
+    meta = save_graph(prepare_dataset(dataset, SHARED), home / "g")
+    graph = load_graph(home / "g")
+    for p in parts:
+        manifest = run_partition(graph, meta["hash"], p, home / f"p{p}")
+        partition, _ = load_partition(home / f"p{p}", meta["hash"])
+        run_plan(graph, meta["hash"], partition, manifest["partition_hash"], "hybrid", home / f"plan{p}")
+
+
+def job(args) -> None:
+    """Every run of ``--runs`` (a JSON list of option dicts) on this MPI job, one after
+    another; rank 0 appends each run's result to ``--results``."""
+    from mpi4py import MPI
+
+    from supergcn.distributed.ranks import run_ranked
+    from supergcn.train.config import TrainConfig
+    from supergcn.train.metrics import read_metrics
+    from supergcn.train.trainer import train
+
+    comm = MPI.COMM_WORLD
+    for options in json.loads(Path(args.runs).read_text()):
+        label = options.pop("label")
+        config = TrainConfig(**{key: Path(value) if key in PATHS else value for key, value in options.items()})
+        status = run_ranked(lambda c, config=config: train(config, c), comm, "train", False)
+        if status:
+            sys.exit(status)
+        if comm.Get_rank() == 0:
+            header, _, summary = read_metrics(config.out)
+            with open(args.results, "a") as results:
+                results.write(json.dumps({**label, "picked": header["precision"]["picked"],
+                                          "test_acc_at_best_val": summary["test_acc_at_best_val"]}) + "\n")
+            print(f"{label}: {100 * summary['test_acc_at_best_val']:.1f} %", flush=True)
+
+
+def accuracy(args) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        results = Path(args.out).with_suffix(".runs.jsonl")
+        results.unlink(missing_ok=True)
+        for dataset in args.datasets:
+            prepare(root, dataset, args.parts)
+        for p in args.parts:
+            runs = []
+            for dataset in args.datasets:
+                home = root / dataset
+                for name, (model, extra) in VARIANTS.items():
+                    for precision in PRECISIONS:
+                        for seed in range(args.seeds):
+                            runs.append({"label": {"dataset": dataset, "parts": p, "variant": name,
+                                                   "precision": precision, "seed": seed},
+                                         "graph": str(home / "g"), "partition": str(home / f"p{p}"),
+                                         "plan": str(home / f"plan{p}"), "out": str(root / "m.jsonl"),
+                                         "model": model, "precision": precision, "seed": seed,
+                                         "epochs": epochs_of(args.epochs, dataset), **extra})
+            (root / "runs.json").write_text(json.dumps(runs))
+            subprocess.run([str(Path(sys.executable).parent / "mpiexec"), "-n", str(p), sys.executable, __file__,
+                            "job", "--runs", str(root / "runs.json"), "--results", str(results)], check=True)
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    print(json.dumps(summarise(rows), indent=2))
+    Path(args.out).write_text(json.dumps({"epochs": {d: epochs_of(args.epochs, d) for d in args.datasets},
+                                          "seeds": args.seeds, "summary": summarise(rows),
+                                          "runs": rows}, indent=2))
+
+
+def epochs_of(given: list[str], dataset: str) -> int:
+    """The epochs ``dataset`` trains: its own ``name=count`` of ``given``, else the plain count."""
+    own = dict(item.split("=", 1) for item in given if "=" in item)
+    plain = [item for item in given if "=" not in item] or ["200"]
+    return int(own.get(dataset, plain[-1]))
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Per graph, P and variant: mean ± sd test accuracy (%) per precision and bf16's loss
+    in points; per model, the largest loss and whether it stays within ``ACCURACY_HELD``."""
+    table, worst = [], {}
+    keys = sorted({(r["dataset"], r["parts"], r["variant"]) for r in rows})
+    for dataset, parts, variant in keys:
+        accuracy = {precision: [100 * r["test_acc_at_best_val"] for r in rows
+                                if (r["dataset"], r["parts"], r["variant"], r["precision"]) ==
+                                (dataset, parts, variant, precision)] for precision in PRECISIONS}
+        loss = float(np.mean(accuracy["fp32"]) - np.mean(accuracy["bf16"]))
+        table.append({"dataset": dataset, "parts": parts, "variant": variant, "loss_points": round(loss, 2),
+                      **{precision: f"{np.mean(v):.2f} ± {np.std(v, ddof=1):.2f}" for precision, v in accuracy.items()}})
+        worst[variant] = max(worst.get(variant, -np.inf), loss)
+    return {"rows": table, "largest_loss_points": {v: round(w, 2) for v, w in worst.items()},
+            "held_within": ACCURACY_HELD,
+            "held": {v: bool(w <= ACCURACY_HELD) for v, w in worst.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    acc = commands.add_parser("accuracy")
+    acc.add_argument("--datasets", nargs="+", default=["cora", "citeseer", "facebook"])
+    acc.add_argument("--parts", type=int, nargs="+", default=[1, 4])
+    acc.add_argument("--seeds", type=int, default=5)
+    acc.add_argument("--epochs", nargs="+", default=["200"], help="N, and/or dataset=N")
+    acc.add_argument("--out", default="precision-accuracy.json")
+    acc.set_defaults(func=accuracy)
+    runner = commands.add_parser("job", help="(internal) the MPI job of one P")
+    runner.add_argument("--runs", required=True)
+    runner.add_argument("--results", required=True)
+    runner.set_defaults(func=job)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
