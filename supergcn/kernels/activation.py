@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
+from supergcn.kernels.bfloat16 import as_float32, rounded
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.ordered import ordered_dot, ordered_squares, ordered_sum
 
@@ -60,8 +61,9 @@ def _kept(seed, index, threshold):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, normalize, eps):
+def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, normalize, eps, rounded_out, rounded_x):
     num_rows, width = x.shape
+    rounding = len(rounded_out) > 0
     for r in prange(num_rows):
         row = x[r]
         y = out[r]
@@ -85,6 +87,10 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
         else:
             for f in range(width):
                 y[f] = 0.0 if y[f] < 0.0 else y[f]
+        if rounding:
+            for f in range(width):
+                rounded_out[r, f] = rounded(y[f])
+                rounded_x[r, f] = rounded(row[f])
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -96,7 +102,7 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
         grad_beta = grad_beta_parts[c]
         # A row's x̂ (for its ordered dot) and mask, kept so that the last pass neither
         # recomputes x̂ nor hashes again.
-        normalized = np.empty(width if normalize else 0, x.dtype)
+        normalized = np.empty(width if normalize else 0, grad_x.dtype)
         survived = np.empty(width if normalize else 0, np.bool_)
         for r in range(chunks[c], chunks[c + 1]):
             row = x[r]
@@ -107,15 +113,16 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
             if not normalize:
                 for f in range(width):
                     kept = not drop or _kept(seed, base + f, threshold)
-                    gx[f] = g[f] * scale if kept and y[f] > 0.0 else 0.0
+                    gx[f] = as_float32(g[f]) * scale if kept and as_float32(y[f]) > 0.0 else 0.0
                 continue
             mu = mean[r]
             rho = rstd[r]
             for f in range(width):
                 survived[f] = not drop or _kept(seed, base + f, threshold)
-                z = row[f] * scale if survived[f] else row[f] * np.float32(0.0)
+                value = as_float32(row[f])
+                z = value * scale if survived[f] else value * np.float32(0.0)
                 x_hat = (z - mu) * rho
-                g_relu = g[f] if y[f] > 0.0 else np.float32(0.0)  # ReLU's gate: the output, as torch
+                g_relu = as_float32(g[f]) if as_float32(y[f]) > 0.0 else np.float32(0.0)  # ReLU's gate: the output
                 grad_gamma[f] += g_relu * x_hat
                 grad_beta[f] += g_relu
                 g_hat = g_relu * gamma[f]
@@ -136,9 +143,18 @@ def _mask_parameters(p: float, training: bool) -> tuple[bool, np.uint64, float]:
     return True, np.uint64(round(p * 2**32)), 1.0 / (1.0 - p)
 
 
+#: No rounded copies: a (0 x 0) array of bfloat16 bits.
+_NOT_ROUNDED = np.empty((0, 0), np.uint16)
+
+
+def _bits(t: torch.Tensor) -> np.ndarray:
+    """A bfloat16 tensor's bit patterns (uint16), or a float32 tensor as it is."""
+    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+
+
 class _DropoutNormReLU(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, bias, p, training, eps, seed):
+    def forward(ctx, x, weight, bias, p, training, eps, seed, bfloat16):
         x = x.contiguous()
         normalize = weight is not None
         drop, threshold, scale = _mask_parameters(p, training)
@@ -147,8 +163,13 @@ class _DropoutNormReLU(torch.autograd.Function):
         out = torch.empty_like(x)
         mean = np.empty(x.shape[0] if normalize else 0, np.float32)
         rstd = np.empty_like(mean)
+        rounded_out, rounded_x = ((torch.empty_like(x, dtype=torch.bfloat16) for _ in range(2)) if bfloat16
+                                  else (None, None))
         _forward(x.detach().numpy(), gamma, beta, out.numpy(), mean, rstd, np.uint64(seed), threshold,
-                 np.float32(scale), drop, normalize, np.float32(eps))
+                 np.float32(scale), drop, normalize, np.float32(eps),
+                 *((_bits(rounded_out), _bits(rounded_x)) if bfloat16 else (_NOT_ROUNDED, _NOT_ROUNDED)))
+        if bfloat16:  # only the rounded rows outlive the call: half the bytes kept for backward
+            x, out = rounded_x, rounded_out
         # The output is saved too (the next layer keeps it anyway): ReLU's gate in backward.
         ctx.save_for_backward(x, out)
         ctx.state = (gamma, mean, rstd, np.uint64(seed), threshold, np.float32(scale), drop, normalize)
@@ -161,22 +182,26 @@ class _DropoutNormReLU(torch.autograd.Function):
         gamma, mean, rstd, seed, threshold, scale, drop, normalize = ctx.state
         num_rows, width = x.shape
         chunks = np.append(np.arange(0, num_rows, ROWS_PER_CHUNK, dtype=np.int64), num_rows)
-        grad_x = torch.empty_like(x)
+        grad_x = torch.empty(x.shape, dtype=torch.float32)
         parts = np.zeros((2, len(chunks) - 1, width if normalize else 0), np.float64)
-        _backward(x.numpy(), out.numpy(), gamma, grad.contiguous().numpy(), mean, rstd, seed, threshold, scale,
-                  drop, normalize, chunks, grad_x.numpy(), parts[0], parts[1])
+        _backward(_bits(x), _bits(out), gamma, _bits(grad.to(out.dtype).contiguous()), mean, rstd, seed, threshold,
+                  scale, drop, normalize, chunks, grad_x.numpy(), parts[0], parts[1])
         if not normalize:
-            return grad_x, None, None, None, None, None, None
+            return grad_x, None, None, None, None, None, None, None
         grad_gamma, grad_beta = (torch.from_numpy(part.sum(axis=0).astype(np.float32)) for part in parts)
-        return grad_x, grad_gamma, grad_beta, None, None, None, None
+        return grad_x, grad_gamma, grad_beta, None, None, None, None, None
 
 
 def dropout_norm_relu(x: torch.Tensor, norm: torch.nn.LayerNorm | None, p: float, training: bool,
-                      seed: int = 0) -> torch.Tensor:
-    """``relu(norm(dropout(x, p)))`` (``norm`` None: no normalisation), float32 rows.
+                      seed: int = 0, bfloat16: bool = False) -> torch.Tensor:
+    """``relu(norm(dropout(x, p)))`` (``norm`` None: no normalisation) of float32 rows.
 
     ``seed`` picks the dropout mask (ignored unless ``training`` and 0 < p < 1); the same
-    seed gives the same mask at any thread count.
+    seed gives the same mask at any thread count. With ``bfloat16`` the result is the
+    float32 result rounded to bfloat16 (nearest, ties to even), and what backward keeps is
+    bfloat16 too: the input rounded likewise (x̂ is recomputed from it with the float32
+    statistics of the exact input) and the output (ReLU's gate); the gradient is read as
+    bfloat16 and the input's gradient is float32.
     """
     if x.dtype != torch.float32 or x.dim() != 2:
         raise ValueError(f"dropout_norm_relu takes 2-D float32 rows, not {x.dtype} of shape {tuple(x.shape)}")
@@ -186,7 +211,7 @@ def dropout_norm_relu(x: torch.Tensor, norm: torch.nn.LayerNorm | None, p: float
         weight, bias, eps = torch.ones(x.shape[1]), torch.zeros(x.shape[1]), norm.eps
     else:
         weight, bias, eps = norm.weight, norm.bias, norm.eps
-    return _DropoutNormReLU.apply(x, weight, bias, float(p), bool(training), float(eps), int(seed))
+    return _DropoutNormReLU.apply(x, weight, bias, float(p), bool(training), float(eps), int(seed), bool(bfloat16))
 
 
 def dropout_mask(seed: int, shape: tuple[int, int], p: float) -> np.ndarray:
@@ -195,5 +220,6 @@ def dropout_mask(seed: int, shape: tuple[int, int], p: float) -> np.ndarray:
     ones = np.ones(shape, np.float32)
     kept = np.empty_like(ones)
     _forward(ones, np.empty(0, np.float32), np.empty(0, np.float32), kept, np.empty(0, np.float32),
-             np.empty(0, np.float32), np.uint64(seed), threshold, np.float32(scale), drop, False, np.float32(0))
+             np.empty(0, np.float32), np.uint64(seed), threshold, np.float32(scale), drop, False, np.float32(0),
+             _NOT_ROUNDED, _NOT_ROUNDED)
     return kept > 0

@@ -10,9 +10,10 @@ process whose Numba compiles for one named LLVM CPU (``NUMBA_CPU_NAME``, with th
 own features: ``NUMBA_CPU_FEATURES`` empty), into a cache of its own; the child runs every
 kernel on fixed inputs at 1 and 2 threads, weighted and not, and reports
 
-* for the gather and its transpose, the cases whose result differs from the float32 sum
-  in each row's entry order, a separate multiply and add per entry
-  (:func:`entry_order_sum`), widths 1 to :data:`MAX_WIDTH`;
+* for the gather and its transpose, of float32 rows and of bfloat16 rows (summed as
+  their float32 values), the cases whose result differs from the float32 sum in each
+  row's entry order, a separate multiply and add per entry (:func:`entry_order_sum`),
+  widths 1 to :data:`MAX_WIDTH`;
 * for the attention and activation kernels, a digest of every output, which the caller
   compares across targets.
 
@@ -167,6 +168,8 @@ def _csr_case(rng, rows: int = 120, cols: int = 90):
 
 
 def _gather_mismatches(max_width: int) -> list[str]:
+    import torch
+
     from supergcn.kernels.gather import GatherCsr
 
     rng = np.random.default_rng(0)
@@ -176,14 +179,20 @@ def _gather_mismatches(max_width: int) -> list[str]:
         forward = GatherCsr(m.indptr, m.indices, m.shape[1], m.data if weighted else None)
         for name, op in (("gather", forward), ("transpose", forward.transpose())):
             x_all = rng.standard_normal((op.shape[1], max_width)).astype(np.float32)
+            # bfloat16 rows (their bit patterns), summed as their float32 values are
+            bf16_all = torch.from_numpy(x_all).to(torch.bfloat16)
             for width in range(1, max_width + 1):
                 x = np.ascontiguousarray(x_all[:, :width])
-                expected = entry_order_sum(op.indptr, op.indices, op.weights if weighted else None, x)
-                got = op.matmul(x)
-                if not np.array_equal(got, expected):
-                    differ = np.count_nonzero(got != expected)
-                    failures.append(f"{name} weighted={weighted} F={width}: {differ} of {got.size} values differ, "
-                                    f"by up to {np.max(np.abs(got - expected)):.3g}")
+                bf16 = bf16_all[:, :width].contiguous()
+                for rows, values, kind in ((x, x, "float32"),
+                                           (bf16.view(torch.int16).numpy().view(np.uint16), bf16.float().numpy(),
+                                            "bfloat16")):
+                    expected = entry_order_sum(op.indptr, op.indices, op.weights if weighted else None, values)
+                    got = op.matmul(rows)
+                    if not np.array_equal(got, expected):
+                        differ = np.count_nonzero(got != expected)
+                        failures.append(f"{name} {kind} rows weighted={weighted} F={width}: {differ} of {got.size} "
+                                        f"values differ, by up to {np.max(np.abs(got - expected)):.3g}")
     return failures
 
 

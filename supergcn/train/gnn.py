@@ -135,14 +135,16 @@ def activate(x: torch.Tensor, norm: nn.Module, dropout: float, training: bool,
         norm: the layer's ``nn.LayerNorm``, or ``nn.Identity`` for none.
         dropout: the dropout probability.
         training: whether dropout applies.
-        dtype: what the result is stored in (bfloat16: rounded once, to nearest even).
+        dtype: what the result is stored in (bfloat16: rounded once, to nearest even, and
+            kept for backward in bfloat16, :func:`~supergcn.kernels.activation.dropout_norm_relu`).
 
     Returns:
         n x hidden rows.
     """
     drawing = training and 0 < dropout < 1
     seed = int(torch.randint(2**62, ()).item()) if drawing else 0  # from the rank's torch stream
-    return dropout_norm_relu(x, norm if isinstance(norm, nn.LayerNorm) else None, dropout, training, seed).to(dtype)
+    return dropout_norm_relu(x, norm if isinstance(norm, nn.LayerNorm) else None, dropout, training, seed,
+                             bfloat16=dtype == torch.bfloat16)
 
 
 _log_softmax = phase("elementwise")(F.log_softmax)

@@ -35,6 +35,28 @@ def test_forward_and_gradients_equal_torch_with_the_same_mask(p, normalize):
         torch.testing.assert_close(mine, reference, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("p", [0.0, 0.5])
+@pytest.mark.parametrize("normalize", ["affine", "none"])
+def test_bfloat16_rows_are_the_float32_rows_rounded_and_backward_keeps_only_bfloat16(p, normalize):
+    """A bf16 run's activation: the float32 result rounded as torch rounds it, bit for bit;
+    backward keeps the input and output in bfloat16 only and gives torch's float32
+    gradients (of the same mask) within bfloat16's rounding of what it reads."""
+    torch.manual_seed(1)
+    x = torch.randn(700, 37, requires_grad=True)
+    norm = None if normalize == "none" else layer_norm(37)
+    exact = dropout_norm_relu(x, norm, p, training=True, seed=7)
+    low = dropout_norm_relu(x, norm, p, training=True, seed=7, bfloat16=True)
+    assert low.dtype == torch.bfloat16
+    assert torch.equal(low.view(torch.int16), exact.to(torch.bfloat16).view(torch.int16))
+    assert {t.dtype for t in low.grad_fn.saved_tensors} == {torch.bfloat16}
+    upstream = torch.randn_like(exact).to(torch.bfloat16)
+    leaves = [x] + ([norm.weight, norm.bias] if norm is not None else [])
+    for mine, reference in zip(torch.autograd.grad(low, leaves, upstream),
+                               torch.autograd.grad(exact, leaves, upstream.float())):
+        assert mine.dtype == torch.float32
+        assert float((mine - reference).norm() / reference.norm()) < 1e-2
+
+
 def test_mask_drops_at_the_rate_asked_and_depends_on_the_seed_only():
     shape = (2000, 64)
     before = numba.get_num_threads()

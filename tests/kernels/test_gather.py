@@ -15,6 +15,7 @@ from supergcn.kernels.gather import (
     index_add,
     index_add_plan,
     segments,
+    sums_in,
 )
 from supergcn.kernels.jit import numba
 
@@ -94,6 +95,53 @@ def test_sums_in_entry_order_to_the_last_bit(threads, features):
     out = previous.copy()
     op.matmul(x, out=out, accumulate=True)
     np.testing.assert_array_equal(out, sequential_sum(m, x, previous))
+
+
+def bfloat16_rows(rng, shape) -> tuple[np.ndarray, np.ndarray]:
+    """Random bfloat16 rows (torch's rounding of normal values, with a NaN, infinities and
+    a subnormal): their bit patterns (uint16, as the kernels take them) and their float32 values."""
+    values = torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+    values.view(-1)[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 1e-39])
+    rows = values.to(torch.bfloat16)
+    return rows.view(torch.int16).numpy().view(np.uint16), rows.float().numpy()
+
+
+@pytest.mark.parametrize("features", WIDTHS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bfloat16_rows_are_summed_as_their_float32_values_to_the_last_bit(threads, features, weighted):
+    """A bfloat16 row widens to float32 exactly, so its product (plain, scaled and
+    accumulated, and the transpose's) is the float32 product of the widened rows, bit for
+    bit: the same order, the same roundings, half the bytes read."""
+    rng = np.random.default_rng(features)
+    m = awkward_matrix(rng)
+    op = GatherCsr(m.indptr, m.indices, m.shape[1], m.data.astype(np.float32) if weighted else None)
+    for product in (op, op.transpose()):
+        bits, values = bfloat16_rows(rng, (product.shape[1], features))
+        got = product.matmul(bits)
+        assert got.dtype == np.float32
+        np.testing.assert_array_equal(got, product.matmul(values))
+        previous = rng.standard_normal((product.shape[0], features)).astype(np.float32)
+        scale = rng.uniform(0, 2, product.shape[0]).astype(np.float32)
+        out, expected = previous.copy(), previous.copy()
+        product.matmul(bits, out=out, accumulate=True, row_scale=scale)
+        product.matmul(values, out=expected, accumulate=True, row_scale=scale)
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_bfloat16_rows_match_a_hand_worked_sum():
+    """[[1, 1, 0], [0, 2, 1]] (weights) times bfloat16 rows 1.5, 2^-8 + 1 (rounded to 1: 8
+    significant bits) and -3: 1.5 + 1 = 2.5 and 2 * 1 - 3 = -1."""
+    op = GatherCsr(np.array([0, 2, 4]), np.array([0, 1, 1, 2]), 3, np.array([1, 1, 2, 1], np.float32))
+    rows = torch.tensor([[1.5], [1 + 2**-8], [-3.0]]).to(torch.bfloat16)
+    got = op.matmul(rows.view(torch.int16).numpy().view(np.uint16))
+    np.testing.assert_array_equal(got, np.array([[2.5], [-1.0]], np.float32))
+
+
+def test_a_bfloat16_product_is_written_in_float32_only():
+    assert sums_in(np.uint16) == np.float32 and sums_in(np.float64) == np.float64
+    op = GatherCsr(np.array([0, 1]), np.array([0]), 1)
+    with pytest.raises(ValueError, match="summed into float32, not float64"):
+        op.matmul(np.zeros((1, 4), np.uint16), out=np.zeros((1, 4), np.float64))
 
 
 @pytest.mark.parametrize("features", [1, 40, BLOCK, 2 * BLOCK + 3])

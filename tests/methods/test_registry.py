@@ -95,6 +95,9 @@ def test_what_a_card_says_its_method_cannot_run_with_is_refused_with_its_fix(nam
     if method.precompute == "refused":
         found = settings(method, precompute_input="on").conflicts()
         assert any("--precompute-input off" in m and off in m for m in found), found
+    for precision in {"fp32", "bf16"} - set(method.precisions):
+        found = settings(method, precision=precision).conflicts()
+        assert any(f"--precision {method.precisions[0]}" in m and off in m for m in found), found
 
 
 @pytest.mark.parametrize("first, second", [

@@ -184,6 +184,29 @@ def test_bfloat16_exchange_sends_exactly_half_of_fp32s_bytes_every_epoch(workspa
         assert epoch_bf16["loss"] == pytest.approx(epoch_fp32["loss"], rel=0.02)
 
 
+def test_bf16_compute_follows_fp32_exchanges_the_same_bytes_and_says_so(workspace, hybrid_fp32_run, tmp_path):
+    """--precision bf16 at P = 3 on the fp32 run's plan: the first line and the header say
+    what was picked and why, the exchange carries the same float32 bytes (the sums are
+    float32), and training follows float32's within bfloat16's rounding; with --label-rate
+    and Int2 (the paper's hybrid variant) it runs too."""
+    root, _ = workspace
+    bf16 = tmp_path / "bf16.jsonl"
+    result = run_mpi(3, *train_args(root, 3, "hybrid", bf16, "--epochs", 3, "--bits", 32, "--precision", "bf16"))
+    assert result.returncode == 0, result.stderr
+    assert "fp32 exchange, bf16 compute" in result.stdout.splitlines()[0]
+    header, epochs, _ = read_metrics(bf16)
+    assert header["precision"] == {"asked": "bf16", "picked": "bf16", "reason": "asked for"}
+    for epoch_fp32, epoch_bf16 in zip(read_metrics(hybrid_fp32_run)[1], epochs, strict=True):
+        assert epoch_bf16["bytes"]["sent_total"] == epoch_fp32["bytes"]["sent_total"] > 0
+        assert epoch_bf16["loss"] != epoch_fp32["loss"]
+        assert epoch_bf16["loss"] == pytest.approx(epoch_fp32["loss"], rel=0.02)
+    hybrid = tmp_path / "int2-lp.jsonl"
+    result = run_mpi(3, *train_args(root, 3, "hybrid", hybrid, "--epochs", 3, "--bits", 2, "--label-rate", 0.5,
+                                    "--input-norm", "--precision", "bf16"))
+    assert result.returncode == 0, result.stderr
+    assert all(np.isfinite(e["loss"]) for e in read_metrics(hybrid)[1])
+
+
 def test_single_rank_int2_equals_fp32(workspace, tmp_path):
     root, _ = workspace
     outs = []
