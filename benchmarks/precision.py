@@ -126,7 +126,8 @@ def summarise(rows: list[dict]) -> dict:
                                 (dataset, parts, variant, precision)] for precision in PRECISIONS}
         loss = float(np.mean(accuracy["fp32"]) - np.mean(accuracy["bf16"]))
         table.append({"dataset": dataset, "parts": parts, "variant": variant, "loss_points": round(loss, 2),
-                      **{precision: f"{np.mean(v):.2f} ± {np.std(v, ddof=1):.2f}" for precision, v in accuracy.items()}})
+                      **{precision: f"{np.mean(v):.2f} ± {np.std(v, ddof=1):.2f}"
+                         for precision, v in accuracy.items()}})
         worst[variant] = max(worst.get(variant, -np.inf), loss)
     return {"rows": table, "largest_loss_points": {v: round(w, 2) for v, w in worst.items()},
             "held_within": ACCURACY_HELD,

@@ -49,7 +49,6 @@ from supergcn.train.data import kept_run_identity, load_rank_data
 from supergcn.train.finished import keep_finished, keeps_finished, restore_finished, run_identity
 from supergcn.train.gnn import GNN
 from supergcn.train.labels import LabelInputSplit
-from supergcn.train.precision import agreed, choose
 from supergcn.train.metrics import (
     epoch_record,
     metrics_text,
@@ -59,6 +58,7 @@ from supergcn.train.metrics import (
     run_line,
     summary_record,
 )
+from supergcn.train.precision import agreed, choose
 from supergcn.train.steps import FullBatchStep, OptimizerStep, RankContext, nll_share
 
 #: The best epochs before any: by validation accuracy (the OGB protocol) and by validation
