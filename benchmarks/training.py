@@ -17,7 +17,8 @@ T threads, in a child process under glibc's malloc and under the allocator train
 bfloat16 autocast (the peer at its best on a CPU with bfloat16); the floors (the model's
 dense layers alone in float32 and under bfloat16 autocast, the aggregation kernels alone,
 same threads); ``supergcn train``
-at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, and with bfloat16 GEMMs;
+at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, with
+bfloat16 GEMMs, and with ``--precision bf16``;
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
 prints its targets as ratios against PyG with the same allocator.
@@ -70,6 +71,7 @@ from supergcn.testing.pyg import PyGModel, copy_weights, train_baseline
 from supergcn.train.allocator import ALLOCATOR_ENV, allocator_in_use, relaunch_with_retaining_allocator
 from supergcn.train.gnn import GNN
 from supergcn.train.metrics import CPU_TIMES
+from supergcn.train.precision import bfloat16_instructions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
@@ -232,15 +234,6 @@ def mean_phases(epochs: list[dict], view: str = "slowest_rank") -> dict:
     return {k: float(np.mean([e["seconds"][view][k] for e in epochs])) for k in keys}
 
 
-def bf16_flags() -> list[str]:
-    """The CPU's bfloat16 matrix features (x86 ``avx512_bf16``/``amx_bf16``, Arm ``bf16``)."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return []
-    return sorted(flags & {"avx512_bf16", "amx_bf16", "bf16", "svebf16"})
-
-
 def allocator_table(runs: dict) -> list[dict]:
     """Per allocator the P = 1 run had: its steady epoch (the first excluded), the share of
     those epochs spent in the kernel, its peak RSS, and its ratio to PyG under the same
@@ -302,10 +295,19 @@ def epoch_time(args) -> None:
         epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, "--dense-dtype", "bfloat16")
         phases = mean_phases(epochs)
         report["runs"]["P=1 bfloat16"] = {"threads_per_rank": args.threads, "phases": phases,
-                                          "process_seconds": usage, "bf16_cpu_flags": bf16_flags()}
+                                          "process_seconds": usage, "bf16_cpu_flags": bfloat16_instructions()}
         report["targets"]["speedup_vs_pyg with bfloat16 GEMMs"] = pyg_epoch / phases["total"]
         report["targets"]["speedup_vs_pyg_bf16_autocast with bfloat16 GEMMs"] = pyg_autocast / phases["total"]
         report["targets"]["bfloat16 GEMMs: epoch_over_bf16_dense_floor"] = phases["total"] / dense_bf16
+        epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, "--precision", "bf16")
+        phases = mean_phases(epochs)
+        report["runs"]["P=1 --precision bf16"] = {"threads_per_rank": args.threads, "phases": phases,
+                                                  "process_seconds": usage, "bf16_cpu_flags": bfloat16_instructions()}
+        report["targets"]["speedup_vs_pyg with --precision bf16 (>= 10)"] = pyg_epoch / phases["total"]
+        report["targets"]["speedup_vs_pyg_bf16_autocast with --precision bf16 (>= 8)"] = pyg_autocast / phases["total"]
+        report["targets"]["--precision bf16: epoch_over_bf16_dense_floor (<= 1.2)"] = phases["total"] / dense_bf16
+        fp32_epoch = report["runs"]["P=1"]["phases"]["total"]
+        report["targets"]["--precision bf16 over fp32 epoch"] = phases["total"] / fp32_epoch
         for parts in args.parts:
             runs = {}
             for overlap in ("--overlap", "--no-overlap"):

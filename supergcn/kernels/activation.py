@@ -38,7 +38,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from supergcn.kernels.bfloat16 import as_float32, rounded
-from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.jit import njit, numba, prange
 from supergcn.kernels.ordered import ordered_dot, ordered_squares, ordered_sum
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -66,7 +66,8 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
     rounding = len(rounded_out) > 0
     for r in prange(num_rows):
         row = x[r]
-        y = out[r]
+        # Rounding, ``out`` is one scratch row per thread: the float32 rows are not kept.
+        y = out[numba.get_thread_id()] if rounding else out[r]
         base = r * width
         for f in range(width):
             value = row[f] * scale
@@ -160,7 +161,7 @@ class _DropoutNormReLU(torch.autograd.Function):
         drop, threshold, scale = _mask_parameters(p, training)
         gamma = weight.detach().numpy() if normalize else np.empty(0, np.float32)
         beta = bias.detach().numpy() if normalize else np.empty(0, np.float32)
-        out = torch.empty_like(x)
+        out = torch.empty((numba.config.NUMBA_NUM_THREADS, x.shape[1]) if bfloat16 else x.shape)
         mean = np.empty(x.shape[0] if normalize else 0, np.float32)
         rstd = np.empty_like(mean)
         rounded_out, rounded_x = ((torch.empty_like(x, dtype=torch.bfloat16) for _ in range(2)) if bfloat16
