@@ -100,6 +100,35 @@ def choose(asked: str, model: str, method=None, instructions: list[str] | None =
                                     f"bf16 held within {ACCURACY_HELD} points of fp32")
 
 
+def eligible(model: str, method=None) -> bool:
+    """Whether ``auto`` picks bf16 for runs of ``model`` (and ``method``) on a CPU with
+    bfloat16 instructions."""
+    return card(model).bfloat16_auto and (method is None or "bf16" in method.precisions)
+
+
+def study_conflicts(asked: str, runs) -> list[str]:
+    """A study's refusal of ``precision: auto`` where its variants would not all pick the
+    same (every variant of a study computes at one precision, so that they compare fairly).
+
+    Args:
+        asked: the study's ``training.precision``.
+        runs: ``(display name, model, method card or None)`` of each variant.
+
+    Returns:
+        One message with its fix, or none.
+    """
+    if asked != "auto":
+        return []
+    picks = {name: eligible(model, method) for name, model, method in runs}
+    if len(set(picks.values())) < 2:
+        return []
+    low = ", ".join(name for name, bf16 in picks.items() if bf16)
+    high = ", ".join(name for name, bf16 in picks.items() if not bf16)
+    return [f"precision: auto would compute {low} in bf16 and {high} in fp32 on a CPU with bfloat16, and the "
+            "variants of a study compare at one precision — set training.precision: fp32, or leave out the "
+            "variants that compute in float32"]
+
+
 def agreed(precision: Precision, communicator) -> Precision:
     """``precision`` as every rank runs it: bf16 only where every rank picked it (a job
     across CPUs with and without bfloat16 runs float32 everywhere). Collective.

@@ -146,3 +146,14 @@ def test_a_bf16_model_stays_within_bfloat16s_rounding_of_float32_pyg(one_rank, m
         assert relative_error(fp32, want) < 1e-4, name
         # bfloat16 GEMMs of bfloat16 gradients: 2^-8 per rounding, summed over layers (seen: up to 0.07)
         assert relative_error(got, want) < 0.1, name
+
+
+def test_a_study_at_auto_whose_variants_would_pick_differently_is_refused(monkeypatch):
+    from supergcn.train.precision import study_conflicts
+
+    with_auto(monkeypatch, "sage", True)
+    method = next(method for method in method_cards() if "bf16" not in method.precisions)
+    runs = [("hybrid-fp32-nolp", "sage", None), ("pre-fp32-nolp-x", "sage", method)]
+    [found] = study_conflicts("auto", runs)
+    assert "hybrid-fp32-nolp in bf16 and pre-fp32-nolp-x in fp32" in found and "training.precision: fp32" in found
+    assert study_conflicts("fp32", runs) == [] and study_conflicts("auto", runs[:1]) == []

@@ -26,6 +26,7 @@ from supergcn.options import command_line
 from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
 from supergcn.train.config import TrainConfig, job_settings
+from supergcn.train.precision import study_conflicts
 from supergcn.variants import VARIANT_PATTERN, Variant
 from supergcn.workflow_config import ConfigError, measured_process_counts
 
@@ -150,6 +151,9 @@ def variants():
         for variant in chosen
         for problem in variant_conflicts(variant)
     ]
+    problems += study_conflicts(
+        TRAINING["precision"], [(variant.name, variant.model, variant.method) for variant in chosen]
+    )
     if problems:
         raise ConfigError("; ".join(problems) + " (in the config's variants list)")
     return chosen
