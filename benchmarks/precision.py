@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/precision.py accuracy [--datasets cora citeseer facebook] [--parts 1 4]
         [--seeds 5] [--epochs 200 facebook=30] [--out precision-accuracy.json]
+    .venv/bin/python benchmarks/precision.py summary RUNS.jsonl [RUNS.jsonl ...]
 
 ``accuracy`` prepares each graph (from ``../shared/datasets``), its METIS partition and
 hybrid plan at each P, then, at each P, starts one MPI job of P ranks that trains every
@@ -11,9 +12,11 @@ run one after another in the same processes (no start-up per run): GraphSAGE, GC
 other option at the paper's Table 2 defaults (one thread per rank; ``--epochs`` takes a
 count for every graph and ``name=count`` for one). It prints, per graph, P and variant, the
 test accuracy at the best-validation epoch (mean ± sd over seeds) in both precisions and
-bf16's loss in points (fp32 - bf16 of the means), and per model whether bf16 stayed within
+bf16's loss in points (fp32 - bf16 of the means, with the standard error of the paired
+per-seed differences: the same seed starts both from the same weights), and per variant whether bf16 stayed within
 ``ACCURACY_HELD`` points everywhere: the evidence behind each model card's
-``bfloat16_auto``.
+``bfloat16_auto``. ``summary`` prints the same from the runs files of one or more
+``accuracy`` runs (``<out>.runs.jsonl``), with a Markdown table.
 """
 
 from __future__ import annotations
@@ -125,13 +128,28 @@ def summarise(rows: list[dict]) -> dict:
                                 if (r["dataset"], r["parts"], r["variant"], r["precision"]) ==
                                 (dataset, parts, variant, precision)] for precision in PRECISIONS}
         loss = float(np.mean(accuracy["fp32"]) - np.mean(accuracy["bf16"]))
+        # Paired by seed (the same initial weights): the spread of the loss itself.
+        paired = np.array(accuracy["fp32"]) - np.array(accuracy["bf16"])
+        error = float(np.std(paired, ddof=1) / np.sqrt(len(paired))) if len(paired) > 1 else float("nan")
         table.append({"dataset": dataset, "parts": parts, "variant": variant, "loss_points": round(loss, 2),
+                      "loss_standard_error": round(error, 2),
                       **{precision: f"{np.mean(v):.2f} ± {np.std(v, ddof=1):.2f}"
                          for precision, v in accuracy.items()}})
         worst[variant] = max(worst.get(variant, -np.inf), loss)
     return {"rows": table, "largest_loss_points": {v: round(w, 2) for v, w in worst.items()},
             "held_within": ACCURACY_HELD,
             "held": {v: bool(w <= ACCURACY_HELD) for v, w in worst.items()}}
+
+
+def summary(args) -> None:
+    rows = [json.loads(line) for path in args.runs for line in Path(path).read_text().splitlines()]
+    found = summarise(rows)
+    print(json.dumps(found, indent=2))
+    print("\n| graph | P | variant | fp32 (%) | bf16 (%) | bf16's loss (points, ± its standard error) |\n"
+          "|---|---|---|---|---|---|")
+    for row in found["rows"]:
+        print(f"| {row['dataset']} | {row['parts']} | {row['variant']} | {row['fp32']} | {row['bf16']} | "
+              f"{row['loss_points']:+.2f} ± {row['loss_standard_error']:.2f} |")
 
 
 def main() -> None:
@@ -144,6 +162,9 @@ def main() -> None:
     acc.add_argument("--epochs", nargs="+", default=["200"], help="N, and/or dataset=N")
     acc.add_argument("--out", default="precision-accuracy.json")
     acc.set_defaults(func=accuracy)
+    table = commands.add_parser("summary")
+    table.add_argument("runs", nargs="+", help="runs files of accuracy runs")
+    table.set_defaults(func=summary)
     runner = commands.add_parser("job", help="(internal) the MPI job of one P")
     runner.add_argument("--runs", required=True)
     runner.add_argument("--results", required=True)
