@@ -57,7 +57,7 @@ RECORDED_TIMES = tuple(dict.fromkeys((*DETAIL, *BREAKDOWN, *CPU_TIMES, "total"))
 
 
 def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: int, hashes: dict,
-               kernels: dict) -> dict | None:
+               kernels: dict, precision: dict | None = None) -> dict | None:
     """The header line (collective: hosts and CPUs are gathered; rank 0 gets it, the others None);
     ``kernels`` is :func:`supergcn.kernels.simd.kernel_target` (passed in, so that readers
     of metrics files do not import the kernels).
@@ -71,6 +71,7 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
         threads: threads per rank.
         hashes: the input hashes, by name.
         kernels: what the kernels were built for.
+        precision: what the run computes in, as picked (:meth:`supergcn.train.precision.Precision.as_json`).
 
     Returns:
         The header record on rank 0, None on the others.
@@ -85,7 +86,7 @@ def run_header(comm, config_json: dict, dataset: str, strategy: str, threads: in
             "cores_by_host": cores["cores_by_host"], "oversubscribed": cores["oversubscribed"],
             "allocator": allocators[0], "allocator_per_rank": [a["name"] for a in allocators],
             "mpi_environment": {name: os.environ.get(name) for name in MPICH_SETTINGS},
-            "kernels": kernels,
+            "kernels": kernels, "precision": precision,
             "versions": package_versions(), "git_commit": git_commit(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **hashes}
 

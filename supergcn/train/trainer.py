@@ -275,9 +275,7 @@ class Trainer:
         """
         self.resume()
         header = run_header(self.comm, self.config.as_json(), self.data.graph_name, self.data.strategy,
-                            self.config.threads, self.data.hashes, kernel_target())
-        if header is not None:
-            header["precision"] = self.precision.as_json()
+                            self.config.threads, self.data.hashes, kernel_target(), self.precision.as_json())
         entry = self.method.header()  # collective
         if header is not None and entry is not None:
             header[self.method_card.header_key] = entry
