@@ -1,7 +1,7 @@
 """bfloat16 against float32 (``--precision``): test accuracy, and what ``auto`` may pick.
 
     .venv/bin/python benchmarks/precision.py accuracy [--datasets cora citeseer facebook] [--parts 1 4]
-        [--seeds 5] [--epochs 200 facebook=30] [--out precision-accuracy.json]
+        [--seeds 5] [--epochs 200 facebook=30] [--threads 1] [--out precision-accuracy.json]
     .venv/bin/python benchmarks/precision.py summary RUNS.jsonl [RUNS.jsonl ...]
 
 ``accuracy`` prepares each graph (from ``../shared/datasets``), its METIS partition and
@@ -9,8 +9,8 @@ hybrid plan at each P, then, at each P, starts one MPI job of P ranks that train
 run one after another in the same processes (no start-up per run): GraphSAGE, GCN and GAT
 (float32 exchanges, no label propagation) and the hybrid Int2 + label propagation variant
 (GraphSAGE, ``--bits 2``, label rate 0.62), each in fp32 and in bf16, at each seed, every
-other option at the paper's Table 2 defaults (one thread per rank; ``--epochs`` takes a
-count for every graph and ``name=count`` for one). It prints, per graph, P and variant, the
+other option at the paper's Table 2 defaults (``--threads`` per rank, one by default;
+``--epochs`` takes a count for every graph and ``name=count`` for one). It prints, per graph, P and variant, the
 test accuracy at the best-validation epoch (mean ± sd over seeds) in both precisions and
 bf16's loss in points (fp32 - bf16 of the means, with the standard error of the paired
 per-seed differences: the same seed starts both from the same weights), and per variant whether bf16 stayed within
@@ -100,7 +100,8 @@ def accuracy(args) -> None:
                                          "graph": str(home / "g"), "partition": str(home / f"p{p}"),
                                          "plan": str(home / f"plan{p}"), "out": str(root / "m.jsonl"),
                                          "model": model, "precision": precision, "seed": seed,
-                                         "epochs": epochs_of(args.epochs, dataset), **extra})
+                                         "epochs": epochs_of(args.epochs, dataset), "threads": args.threads,
+                                         **extra})
             (root / "runs.json").write_text(json.dumps(runs))
             subprocess.run([str(Path(sys.executable).parent / "mpiexec"), "-n", str(p), sys.executable, __file__,
                             "job", "--runs", str(root / "runs.json"), "--results", str(results)], check=True)
@@ -160,6 +161,7 @@ def main() -> None:
     acc.add_argument("--parts", type=int, nargs="+", default=[1, 4])
     acc.add_argument("--seeds", type=int, default=5)
     acc.add_argument("--epochs", nargs="+", default=["200"], help="N, and/or dataset=N")
+    acc.add_argument("--threads", type=int, default=1, help="threads per rank")
     acc.add_argument("--out", default="precision-accuracy.json")
     acc.set_defaults(func=accuracy)
     table = commands.add_parser("summary")
