@@ -134,7 +134,7 @@ def test_parsing_the_workflow_imports_nothing_heavy():
                         "supergcn.partition.config",
                         "supergcn.data.own_files",
                         "supergcn.plan.costs", "supergcn.sources", "supergcn.train.config", "supergcn.workflow_config",
-                        "supergcn.cluster.slurm"}
+                        "supergcn.cluster.slurm", "supergcn.train.precision"}
     probe = (f"import sys\nimport {', '.join(sorted(imported))}\n"
              "supergcn.models.weighted_cover_models()\n"
              "[supergcn.sources.command_hash(name) for name in ('train', 'tables', 'perf_predict')]\n"
