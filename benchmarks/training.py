@@ -292,20 +292,17 @@ def epoch_time(args) -> None:
             "aggregation_over_kernels (<= 1.2)": phases["aggregation"] / aggregation,
             "epoch_over_floor": phases["total"] / (dense + aggregation + phases["communication"]),
         }
-        epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, "--dense-dtype", "bfloat16")
-        phases = mean_phases(epochs)
-        report["runs"]["P=1 bfloat16"] = {"threads_per_rank": args.threads, "phases": phases,
-                                          "process_seconds": usage, "bf16_cpu_flags": bfloat16_instructions()}
-        report["targets"]["speedup_vs_pyg with bfloat16 GEMMs"] = pyg_epoch / phases["total"]
-        report["targets"]["speedup_vs_pyg_bf16_autocast with bfloat16 GEMMs"] = pyg_autocast / phases["total"]
-        report["targets"]["bfloat16 GEMMs: epoch_over_bf16_dense_floor"] = phases["total"] / dense_bf16
-        epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, "--precision", "bf16")
-        phases = mean_phases(epochs)
-        report["runs"]["P=1 --precision bf16"] = {"threads_per_rank": args.threads, "phases": phases,
-                                                  "process_seconds": usage, "bf16_cpu_flags": bfloat16_instructions()}
-        report["targets"]["speedup_vs_pyg with --precision bf16 (>= 10)"] = pyg_epoch / phases["total"]
-        report["targets"]["speedup_vs_pyg_bf16_autocast with --precision bf16 (>= 8)"] = pyg_autocast / phases["total"]
-        report["targets"]["--precision bf16: epoch_over_bf16_dense_floor (<= 1.2)"] = phases["total"] / dense_bf16
+        # The two bfloat16 modes, each with its run's name and its targets' names.
+        for flags, run, name, aims in ((("--dense-dtype", "bfloat16"), "P=1 bfloat16", "bfloat16 GEMMs", ("", "", "")),
+                                       (("--precision", "bf16"), "P=1 --precision bf16", "--precision bf16",
+                                        (" (>= 10)", " (>= 8)", " (<= 1.2)"))):
+            epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, *flags)
+            phases = mean_phases(epochs)
+            report["runs"][run] = {"threads_per_rank": args.threads, "phases": phases,
+                                   "process_seconds": usage, "bf16_cpu_flags": bfloat16_instructions()}
+            report["targets"][f"speedup_vs_pyg with {name}{aims[0]}"] = pyg_epoch / phases["total"]
+            report["targets"][f"speedup_vs_pyg_bf16_autocast with {name}{aims[1]}"] = pyg_autocast / phases["total"]
+            report["targets"][f"{name}: epoch_over_bf16_dense_floor{aims[2]}"] = phases["total"] / dense_bf16
         fp32_epoch = report["runs"]["P=1"]["phases"]["total"]
         report["targets"]["--precision bf16 over fp32 epoch"] = phases["total"] / fp32_epoch
         for parts in args.parts:
