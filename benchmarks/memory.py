@@ -1,0 +1,133 @@
+"""The memory model (:mod:`supergcn.perf.memory`) against the peak resident memory of real
+runs, in fp32 and bf16, and what it says of papers100M and IGB260M on a 28 GiB node.
+
+    .venv/bin/python benchmarks/memory.py measured [--cases synthetic-arxiv:sage:1 ...] [--epochs 2]
+        [--threads 2] [--out memory.json]
+    .venv/bin/python benchmarks/memory.py scale [--ranks-per-node 4] [--node-gib 28]
+
+``measured`` prepares each case's graph (``dataset:model:P``; Cora, CiteSeer and Facebook
+from ``../shared/datasets``), its METIS partition and hybrid plan, trains ``--epochs``
+epochs with ``mpiexec -n P`` at each precision and prints, per case and precision, the
+largest rank's peak resident memory (the run's summary) beside the model's largest rank
+(its shapes from the same partition and plan) and the model's terms. ``scale`` prints, for
+ogbn-papers100M and IGB260M (their published sizes) and 3-layer SAGE, GCN and GAT of
+hidden width 256, the model's memory per rank at each P in fp32 and bf16 for a balanced
+partition whose ranks receive ``--halo`` rows per owned node each layer (one line per
+value; :func:`~supergcn.perf.memory.balanced_shape`), the smallest P whose node
+(``--ranks-per-node`` ranks) fits ``--node-gib`` GiB, and the preprocessing budget (the CSR
+and the features of the whole graph).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from training import plan_name, prepare
+
+from supergcn.perf.memory import balanced_shape, plan_shapes, preprocessing_bytes, rank_memory
+from supergcn.perf.methods import Layers
+from supergcn.train.metrics import read_metrics
+
+GIB = 2**30
+PRECISIONS = ("fp32", "bf16")
+DEFAULT_CASES = ["synthetic-arxiv:sage:1", "synthetic-arxiv:gcn:1", "synthetic-arxiv:gat:1", "synthetic-arxiv:sage:2",
+                 "facebook:sage:1"]
+#: Published sizes: nodes, directed adjacency entries (undirected edges twice), features, classes.
+SCALE_GRAPHS = {"ogbn-papers100M": (111_059_956, 2 * 1_615_685_872, 128, 172),
+                "IGB260M": (269_346_174, 2 * 3_995_777_033, 1024, 19)}
+SCALE_MODELS = {"sage": 1, "gcn": 1, "gat": 4}
+SCALE_RANKS = [2**k for k in range(2, 14)]
+
+
+def measured(args) -> None:
+    """Model against measurement, one line per case and precision (module docstring)."""
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    results = []
+    with tempfile.TemporaryDirectory(prefix="supergcn-memory-") as scratch:
+        for case in args.cases:
+            dataset, model, parts = case.split(":")
+            root = Path(scratch) / dataset
+            if not (root / "g").exists():
+                prepare(root, dataset, sorted({int(c.split(":")[2]) for c in args.cases if c.startswith(dataset + ":")}),
+                        "hybrid", models=sorted({c.split(":")[1] for c in args.cases}))
+            plan = root / plan_name(int(parts), model)
+            meta = json.loads((root / "g" / "meta.json").read_text())
+            layers = Layers(meta["feature_dim"], 256, meta["num_classes"], 3)
+            heads = SCALE_MODELS.get(model, 1)
+            for precision in PRECISIONS:
+                out = Path(scratch) / f"{dataset}-{model}-{parts}-{precision}"
+                subprocess.run([str(mpiexec), "-n", parts, sys.executable, "-m", "supergcn.cli", "train",
+                                "--graph", str(root / "g"), "--partition", str(root / f"p{parts}"),
+                                "--plan", str(plan), "--out", str(out), "--model", model,
+                                *(["--heads", str(heads)] if model == "gat" else []),
+                                "--epochs", str(args.epochs), "--threads", str(args.threads),
+                                "--precision", precision], check=True, stdout=subprocess.DEVNULL,
+                               env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
+                peak = max(read_metrics(out)[2]["peak_memory_bytes_per_rank"])
+                terms = max((rank_memory(shape, model, layers, precision, heads)
+                             for shape in plan_shapes(root / f"p{parts}", plan)), key=lambda t: t["total"])
+                results.append({"case": case, "precision": precision, "measured_bytes": peak,
+                                "model_bytes": terms["total"], "terms": terms})
+                print(f"{case:<26} {precision}  measured {peak / GIB:6.3f} GiB  model {terms['total'] / GIB:6.3f} GiB"
+                      f"  ({terms['total'] / peak:5.2f}x)  "
+                      + " ".join(f"{k} {v / 2**20:.0f}" for k, v in terms.items() if k != "total"), flush=True)
+    for case in args.cases:
+        fp32, bf16 = (next(r for r in results if r["case"] == case and r["precision"] == p) for p in PRECISIONS)
+        print(f"{case:<26} bf16 / fp32: measured {bf16['measured_bytes'] / fp32['measured_bytes']:.2f}, "
+              f"model {bf16['model_bytes'] / fp32['model_bytes']:.2f}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2))
+
+
+def scale(args) -> None:
+    """The model's memory per rank at the paper's graph sizes (module docstring)."""
+    budget = args.node_gib * GIB / args.ranks_per_node
+    print(f"a node: {args.node_gib} GiB, {args.ranks_per_node} ranks -> {budget / GIB:.2f} GiB a rank")
+    for graph, (nodes, entries, features, classes) in SCALE_GRAPHS.items():
+        pre = preprocessing_bytes(nodes, entries, features)
+        print(f"\n{graph}: {nodes:,} nodes, {entries:,} entries, {features} features; whole-graph CSR "
+              f"{pre['csr'] / GIB:.1f} GiB, features {pre['features_fp32'] / GIB:.1f} GiB in float32, "
+              f"{pre['features_bf16'] / GIB:.1f} GiB in bfloat16")
+        layers = Layers(features, 256, classes, 3)
+        for (model, heads), halo in ((item, halo) for item in SCALE_MODELS.items() for halo in args.halo):
+            row = []
+            smallest = {}
+            for ranks in SCALE_RANKS:
+                shape = balanced_shape(nodes, entries, ranks, halo)
+                totals = {p: rank_memory(shape, model, layers, p, heads)["total"] for p in PRECISIONS}
+                row.append(f"P={ranks}: " + "/".join(f"{totals[p] / GIB:.1f}" for p in PRECISIONS))
+                for p in PRECISIONS:
+                    if totals[p] <= budget:
+                        smallest.setdefault(p, ranks)
+            print(f"  {model}, halo {halo:g}: GiB a rank fp32/bf16  " + "  ".join(row))
+            print(f"  {model}, halo {halo:g}: smallest P that fits: " + ", ".join(
+                f"{p} {smallest.get(p, 'beyond ' + str(SCALE_RANKS[-1]))}" for p in PRECISIONS))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("measured")
+    run.add_argument("--cases", nargs="+", default=DEFAULT_CASES, help="dataset:model:P")
+    run.add_argument("--epochs", type=int, default=2)
+    run.add_argument("--threads", type=int, default=2, help="threads per rank")
+    run.add_argument("--out", type=Path)
+    run.set_defaults(action=measured)
+    sizes = commands.add_parser("scale")
+    sizes.add_argument("--ranks-per-node", type=int, default=4, help="Fugaku: one rank per CMG")
+    sizes.add_argument("--node-gib", type=float, default=28.0, help="usable memory of a node")
+    sizes.add_argument("--halo", type=float, nargs="+", default=[0.5, 2.0],
+                       help="rows received per owned node each layer")
+    sizes.set_defaults(action=scale)
+    args = parser.parse_args()
+    args.action(args)
+
+
+if __name__ == "__main__":
+    main()
