@@ -54,8 +54,8 @@ def measured(args) -> None:
             dataset, model, parts = case.split(":")
             root = Path(scratch) / dataset
             if not (root / "g").exists():
-                prepare(root, dataset, sorted({int(c.split(":")[2]) for c in args.cases if c.startswith(dataset + ":")}),
-                        "hybrid", models=sorted({c.split(":")[1] for c in args.cases}))
+                parts_of = sorted({int(c.split(":")[2]) for c in args.cases if c.startswith(dataset + ":")})
+                prepare(root, dataset, parts_of, "hybrid", models=sorted({c.split(":")[1] for c in args.cases}))
             plan = root / plan_name(int(parts), model)
             meta = json.loads((root / "g" / "meta.json").read_text())
             layers = Layers(meta["feature_dim"], 256, meta["num_classes"], 3)

@@ -123,7 +123,8 @@ def test_the_terms_by_hand(monkeypatch):
     shape = memory.RankShape(1000, 10_000, 300)
     fp32 = memory.rank_memory(shape, "sage", LAYERS, "fp32")
     bf16 = memory.rank_memory(shape, "sage", LAYERS, "bf16")
-    params = (24 * 32 * 2 + 32) + (32 * 32 * 2 + 32) + (32 * 5 * 2 + 5) + 2 * (2 * 32)  # SAGE lin_l, lin_r; 2 LayerNorms
+    # SAGE's lin_l (with bias) and lin_r per layer, and two LayerNorms
+    params = (24 * 32 * 2 + 32) + (32 * 32 * 2 + 32) + (32 * 5 * 2 + 5) + 2 * (2 * 32)
     assert fp32["adjacency"] == 10_000 * 24 + 1000 * 60
     assert (fp32["features"], bf16["features"]) == (1000 * 24 * 4, 1000 * 24 * 2)
     assert fp32["saved"] == 50 + 100 * 1000 + 3 * 10_000
