@@ -13,6 +13,7 @@ partition manifest. Disk: one more copy of the node arrays per process count.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,8 @@ NODE_ARRAYS = ("features", "labels", "train_mask", "val_mask", "test_mask")
 ROW_HASHES_FILE = "row_hashes.npy"
 _HASH_BYTES = 16
 _ROWS_PER_WRITE = 1 << 18
+#: Bytes of a node array a rank copies at a time while it loads its slice.
+_BLOCK_BYTES = 1 << 24
 
 
 def _file(name: str) -> str:
@@ -61,10 +64,21 @@ def write_rank_rows(graph: Graph, offsets: np.ndarray, new_to_old: np.ndarray, d
 
 
 def load_rank_rows(directory: str | Path, rank: int, offset: int, count: int, manifest: dict,
-                   check_hash_list: bool = False) -> dict[str, np.ndarray]:
+                   check_hash_list: bool = False,
+                   stored_as: dict[str, tuple[np.dtype, Callable[[np.ndarray, np.ndarray], None]]] | None = None
+                   ) -> dict[str, np.ndarray]:
     """Rank ``rank``'s rows ``offset .. offset+count-1`` of every node array, read as one
     contiguous slice each and checked against its entry of ``row_hashes.npy`` (and, with
-    ``check_hash_list``, that list against ``manifest``, the partition's)."""
+    ``check_hash_list``, that list against ``manifest``, the partition's).
+
+    Each slice is copied a block of :data:`_BLOCK_BYTES` at a time, its mapped pages dropped
+    after each block, so the rank's peak holds its rows once (not the mapped pages, the
+    copy and a copy to hash beside each other); ``stored_as`` maps an array's name to the
+    type it is stored in and a ``convert(block, into)`` that writes a block, copied once
+    into one reused buffer, into its rows of the result (a bf16 run's features: bfloat16
+    bits, half the bytes, never a whole float32 copy beside them). The hash is of the rows
+    as written.
+    """
     directory = Path(directory)
     hashes = load_array(directory, ROW_HASHES_FILE.removesuffix(".npy"), "partition", mmap=True)
     if check_hash_list and file_digest(directory / ROW_HASHES_FILE, _HASH_BYTES) != manifest.get("row_hashes_hash"):
@@ -75,8 +89,21 @@ def load_rank_rows(directory: str | Path, rank: int, offset: int, count: int, ma
     rows = {}
     for name in NODE_ARRAYS:
         whole = load_array(directory, _file(name).removesuffix(".npy"), "partition", mmap=True)
-        rows[name] = np.array(whole[offset:offset + count])
-        digest.update(rows[name].tobytes())
+        dtype, convert = (stored_as or {}).get(name, (whole.dtype, None))
+        block = max(1, _BLOCK_BYTES // max(1, whole[:1].nbytes))
+        out = np.empty((count, *whole.shape[1:]), dtype=dtype)
+        scratch = None if convert is None else np.empty((min(block, count), *whole.shape[1:]), dtype=whole.dtype)
+        for start in range(offset, offset + count, block):
+            source = whole[start:min(start + block, offset + count)]
+            digest.update(source)  # a row slice of a C-ordered array: contiguous, hashed in place
+            rows_of = out[start - offset:start - offset + len(source)]
+            if convert is None:
+                rows_of[...] = source
+            else:
+                np.copyto(scratch[:len(source)], source)
+                convert(scratch[:len(source)], rows_of)
+            release_pages(source)
+        rows[name] = out
         del whole
     if rank >= len(hashes) or hashes[rank].decode() != digest.hexdigest():
         raise SuperGCNError(f"the rows of rank {rank} in {directory} do not match the hash {ROW_HASHES_FILE} records "

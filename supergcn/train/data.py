@@ -36,8 +36,10 @@ class RankData:
     num_classes: int
 
 
-def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
-    """Rank ``rank``'s rows of the graph, checked against its partition and plan.
+def load_rank_data(config: TrainConfig, rank: int, world_size: int, bfloat16_features: bool = False) -> RankData:
+    """Rank ``rank``'s rows of the graph, checked against its partition and plan; with
+    ``bfloat16_features`` (a bf16 run's) its features in bfloat16, rounded to nearest even
+    as they are read, a block at a time (never a whole float32 copy beside them).
 
     What a rank reads does not grow with the graph or the number of ranks beyond its own
     share: three small manifests, its plan file (which carries its nodes' original ids),
@@ -54,14 +56,24 @@ def load_rank_data(config: TrainConfig, rank: int, world_size: int) -> RankData:
     if rank == 0:  # the hash lists are P entries: one rank vouches for them, and a mismatch ends the job
         check_plan_file(config.plan, RANK_HASHES_FILE, plan_manifest)
     plan = load_rank_plan(config.plan, rank)
+    stored_as = {"features": (np.dtype(np.int16), _into_bfloat16)} if bfloat16_features else {}
     rows = {name: torch.from_numpy(values) for name, values in
-            load_rank_rows(config.partition, rank, plan.offset, plan.num_owned, part_manifest, rank == 0).items()}
+            load_rank_rows(config.partition, rank, plan.offset, plan.num_owned, part_manifest, rank == 0,
+                           stored_as).items()}
+    if bfloat16_features:
+        rows["features"] = rows["features"].view(torch.bfloat16)
     plan_hash = file_digest(Path(config.plan) / "plan.json")
     return RankData(x=rows["features"], y=rows["labels"], train_mask=rows["train_mask"],
                     val_mask=rows["val_mask"], test_mask=rows["test_mask"], owned_old_ids=plan.owned_old_ids,
                     plan=plan, graph_name=meta["name"], strategy=plan_manifest["strategy"],
                     num_classes=meta["num_classes"],
                     hashes=input_hashes(meta, part_manifest, plan_hash))
+
+
+def _into_bfloat16(block: np.ndarray, into: np.ndarray) -> None:
+    """float32 rows written into ``into`` (int16) as the bits of their bfloat16, rounded as
+    torch rounds them (to nearest even), with no temporary."""
+    torch.from_numpy(into).view(torch.bfloat16).copy_(torch.from_numpy(block))
 
 
 def read_manifests(config: TrainConfig) -> tuple[dict, dict, dict]:

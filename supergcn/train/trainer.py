@@ -21,7 +21,6 @@ and :mod:`~supergcn.train.exports`.
 
 from __future__ import annotations
 
-import dataclasses
 import resource
 import time
 from pathlib import Path
@@ -93,16 +92,14 @@ class Trainer:
         self.timer = PhaseTimer()
         set_threads(config.threads)
         agree(comm, config.check_outputs)
-        self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size))
         self.method_card = method = config.method
+        self.precision = agreed(choose(config.precision, config.model, method), self.communicator)
+        bfloat16 = self.precision.bfloat16  # decided before loading: the features are read into bfloat16
+        self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size, bfloat16))
         if method is not None and self.data.strategy not in method.strategies:  # the same plan on every rank
             raise CollectiveError(f"{method.title} runs on a {' or '.join(method.strategies)} plan, and {config.plan} "
                                   f"is {self.data.strategy}", f"plan with --strategy {method.strategies[0]}, or train "
                                   "another method on this plan")
-        self.precision = agreed(choose(config.precision, config.model, method), self.communicator)
-        bfloat16 = self.precision.bfloat16
-        if bfloat16:  # the features stored in bfloat16 from here on: half their bytes
-            self.data = dataclasses.replace(self.data, x=self.data.x.to(torch.bfloat16))
         settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
                                     parameter_dtype=config.parameter_dtype, seed=config.seed,
                                     bfloat16_gradients=bfloat16)
