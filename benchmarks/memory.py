@@ -7,9 +7,12 @@ runs, in fp32 and bf16, and what it says of papers100M and IGB260M on a 28 GiB n
 
 ``measured`` prepares each case's graph (``dataset:model:P``; Cora, CiteSeer and Facebook
 from ``../shared/datasets``), its METIS partition and hybrid plan, trains ``--epochs``
-epochs with ``mpiexec -n P`` at each precision and prints, per case and precision, the
-largest rank's peak resident memory (the run's summary) beside the model's largest rank
-(its shapes from the same partition and plan) and the model's terms. ``scale`` prints, for
+epochs with ``mpiexec -n P`` at each precision and under each of ``--allocators`` and
+prints, per case, precision and allocator, the largest rank's peak resident memory (the
+run's summary) beside the model's largest rank (its shapes from the same partition and
+plan) and the model's terms. The model counts live bytes: glibc's peak is closest to them;
+a retaining allocator (mimalloc or jemalloc never purging, what runs use for speed,
+:mod:`supergcn.train.allocator`) keeps what was freed, and peaks higher. ``scale`` prints, for
 ogbn-papers100M and IGB260M (their published sizes) and 3-layer SAGE, GCN and GAT of
 hidden width 256, the model's memory per rank at each P in fp32 and bf16 for a balanced
 partition whose ranks receive ``--halo`` rows per owned node each layer (one line per
@@ -22,13 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from training import plan_name, prepare
+from training import allocator_environment, plan_name, prepare
 
 from supergcn.perf.memory import balanced_shape, plan_shapes, preprocessing_bytes, rank_memory
 from supergcn.perf.methods import Layers
@@ -60,26 +62,27 @@ def measured(args) -> None:
             meta = json.loads((root / "g" / "meta.json").read_text())
             layers = Layers(meta["feature_dim"], 256, meta["num_classes"], 3)
             heads = SCALE_MODELS.get(model, 1)
-            for precision in PRECISIONS:
-                out = Path(scratch) / f"{dataset}-{model}-{parts}-{precision}"
+            for allocator, precision in ((a, p) for a in args.allocators for p in PRECISIONS):
+                out = Path(scratch) / f"{dataset}-{model}-{parts}-{precision}-{allocator}"
                 subprocess.run([str(mpiexec), "-n", parts, sys.executable, "-m", "supergcn.cli", "train",
                                 "--graph", str(root / "g"), "--partition", str(root / f"p{parts}"),
                                 "--plan", str(plan), "--out", str(out), "--model", model,
                                 *(["--heads", str(heads)] if model == "gat" else []),
                                 "--epochs", str(args.epochs), "--threads", str(args.threads),
                                 "--precision", precision], check=True, stdout=subprocess.DEVNULL,
-                               env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
+                               env={**allocator_environment(allocator), "OMP_NUM_THREADS": str(args.threads)})
                 peak = max(read_metrics(out)[2]["peak_memory_bytes_per_rank"])
                 terms = max((rank_memory(shape, model, layers, precision, heads)
                              for shape in plan_shapes(root / f"p{parts}", plan)), key=lambda t: t["total"])
-                results.append({"case": case, "precision": precision, "measured_bytes": peak,
+                results.append({"case": case, "precision": precision, "allocator": allocator, "measured_bytes": peak,
                                 "model_bytes": terms["total"], "terms": terms})
-                print(f"{case:<26} {precision}  measured {peak / GIB:6.3f} GiB  model {terms['total'] / GIB:6.3f} GiB"
+                print(f"{case:<26} {precision} {allocator:<8} measured {peak / GIB:6.3f} GiB  model {terms['total'] / GIB:6.3f} GiB"
                       f"  ({terms['total'] / peak:5.2f}x)  "
                       + " ".join(f"{k} {v / 2**20:.0f}" for k, v in terms.items() if k != "total"), flush=True)
-    for case in args.cases:
-        fp32, bf16 = (next(r for r in results if r["case"] == case and r["precision"] == p) for p in PRECISIONS)
-        print(f"{case:<26} bf16 / fp32: measured {bf16['measured_bytes'] / fp32['measured_bytes']:.2f}, "
+    for case, allocator in ((c, a) for c in args.cases for a in args.allocators):
+        fp32, bf16 = (next(r for r in results if (r["case"], r["precision"], r["allocator"]) == (case, p, allocator))
+                      for p in PRECISIONS)
+        print(f"{case:<26} {allocator:<8} bf16 / fp32: measured {bf16['measured_bytes'] / fp32['measured_bytes']:.2f}, "
               f"model {bf16['model_bytes'] / fp32['model_bytes']:.2f}")
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2))
@@ -117,6 +120,9 @@ def main() -> None:
     run.add_argument("--cases", nargs="+", default=DEFAULT_CASES, help="dataset:model:P")
     run.add_argument("--epochs", type=int, default=2)
     run.add_argument("--threads", type=int, default=2, help="threads per rank")
+    run.add_argument("--allocators", nargs="+", default=["glibc", "auto"],
+                     help="SUPERGCN_ALLOCATOR values: glibc returns large blocks when freed (its peak is the live "
+                          "bytes'); auto is what runs use (a retaining allocator where one is found)")
     run.add_argument("--out", type=Path)
     run.set_defaults(action=measured)
     sizes = commands.add_parser("scale")
