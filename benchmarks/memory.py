@@ -76,7 +76,8 @@ def measured(args) -> None:
                              for shape in plan_shapes(root / f"p{parts}", plan)), key=lambda t: t["total"])
                 results.append({"case": case, "precision": precision, "allocator": allocator, "measured_bytes": peak,
                                 "model_bytes": terms["total"], "terms": terms})
-                print(f"{case:<26} {precision} {allocator:<8} measured {peak / GIB:6.3f} GiB  model {terms['total'] / GIB:6.3f} GiB"
+                print(f"{case:<26} {precision} {allocator:<8} measured {peak / GIB:6.3f} GiB  "
+                      f"model {terms['total'] / GIB:6.3f} GiB"
                       f"  ({terms['total'] / peak:5.2f}x)  "
                       + " ".join(f"{k} {v / 2**20:.0f}" for k, v in terms.items() if k != "total"), flush=True)
     for case, allocator in ((c, a) for c in args.cases for a in args.allocators):
