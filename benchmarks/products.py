@@ -10,8 +10,8 @@ them in DIR). Prints one JSON document:
 * ``supergcn`` — ``supergcn train`` at the plan's P, one thread per rank: every epoch's
   time and breakdown (slowest rank), every rank's peak resident memory, and the machine's
   lowest available memory while it ran;
-* ``memory_model`` — what one rank holds, tensor by tensor, from the plan's sizes and the
-  model's widths (the largest rank), beside its measured peak;
+* ``memory_model`` — what one rank holds, term by term (:mod:`supergcn.perf.memory`), from
+  the plan's sizes and the model's widths (the largest rank), beside its measured peak;
 * ``pyg`` — PyG's full-batch ``SAGEConv`` model (same widths) for one training step, in a
   child process whose address space is capped at ``--pyg-memory-gib``: its time, or the
   out-of-memory error it met (a measured fact, without taking the machine down).
@@ -34,7 +34,7 @@ import numpy as np
 
 from supergcn.bench.harness import say_if_oversubscribed
 from supergcn.data.graph import load_graph
-from supergcn.plan.store import load_rank_plan, read_plan_manifest
+from supergcn.plan.store import read_plan_manifest
 
 GIB = 2**30
 
@@ -74,30 +74,17 @@ def train(args, out: Path) -> dict:
 
 
 def memory_model(args) -> dict:
-    """Bytes one rank holds while training, tensor by tensor (float32 values, int64 indices)."""
+    """What the largest rank holds while training, term by term (:mod:`supergcn.perf.memory`:
+    the plan's sizes, the model's widths; GraphSAGE, float32)."""
+    from supergcn.perf.memory import plan_shapes, rank_memory
+    from supergcn.perf.methods import Layers
+
     graph = load_graph(args.graph, mmap=True)
-    manifest = read_plan_manifest(args.plan)
-    plans = [load_rank_plan(args.plan, r) for r in range(manifest["num_ranks"])]
-    plan = max(plans, key=lambda p: p.num_owned + int(p.recv_counts.sum()))
-    n, f_in, classes = plan.num_owned, graph.features.shape[1], graph.num_classes
-    sent, received = int(plan.send_counts.sum()), int(plan.recv_counts.sum())
-    # A layer narrowing its width transforms first, so no exchange is wider than this.
-    widest = max(min(a, b) for a, b in zip([f_in, args.hidden, args.hidden], [args.hidden, args.hidden, classes]))
-    nnz = {name: m.nnz for name, m in plan.matrices().items()}
-    tensors = {
-        "input features (n x F_in)": n * f_in * 4,
-        # Each gather keeps its CSR and the CSR of its transpose: indptr + indices, int64.
-        "sparse operators and transposes (local, send, remote)": sum(2 * 8 * v for v in nnz.values())
-        + 2 * 8 * (2 * n + sent + received),
-        "saved for backward: layer 1 (aggregated input, conv output, activation)": n * (f_in + 2 * args.hidden) * 4,
-        "saved for backward: layer 2 (aggregated input, conv output, activation)": n * 3 * args.hidden * 4,
-        "saved for backward: layer 3 (transformed, aggregated, output, log-probabilities)": n * 4 * classes * 4,
-        "exchange buffers: send and receive at the widest exchanged width": (sent + received) * widest * 4,
-        "exchange buffer: scaled gradient (n x hidden)": n * args.hidden * 4,
-        "backward transients: two n x hidden gradients alive at once": 2 * n * args.hidden * 4,
-    }
-    return {"rank_rows": n, "rows_sent": sent, "rows_received": received,
-            "tensors_gib": {k: v / GIB for k, v in tensors.items()}, "total_gib": sum(tensors.values()) / GIB}
+    layers = Layers(graph.features.shape[1], args.hidden, graph.num_classes, 3)
+    shape, terms = max(((shape, rank_memory(shape, "sage", layers, "fp32")) for shape in
+                        plan_shapes(args.partition, args.plan)), key=lambda item: item[1]["total"])
+    return {"rank_rows": shape.nodes, "rows_received": shape.halo_rows,
+            "terms_gib": {k: v / GIB for k, v in terms.items() if k != "total"}, "total_gib": terms["total"] / GIB}
 
 
 def pyg_child(args) -> None:

@@ -66,7 +66,8 @@ class PerformanceTerms:
     Args:
         row: its name in the ``perf_methods`` table (sampled rows add ``-<rate>``).
         exchange: what it moves: ``boundary`` (the post plan's rows, float32, layer 0
-            precomputed) or ``transposes`` (MixGCN's row/column transposes).
+            precomputed), ``sequential`` (the same rows one peer at a time: SAR's) or
+            ``transposes`` (MixGCN's row/column transposes).
         pipelined: its exchanges run behind the epoch's compute.
         sampled: it sends a share of the boundary rows, drawn each epoch.
     """

@@ -3,8 +3,9 @@ Int2 and post FP32 exchanges: the plan-only study's ``perf_methods`` table.
 
 A method is predicted where its card has terms here (:attr:`~supergcn.methods.card.MethodCard.performance`),
 which say, as data, what its epoch moves: the post plan's boundary rows (``boundary``:
-BNS-GCN's, sampled; PipeGCN's, behind the compute) or MixGCN's row/column transposes
-(``transposes``); the table names each row as its terms do.
+BNS-GCN's, sampled; PipeGCN's, behind the compute), the same rows one peer at a time
+(``sequential``: SAR's) or MixGCN's row/column transposes (``transposes``); the table names
+each row as its terms do.
 
 Both compared methods train GraphSAGE on the post plan, POST[i][j] being the rows rank i
 sends rank j per exchange (its boundary sources with an edge into j), with layer 0's
@@ -24,7 +25,17 @@ back to the rows' owners):
   in-edges and, of the C_ij cut edges from rank i, the expected share k_ij / POST[i][j];
 * ``pipegcn``: vanilla's exchanges, each consumed one epoch after it is launched, so it
   runs behind the epoch's compute: T = max(compute, exchange), where every synchronous
-  method pays T = compute + exchange.
+  method pays T = compute + exchange;
+* ``sar``, SAR's sequential aggregation: vanilla's rows and bytes, each exchange taken as
+  P - 1 pairwise steps (at step k rank i sends POST[i][i+k] rows and receives
+  POST[i-k][i], mod P), one after another: each step costs a two-rank exchange's call and
+  latency (the profile's g + alpha at P = 2) and its slowest rank's bytes over beta, so an
+  epoch makes 2 (L - 1)(P - 1) calls where vanilla makes 2 (L - 1); backward, step k sends
+  the gradients of the rows from rank i - k back to it and receives those of POST[i][i+k]
+  (the runtime's order, :mod:`supergcn.methods.sar`). A rank holds one
+  peer's rows at a time: its memory term is the largest POST[j][i] at the widest layer,
+  4 max_j POST[j][i] W B, where vanilla's receive buffer holds 4 sum_j POST[j][i] W B (the
+  ``vanilla`` row's memory).
 
 ``mixgcn``, MixGCN's mixture of parallelism (MoP, :mod:`supergcn.methods.mixgcn`), trains the
 same GraphSAGE without a plan's boundary: rank i holds the whole adjacency and, of a
@@ -179,7 +190,10 @@ class MethodEpoch:
         values_read: per rank, the values its aggregation passes read (rows × width, summed).
         pipelined: whether the exchanges run behind the compute (PipeGCN).
         memory_bytes: the largest rank's memory the method's layout costs, where the model
-            has it (MixGCN's replicated adjacency and column slices; None for the others).
+            has it (MixGCN's replicated adjacency and column slices; the exchange's receive
+            buffer of vanilla and SAR; None for the others).
+        pairwise: each load is one step of a sequential exchange (:func:`pairwise_seconds`),
+            not an Alltoallv (SAR's).
     """
 
     method: str
@@ -187,6 +201,7 @@ class MethodEpoch:
     values_read: np.ndarray
     pipelined: bool = False
     memory_bytes: int | None = None
+    pairwise: bool = False
 
     @property
     def bytes(self) -> int:
@@ -246,6 +261,58 @@ def boundary_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np
     return MethodEpoch(method, ids + forward + backward, read, pipelined)
 
 
+def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np.ndarray) -> MethodEpoch:
+    """SAR's epoch (module docstring): :func:`boundary_epoch`'s rows, each exchange as P - 1
+    pairwise steps in the ring order, and the memory of the largest peer's rows.
+
+    Args:
+        method: its name in the table.
+        rows: P x P, [i][j] the boundary rows rank i sends rank j per exchange.
+        layers: the model's widths.
+        edges_read: per rank, the in-edges its aggregation reads.
+
+    Returns:
+        The epoch.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    num_ranks = len(rows)
+    ranks = np.arange(num_ranks)
+
+    def steps(backward: bool, width: int) -> list[ExchangeLoad]:
+        loads = []
+        for k in range(1, num_ranks):
+            ahead, behind = (ranks + k) % num_ranks, (ranks - k) % num_ranks
+            if backward:  # the gradients of the rows from rank i - k go back to it; those of i's rows come from i + k
+                sent, received = rows[behind, ranks] * width, rows[ranks, ahead] * width
+            else:
+                sent, received = rows[ranks, ahead] * width, rows[behind, ranks] * width
+            loads.append(ExchangeLoad(num_ranks, 32, sent * _FP32_BYTES, np.zeros(num_ranks, dtype=np.int64), sent,
+                                      received))
+        return loads
+    widths = layers.exchanged_widths
+    forward = [load for width in widths for load in steps(False, width)]
+    backward = [load for width in reversed(widths) for load in steps(True, width)]
+    read = np.asarray(edges_read, dtype=np.float64) * 2 * sum(widths)
+    memory = _FP32_BYTES * max(widths) * int(rows.max(initial=0))
+    return MethodEpoch(method, forward + backward, read, memory_bytes=memory, pairwise=True)
+
+
+def pairwise_seconds(load: ExchangeLoad, machine: MachineProfile) -> float:
+    """One step of a sequential exchange (module docstring): every rank sends one peer and
+    receives from another, a two-rank exchange's call and latency (the profile at P = 2)
+    and the slowest rank's bytes over its bandwidth.
+
+    Args:
+        load: the step's bytes per rank.
+        machine: the profile.
+
+    Returns:
+        Seconds.
+    """
+    pair = machine.at(2)
+    return pair.call_s + pair.latency_s + float(load.data_bytes.max(initial=0)) / pair.bandwidth_bytes_per_s
+
+
 def sampled_edges(edges_per_rank: np.ndarray, cut_edges: np.ndarray, post_rows: np.ndarray,
                   sampled: np.ndarray) -> np.ndarray:
     """Rank j's expected in-edges after BNS-GCN's draw: its local ones and, per sender i,
@@ -280,16 +347,19 @@ def method_epochs(kinds: dict[str, tuple[np.ndarray, np.ndarray]], cut_edges: np
         parameter_dtype: the wire type of Int2's per-row parameters.
 
     Returns:
-        hybrid + Int2, post FP32, vanilla, then each method that moves boundary rows: a
-        sampling one (BNS-GCN) at each rate, the others once (PipeGCN).
+        hybrid + Int2, post FP32, vanilla (its memory: the receive buffer of every peer's
+        rows), then each method that moves boundary rows: a sampling one (BNS-GCN) at each
+        rate, the others once (PipeGCN), then each that moves them one peer at a time (SAR).
 
     Raises:
         ValueError: a rate is outside [0, 1].
     """
     post = np.asarray(kinds["post"][1], dtype=np.int64)
+    vanilla = boundary_epoch(VANILLA, post, layers, edges_per_rank)
+    at_once = _FP32_BYTES * max(layers.exchanged_widths) * int(post.sum(axis=0).max(initial=0))
     epochs = [supergcn_epoch(HYBRID_INT2, *kinds["hybrid"], layers, 2, edges_per_rank, parameter_dtype),
               supergcn_epoch(POST_FP32, *kinds["post"], layers, 32, edges_per_rank, parameter_dtype),
-              boundary_epoch(VANILLA, post, layers, edges_per_rank)]
+              MethodEpoch(vanilla.method, vanilla.loads, vanilla.values_read, memory_bytes=at_once)]
     for method in predicted_methods("boundary"):
         terms = method.performance
         if not terms.sampled:
@@ -301,6 +371,8 @@ def method_epochs(kinds: dict[str, tuple[np.ndarray, np.ndarray]], cut_edges: np
             epoch = boundary_epoch(sampled_method(terms.row, rate), sampled, layers, edges, sends_ids=True,
                                    pipelined=terms.pipelined)
             epochs.append(epoch if rate > 0 else MethodEpoch(epoch.method, [], epoch.values_read))
+    epochs += [sequential_epoch(method.performance.row, post, layers, edges_per_rank)
+               for method in predicted_methods("sequential")]
     return epochs
 
 
@@ -377,7 +449,8 @@ def method_seconds(epoch: MethodEpoch, nodes_per_rank: np.ndarray, layers: Layer
         throughput), ``compute`` (their sum) and ``total``: compute + exchange, or their
         maximum where the method is pipelined.
     """
-    exchange = sum(load_time(load, machine).seconds for load in epoch.loads)
+    exchange = sum(pairwise_seconds(load, machine) if epoch.pairwise else load_time(load, machine).seconds
+                   for load in epoch.loads)
     aggregation = np.asarray(epoch.values_read, dtype=np.float64) * _FP32_BYTES / machine.aggregation_bytes_per_s
     if machine.dense_flops_per_s is None:
         dense = np.full_like(aggregation, np.nan)

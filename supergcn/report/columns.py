@@ -301,18 +301,23 @@ PERF = {
         DATASET, P, MACHINE,
         Column("method", "", "hybrid-int2 / post-fp32: SuperGCN's GraphSAGE epoch as perf_predictions has it; "
                "vanilla: the synchronous post exchange BNS-GCN and PipeGCN start from (aggregate first, layer 0 "
-               "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN; mixgcn: MixGCN's mixture "
+               "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN; sar: SAR, vanilla's rows one "
+               "peer at a time (P - 1 pairwise steps per exchange); mixgcn: MixGCN's mixture "
                "of parallelism, the partition's parts as row blocks (two all-to-all transposes per layer)."),
         Column("epoch_exchange_seconds", "s", "A training epoch's Alltoallv calls, each at its bottleneck rank "
-               "(BNS-GCN's id exchange included)."),
+               "(BNS-GCN's id exchange included); sar: its pairwise steps, each a two-rank exchange's call and "
+               "latency plus the slowest rank's bytes."),
         Column("epoch_aggregation_seconds", "s", "The aggregation of the rank whose compute is slowest."),
         Column("epoch_dense_seconds", "s", "That rank's dense layers: nodes x flops per node over the profile's "
                "GEMM throughput plus a call cost per GEMM; empty where the profile has no GEMM throughput."),
         Column("epoch_seconds", "s", "Compute (aggregation + dense) + exchange; pipegcn: the larger of the two."),
         Column("epoch_bytes", "B", "Bytes all ranks send in a training epoch."),
-        Column("epoch_calls", "calls", "Alltoallv calls per epoch (a quantized exchange makes two)."),
+        Column("epoch_calls", "calls", "Alltoallv calls per epoch (a quantized exchange makes two); sar: its "
+               "pairwise steps."),
         Column("memory_bytes_per_rank", "B", "mixgcn: the largest rank's replicated adjacency, 8 (N + 1) + "
-               "8 nnz, plus its column slices, 4 N c_i per layer; empty for the others (not modelled)."),
+               "8 nnz, plus its column slices, 4 N c_i per layer; vanilla: the largest receive buffer, every "
+               "peer's rows at the widest layer; sar: the largest one peer's; empty for the others (not "
+               "modelled)."),
     ),
     "perf_validation": (
         P, STRATEGY, BITS,

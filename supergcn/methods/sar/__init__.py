@@ -54,7 +54,7 @@ mini-batches). The sequential exchange of one rank: :mod:`supergcn.methods.sar.e
 
 from __future__ import annotations
 
-from supergcn.methods.card import MethodCard, VariantNaming
+from supergcn.methods.card import MethodCard, PerformanceTerms, VariantNaming
 from supergcn.naming import DEFAULT_MODEL
 from supergcn.options import option
 
@@ -88,4 +88,5 @@ CARD = MethodCard(
     options=OPTIONS, options_title="SAR's sequential aggregation",
     naming=VariantNaming(key="sar", suffix=lambda mode: f"-{mode}", pattern="-(?:sar|sa)",
                          read=lambda suffix: suffix[1:]),
-    model_needs="linear_aggregation", header_key="sequential_aggregation")
+    model_needs="linear_aggregation", header_key="sequential_aggregation",
+    performance=PerformanceTerms("sar", "sequential"))
