@@ -44,7 +44,9 @@ DEFAULT_CASES = ["synthetic-arxiv:sage:1", "synthetic-arxiv:gcn:1", "synthetic-a
 SCALE_GRAPHS = {"ogbn-papers100M": (111_059_956, 2 * 1_615_685_872, 128, 172),
                 "IGB260M": (269_346_174, 2 * 3_995_777_033, 1024, 19)}
 SCALE_MODELS = {"sage": 1, "gcn": 1, "gat": 4}
-SCALE_RANKS = [2**k for k in range(2, 14)]
+SCALE_RANKS = [2**k for k in range(7, 13)]
+#: The most ranks the smallest fitting P is searched up to.
+MOST_RANKS = 1 << 16
 
 
 def measured(args) -> None:
@@ -100,18 +102,25 @@ def scale(args) -> None:
               f"{pre['features_bf16'] / GIB:.1f} GiB in bfloat16")
         layers = Layers(features, 256, classes, 3)
         for (model, heads), halo in ((item, halo) for item in SCALE_MODELS.items() for halo in args.halo):
-            row = []
-            smallest = {}
-            for ranks in SCALE_RANKS:
+            def total(ranks: int, precision: str) -> int:
                 shape = balanced_shape(nodes, entries, ranks, halo)
-                totals = {p: rank_memory(shape, model, layers, p, heads)["total"] for p in PRECISIONS}
-                row.append(f"P={ranks}: " + "/".join(f"{totals[p] / GIB:.1f}" for p in PRECISIONS))
-                for p in PRECISIONS:
-                    if totals[p] <= budget:
-                        smallest.setdefault(p, ranks)
+                return rank_memory(shape, model, layers, precision, heads)["total"]
+            row = [f"P={ranks}: " + "/".join(f"{total(ranks, p) / GIB:.1f}" for p in PRECISIONS)
+                   for ranks in SCALE_RANKS]
             print(f"  {model}, halo {halo:g}: GiB a rank fp32/bf16  " + "  ".join(row))
             print(f"  {model}, halo {halo:g}: smallest P that fits: " + ", ".join(
-                f"{p} {smallest.get(p, 'beyond ' + str(SCALE_RANKS[-1]))}" for p in PRECISIONS))
+                f"{p} {smallest_fitting(lambda ranks, p=p: total(ranks, p) <= budget)}" for p in PRECISIONS))
+
+
+def smallest_fitting(fits) -> int | str:
+    """The smallest P at which ``fits(P)`` (memory per rank falls as P grows), by bisection."""
+    if not fits(MOST_RANKS):
+        return f"beyond {MOST_RANKS}"
+    low, high = 1, MOST_RANKS
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle + 1, high)
+    return low
 
 
 def main() -> None:

@@ -4,8 +4,8 @@ For a rank that owns ``n`` nodes, holds ``e`` adjacency entries (its local, pre 
 CSRs) and receives ``h`` boundary rows per layer, training a model of widths
 ``F -> H -> ... -> C`` (:class:`~supergcn.perf.methods.Layers`), with ``s`` bytes per stored
 value (4 in fp32, 2 in bf16: features, activations and what backward keeps are stored in
-bfloat16 under ``--precision bf16``; parameters, optimizer, gradients and the exchange's rows
-stay float32):
+bfloat16 under ``--precision bf16``; parameters, optimizer, the gathers' sums, gradients and
+the exchange's rows stay float32):
 
 * adjacency: ``e * ENTRY_BYTES + n * NODE_BYTES`` — each entry's int64 column id in the
   rank's plan, in the gather's CSR and in its transpose (the backward's); each node's int64
@@ -17,10 +17,11 @@ stay float32):
   widths (two sizes, two degrees) under :func:`torch.autograd.graph.saved_tensors_hooks`,
   and the bytes of every tensor autograd keeps (parameters and input excepted) are solved
   for a share kept once, per owned node and per adjacency entry;
-* working rows: ``WORKING_ROWS * n * W * s`` with ``W`` the widest layer output — at the
+* working rows: ``WORKING_ROWS * n * W * 4`` with ``W`` the widest layer output — at the
   backward's peak the gradient arriving at a layer, the one it returns, the transposed
-  gather's output and the GEMMs' results are alive beside what autograd kept
-  (:data:`WORKING_ROWS` is fitted, see ``benchmarks/memory.py``: not counted by a trace);
+  gather's output and the GEMMs' results are alive beside what autograd kept, float32 in
+  either precision (the gathers sum and write float32) (:data:`WORKING_ROWS` is fitted,
+  see ``benchmarks/memory.py``: not counted by a trace);
 * the exchange's buffers: ``2 * h * W * 4`` (the rows sent and received by one layer's
   Alltoallv, float32, ``h`` sent as many as received in a balanced plan);
 * parameters: ``4 * p * 4`` (weights, their gradients and Adam's two moments, float32).
@@ -50,8 +51,8 @@ ENTRY_BYTES = 3 * 8
 NODE_BYTES = 6 * 8 + 8 + 4
 #: A rank before it loads anything: Python, torch, Numba's kernels, MPI (VmRSS, Linux x86-64).
 PROCESS_BYTES = 330 * 2**20
-#: n x W rows alive beside the saved ones at the backward's peak: fitted to the peak resident
-#: memory of synthetic-arxiv's P = 1 rank (SAGE 3 x 256) in fp32 and bf16, benchmarks/memory.py.
+#: float32 n x W rows alive beside the saved ones at the backward's peak: fitted to the peak
+#: resident memory of synthetic-arxiv's P = 1 rank (SAGE 3 x 256, fp32, glibc), benchmarks/memory.py.
 WORKING_ROWS = 5
 #: Bytes per stored value at each ``--precision``.
 STORED_BYTES = {"fp32": 4, "bf16": 2}
@@ -155,7 +156,7 @@ def rank_memory(shape: RankShape, model: str, layers: Layers, precision: str, he
         "adjacency": shape.entries * ENTRY_BYTES + shape.nodes * NODE_BYTES,
         "features": shape.nodes * layers.in_features * STORED_BYTES[precision],
         "saved": round(once + per_node * shape.nodes + per_entry * shape.entries),
-        "working": WORKING_ROWS * shape.nodes * widest * STORED_BYTES[precision],
+        "working": WORKING_ROWS * shape.nodes * widest * 4,
         "exchange": 2 * shape.halo_rows * widest * 4,
         "parameters": 4 * _parameters(model, layers, heads) * 4,
     }
