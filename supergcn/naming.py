@@ -97,7 +97,8 @@ class Figure:
 
 #: The study's figures (``supergcn figures``; PNG and PDF each), in the order they are drawn.
 FIGURES = {"scaling": Figure("scaling", "Scaling"), "breakdown": Figure("breakdown", "Scaling"),
-           "accuracy_curves": Figure("runs", "Accuracy"), "volume": Figure("volume", "Communication")}
+           "accuracy_curves": Figure("runs", "Accuracy"), "volume": Figure("volume", "Communication"),
+           "memory": Figure("scaling", "Memory")}
 
 
 def precision_name(bits: int | str) -> str:

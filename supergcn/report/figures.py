@@ -342,9 +342,44 @@ def plot_volume(volume: pd.DataFrame, stem: Path) -> None:
     save_figure(figure, stem)
 
 
+def plot_memory(scaling: pd.DataFrame, stem: Path) -> None:
+    """The largest rank's peak resident memory against P, one line per variant in its
+    :func:`variant_styles` style, one panel per dataset (memory is not time: an oversubscribed
+    P counts as any other here, and is not marked).
+
+    Args:
+        scaling: the ``scaling`` table.
+        stem: the figure files' path without suffix (:func:`save_figure`).
+
+    Raises:
+        SuperGCNError: a file cannot be written, or the disk filled.
+    """
+    styles = variant_styles(scaling["variant"])
+    names = shown_names(scaling["variant"])
+    figure, panels = _panels(scaling, [names[variant] for variant in styles])
+    handles = {}
+    for ax, dataset in panels:
+        data = scaling[scaling["dataset"] == dataset]
+        for variant, rows in data.groupby("variant", sort=False):
+            rows = rows.sort_values("P")
+            style = styles[variant]
+            (line,) = ax.plot(rows["P"], rows["peak_memory_gib"], color=style.color, marker=style.marker,
+                              linestyle=style.linestyle, markeredgecolor="black", markeredgewidth=0.5)
+            handles.setdefault(variant, line)
+        process_counts = sorted(data["P"].unique())
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(process_counts, [str(p) for p in process_counts])
+        ax.set_xlabel("processes P")
+        ax.set_ylabel("peak resident memory of the largest rank (GiB)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(dataset)
+    shared_legend(figure, list(handles.values()), [names[variant] for variant in handles], title="variant")
+    save_figure(figure, stem)
+
+
 #: Each figure of :data:`supergcn.naming.FIGURES` and the function that draws it from its table.
 PLOTS = {"scaling": plot_scaling, "breakdown": plot_breakdown, "accuracy_curves": plot_accuracy_curves,
-         "volume": plot_volume}
+         "volume": plot_volume, "memory": plot_memory}
 
 
 def plot_study(tables: dict[str, pd.DataFrame], out_dir: Path) -> None:

@@ -68,6 +68,23 @@ def test_the_scaling_figure_names_a_base_p_other_than_1_and_marks_oversubscribed
     assert [label.get_text() for label in bars.get_xticklabels()] == ["1", "2", "4\noversubscribed"]
 
 
+def test_the_memory_figure_draws_each_variants_peak_against_p(tmp_path, monkeypatch):
+    """One line per variant, through its peaks at its P, on a panel per dataset; P on a log2
+    axis with a tick at each P studied."""
+    from supergcn.report import figures
+
+    table = pd.DataFrame({"dataset": "g", "variant": ["a", "a", "a", "b", "b"], "P": [2, 4, 8, 2, 8],
+                          "peak_memory_gib": [4.0, 2.5, 1.5, 3.0, 1.0]})
+    drawn = {}
+    monkeypatch.setattr(figures, "save_figure", lambda figure, stem: drawn.setdefault("figure", figure))
+    figures.plot_memory(table, tmp_path / "memory")
+    (ax,) = [axes for axes in drawn["figure"].axes if axes.lines]
+    assert [list(line.get_xdata()) for line in ax.lines] == [[2, 4, 8], [2, 8]]
+    assert [list(line.get_ydata()) for line in ax.lines] == [[4.0, 2.5, 1.5], [3.0, 1.0]]
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["2", "4", "8"]
+    assert ax.get_title() == "g"
+
+
 #: Display names of the paper-comparison study's nine variants, as long as they get.
 NINE_VARIANTS = ["SuperGCN w/ comm optimizations", "SuperGCN FP32", "SuperGCN Int2 + LP", "DistGNN (cd-0)",
                  "DistGNN (cd-5)", "AdaQP", "BNS-GCN (p = 0.1)", "BNS-GCN (p = 0.01)", "PipeGCN"]
