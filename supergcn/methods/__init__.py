@@ -25,7 +25,9 @@ and its masked label propagation (:mod:`supergcn.train.labels`).
 * :mod:`supergcn.methods.mixgcn` — MixGCN's mixture of parallelism: the aggregation split by
   feature columns over a replicated adjacency, the update by rows (``--parallelism mop``);
 * :mod:`supergcn.methods.pipegcn` — PipeGCN's rows and gradients one epoch stale, exchanged
-  behind the next epoch's compute (``--schedule pipe|pipe-f|pipe-g|pipe-fg``).
+  behind the next epoch's compute (``--schedule pipe|pipe-f|pipe-g|pipe-fg``);
+* :mod:`supergcn.methods.sar` — SAR's sequential aggregation, one peer's rows at a time in
+  both passes (``--sar sa|sar``).
 
 ``tests/test_layout.py`` holds this list to the rooms present.
 """

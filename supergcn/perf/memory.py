@@ -39,7 +39,9 @@ ids) and the float32 features.
 from __future__ import annotations
 
 import functools
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -95,7 +97,7 @@ def _saved_bytes(model: str, layers: Layers, precision: str, heads: int, nodes: 
     from supergcn.distributed.rank_operators import ExchangeSettings, RankOperators
     from supergcn.distributed.timing import PhaseTimer
     from supergcn.partition.partition import Partition
-    from supergcn.testing.plans import build_plans
+    from supergcn.plan.builder import plan_ranks
     from supergcn.train.gnn import GNN
 
     src = np.repeat(np.arange(nodes), degree // 2)
@@ -104,7 +106,11 @@ def _saved_bytes(model: str, layers: Layers, precision: str, heads: int, nodes: 
     mask = np.zeros(nodes, dtype=bool)
     graph = build_graph("traced", src, dst, rng.standard_normal((nodes, layers.in_features)),
                         np.arange(nodes) % layers.out_features, ~mask, mask, mask)
-    plan = build_plans(graph, Partition(np.zeros(nodes, dtype=np.int32), 1), "hybrid")[0][0]
+    plans = []
+    with tempfile.TemporaryDirectory(prefix="supergcn-traced-") as scratch:
+        plan_ranks(graph, Partition(np.zeros(nodes, dtype=np.int32), 1), "hybrid", scratch, plans.append,
+                   Path(scratch) / "pairs.npz")
+    plan = plans[0]
     bfloat16 = precision == "bf16"
     ops = GraphOps(RankOperators(plan, Communicator(MPI.COMM_SELF), PhaseTimer(),
                                  settings=ExchangeSettings(bfloat16_gradients=bfloat16)))

@@ -26,16 +26,10 @@ back to the rows' owners):
 * ``pipegcn``: vanilla's exchanges, each consumed one epoch after it is launched, so it
   runs behind the epoch's compute: T = max(compute, exchange), where every synchronous
   method pays T = compute + exchange;
-* ``sar``, SAR's sequential aggregation: vanilla's rows and bytes, each exchange taken as
-  P - 1 pairwise steps (at step k rank i sends POST[i][i+k] rows and receives
-  POST[i-k][i], mod P), one after another: each step costs a two-rank exchange's call and
-  latency (the profile's g + alpha at P = 2) and its slowest rank's bytes over beta, so an
-  epoch makes 2 (L - 1)(P - 1) calls where vanilla makes 2 (L - 1); backward, step k sends
-  the gradients of the rows from rank i - k back to it and receives those of POST[i][i+k]
-  (the runtime's order, :mod:`supergcn.methods.sar`). A rank holds one
-  peer's rows at a time: its memory term is the largest POST[j][i] at the widest layer,
-  4 max_j POST[j][i] W B, where vanilla's receive buffer holds 4 sum_j POST[j][i] W B (the
-  ``vanilla`` row's memory).
+* ``sar``, SAR's sequential aggregation: vanilla's rows and bytes, each exchange as P - 1
+  pairwise steps in the runtime's ring order (:func:`sequential_epoch`), each timed by
+  :func:`pairwise_seconds`; 2 (L - 1)(P - 1) calls an epoch. Its memory is one peer's rows,
+  4 W max_ij POST[j][i] B, where vanilla's receive buffer holds 4 W max_i sum_j POST[j][i] B.
 
 ``mixgcn``, MixGCN's mixture of parallelism (MoP, :mod:`supergcn.methods.mixgcn`), trains the
 same GraphSAGE without a plan's boundary: rank i holds the whole adjacency and, of a
@@ -262,8 +256,10 @@ def boundary_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np
 
 
 def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np.ndarray) -> MethodEpoch:
-    """SAR's epoch (module docstring): :func:`boundary_epoch`'s rows, each exchange as P - 1
-    pairwise steps in the ring order, and the memory of the largest peer's rows.
+    """SAR's epoch: :func:`boundary_epoch`'s rows, each exchange as P - 1 pairwise steps (at
+    step k rank i sends POST[i][i+k] rows and receives POST[i-k][i]; backward it sends the
+    gradients of those from i - k back and receives those of its rows to i + k, as
+    :mod:`supergcn.methods.sar` does), and the memory of the largest peer's rows.
 
     Args:
         method: its name in the table.
@@ -281,13 +277,10 @@ def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: 
     def steps(backward: bool, width: int) -> list[ExchangeLoad]:
         loads = []
         for k in range(1, num_ranks):
-            ahead, behind = (ranks + k) % num_ranks, (ranks - k) % num_ranks
-            if backward:  # the gradients of the rows from rank i - k go back to it; those of i's rows come from i + k
-                sent, received = rows[behind, ranks] * width, rows[ranks, ahead] * width
-            else:
-                sent, received = rows[ranks, ahead] * width, rows[behind, ranks] * width
-            loads.append(ExchangeLoad(num_ranks, 32, sent * _FP32_BYTES, np.zeros(num_ranks, dtype=np.int64), sent,
-                                      received))
+            ahead, behind = rows[ranks, (ranks + k) % num_ranks], rows[(ranks - k) % num_ranks, ranks]
+            sent, received = (behind, ahead) if backward else (ahead, behind)
+            loads.append(ExchangeLoad(num_ranks, 32, sent * width * _FP32_BYTES, np.zeros(num_ranks, dtype=np.int64),
+                                      sent * width, received * width))
         return loads
     widths = layers.exchanged_widths
     forward = [load for width in widths for load in steps(False, width)]
@@ -298,17 +291,9 @@ def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: 
 
 
 def pairwise_seconds(load: ExchangeLoad, machine: MachineProfile) -> float:
-    """One step of a sequential exchange (module docstring): every rank sends one peer and
-    receives from another, a two-rank exchange's call and latency (the profile at P = 2)
-    and the slowest rank's bytes over its bandwidth.
-
-    Args:
-        load: the step's bytes per rank.
-        machine: the profile.
-
-    Returns:
-        Seconds.
-    """
+    """Seconds of one step of a sequential exchange (``load``: its bytes per rank): every rank
+    sends one peer and receives from another, a two-rank exchange's call and latency (the
+    ``machine`` profile at P = 2) and the slowest rank's bytes over its bandwidth."""
     pair = machine.at(2)
     return pair.call_s + pair.latency_s + float(load.data_bytes.max(initial=0)) / pair.bandwidth_bytes_per_s
 
