@@ -285,12 +285,13 @@ PAPER_COMPARISON = run_of("paper comparison", *FROM_SCRATCH, "-p", "--configfile
 def test_paper_comparison_study_runs_distgnn_and_adaptive_bits_beside_supergcn(snakemake_runs):
     result, _ = snakemake_runs[PAPER_COMPARISON]
     assert result.returncode == 0, result.stderr
-    assert planned_jobs(result.stdout)["train"] == 11 * 2 * 3
+    assert planned_jobs(result.stdout)["train"] == 12 * 2 * 3
     commands = [line for line in result.stdout.splitlines() if "supergcn.cli train" in line]
     distgnn = [c for c in commands if "pre-fp32-nolp-cd-5/" in c]
     assert distgnn and all("/hybrid " not in c and "/pre " in c for c in distgnn)
-    # BNS-GCN and PipeGCN train on the post plan, as published.
-    for variant in ("post-fp32-nolp-bns0.1/", "post-fp32-nolp-bns0.01/", "post-fp32-nolp-pipe/"):
+    # BNS-GCN, PipeGCN and SAR train on the post plan, as published.
+    for variant in ("post-fp32-nolp-bns0.1/", "post-fp32-nolp-bns0.01/", "post-fp32-nolp-pipe/",
+                    "post-fp32-nolp-sar/"):
         runs = [c for c in commands if variant in c]
         assert len(runs) == 2 * 3 and all("/post " in c for c in runs)
     # MixGCN's row blocks are the hybrid plan's parts; it is told the memory a rank may use.
