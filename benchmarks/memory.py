@@ -32,6 +32,7 @@ from pathlib import Path
 
 from training import allocator_environment, plan_name, prepare
 
+from supergcn.models import card
 from supergcn.perf.memory import balanced_shape, plan_shapes, preprocessing_bytes, rank_memory
 from supergcn.perf.methods import Layers
 from supergcn.train.metrics import read_metrics
@@ -43,7 +44,14 @@ DEFAULT_CASES = ["synthetic-arxiv:sage:1", "synthetic-arxiv:gcn:1", "synthetic-a
 #: Published sizes: nodes, directed adjacency entries (undirected edges twice), features, classes.
 SCALE_GRAPHS = {"ogbn-papers100M": (111_059_956, 2 * 1_615_685_872, 128, 172),
                 "IGB260M": (269_346_174, 2 * 3_995_777_033, 1024, 19)}
-SCALE_MODELS = {"sage": 1, "gcn": 1, "gat": 4}
+SCALE_MODELS = ("sage", "gcn", "gat")
+#: Attention heads of a model that reads them (its card's training options), as the studies train GAT.
+HEADS = 4
+
+
+def heads_of(model: str) -> int | None:
+    """``HEADS`` for a model whose card reads ``heads``, None for the others."""
+    return HEADS if "heads" in card(model).training_options else None
 SCALE_RANKS = [2**k for k in range(7, 13)]
 #: The most ranks the smallest fitting P is searched up to.
 MOST_RANKS = 1 << 16
@@ -63,18 +71,18 @@ def measured(args) -> None:
             plan = root / plan_name(int(parts), model)
             meta = json.loads((root / "g" / "meta.json").read_text())
             layers = Layers(meta["feature_dim"], 256, meta["num_classes"], 3)
-            heads = SCALE_MODELS.get(model, 1)
+            heads = heads_of(model)
             for allocator, precision in ((a, p) for a in args.allocators for p in PRECISIONS):
                 out = Path(scratch) / f"{dataset}-{model}-{parts}-{precision}-{allocator}"
                 subprocess.run([str(mpiexec), "-n", parts, sys.executable, "-m", "supergcn.cli", "train",
                                 "--graph", str(root / "g"), "--partition", str(root / f"p{parts}"),
                                 "--plan", str(plan), "--out", str(out), "--model", model,
-                                *(["--heads", str(heads)] if model == "gat" else []),
+                                *(["--heads", str(heads)] if heads else []),
                                 "--epochs", str(args.epochs), "--threads", str(args.threads),
                                 "--precision", precision], check=True, stdout=subprocess.DEVNULL,
                                env={**allocator_environment(allocator), "OMP_NUM_THREADS": str(args.threads)})
                 peak = max(read_metrics(out)[2]["peak_memory_bytes_per_rank"])
-                terms = max((rank_memory(shape, model, layers, precision, heads)
+                terms = max((rank_memory(shape, model, layers, precision, heads or 1)
                              for shape in plan_shapes(root / f"p{parts}", plan)), key=lambda t: t["total"])
                 results.append({"case": case, "precision": precision, "allocator": allocator, "measured_bytes": peak,
                                 "model_bytes": terms["total"], "terms": terms})
@@ -101,7 +109,8 @@ def scale(args) -> None:
               f"{pre['csr'] / GIB:.1f} GiB, features {pre['features_fp32'] / GIB:.1f} GiB in float32, "
               f"{pre['features_bf16'] / GIB:.1f} GiB in bfloat16")
         layers = Layers(features, 256, classes, 3)
-        for (model, heads), halo in ((item, halo) for item in SCALE_MODELS.items() for halo in args.halo):
+        for model, halo in ((model, halo) for model in SCALE_MODELS for halo in args.halo):
+            heads = heads_of(model) or 1
             def total(ranks: int, precision: str) -> int:
                 shape = balanced_shape(nodes, entries, ranks, halo)
                 return rank_memory(shape, model, layers, precision, heads)["total"]
