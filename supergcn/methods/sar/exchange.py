@@ -64,7 +64,7 @@ class SequentialExchange(RankMethod):
         del matrices, send, remote
         # Every pass of the run is this exchange's (in_evaluation): the one-shot exchange's whole
         # send and remote operators would only hold a second copy of what the per-peer ones hold
-        # (on products at P = 2, 0.27 GiB a rank), so they are let go; a use of them fails loudly.
+        # (on products at P = 2, 0.39 GiB of the largest rank's peak), so they are let go; a use fails loudly.
         operators.send = operators.remote = _Released()
         self.largest_peer_bytes = 0  # the most rows of one peer alive at once, in bytes
         self.at_once_bytes = 0       # what the one-shot exchange would hold: every peer's rows
