@@ -47,7 +47,8 @@ class GraphOps:
     exchanges nothing after the first pass (BNS-GCN's and PipeGCN's ``--use-pp``).
 
     A model's own normalisation and per-rank state (GCN's degrees, GAT's routes) live in its
-    home and are built once per rank by :meth:`cached`.
+    home and are built once per rank by :meth:`cached`; a method's exchange that takes every
+    pass may give its own form of one (:attr:`~supergcn.distributed.protocol.Exchange.rank_states`).
 
     Args:
         operators: the rank's exact exchange and sparse operators.
@@ -62,6 +63,10 @@ class GraphOps:
         self.precompute_input = precompute_input
         self.layers_begun = 0  # aggregations of the current pass so far: the next one's layer
         self.inv_degree = inverse_degree(operators.plan.in_degree)
+        self._forms = getattr(exchange, "rank_states", None) or {}
+        if self._forms and not exchange.in_evaluation:
+            raise ValueError("an exchange that gives its own form of a model's rank state must take the evaluation "
+                             "passes too (in_evaluation): one form serves every pass")
         self._built: dict = {}
         self._input_aggregation: torch.Tensor | None = None
 
@@ -73,9 +78,9 @@ class GraphOps:
         return self.operators
 
     def cached(self, state) -> Any:
-        """``state.full(self)`` (a :class:`~supergcn.models.ops.RankState`), built on the
-        first call and kept: state a model derives from the rank's plan. The first call is
-        collective where building is.
+        """``state.full(self)`` (a :class:`~supergcn.models.ops.RankState`), or the method's
+        exchange's own form of it, built on the first call and kept: state a model derives
+        from the rank's plan. The first call is collective where building is.
 
         Args:
             state: what to build (and the key it is kept under).
@@ -84,7 +89,7 @@ class GraphOps:
             What it built.
         """
         if state not in self._built:
-            self._built[state] = state.full(self)
+            self._built[state] = self._forms.get(state, state.full)(self)
         return self._built[state]
 
     def begin_pass(self, training: bool) -> None:

@@ -13,7 +13,9 @@ method:
   pass's aggregation is ``exact`` (a linear map of its input: the first layer's input may
   then be aggregated factored, :mod:`supergcn.models.inputs`), and whether it
   ``owns_normalisation`` (DistGNN's mean divides by the degree of what arrived: the mean
-  is asked of it without a row scale);
+  is asked of it without a row scale); and, for an exchange that takes every pass, its own
+  forms of the per-rank states a model aggregates with (``rank_states``: SAR's sequential
+  softmax for GAT's attention), built by ``GraphOps.cached`` in place of the model's;
 * ``codec`` (a :class:`WireCodec`): how the exact exchange's rows travel while training
   where their precision is not one width for all (AdaQP's widths per message group);
 * ``step``: a training epoch of its own (``run(epoch) -> global loss``), in place of the
@@ -46,6 +48,10 @@ class Exchange(Protocol):
     exact: bool
     #: It normalises the mean itself: the mean is asked of it without a row scale.
     owns_normalisation: bool
+    #: Optional: its own forms of models' per-rank states (a model's
+    #: :class:`~supergcn.models.ops.RankState` -> ``(ops) -> state``), for an exchange that takes
+    #: every pass (``in_evaluation``); absent or empty where it has none.
+    rank_states: dict
 
     def begin_pass(self) -> None:
         """A forward pass over all layers begins (collective where the exchange draws)."""

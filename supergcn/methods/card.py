@@ -141,6 +141,8 @@ class MethodCard:
             float32 rows unless it lists ``bf16``).
         model_needs: a :data:`MODEL_NEEDS` property the model must have, or None.
         strategies: the plans it runs on.
+        model_strategies: ``(model card) -> plans``, where the plans it runs on depend on the
+            model (SAR: any for a sum of rows, the post plan for attention); None: ``strategies``.
         plain_input: it needs the features themselves as the input (no label inputs or
             input LayerNorm).
         precompute: how it treats ``precompute_input`` (:data:`PRECOMPUTE_RULES`).
@@ -172,6 +174,7 @@ class MethodCard:
     precisions: tuple[str, ...] = ("fp32",)
     model_needs: str | None = None
     strategies: tuple[str, ...] = ("pre", "post", "hybrid")
+    model_strategies: Callable[[Any], tuple[str, ...]] | None = None
     plain_input: bool = False
     precompute: str = "allowed"
     aggregates_first: bool = False
@@ -180,6 +183,17 @@ class MethodCard:
     header_key: str | None = None
     memory: MemoryTerms | None = None
     performance: PerformanceTerms | None = None
+
+    def plans_for(self, model) -> tuple[str, ...]:
+        """The plans it runs on with ``model``.
+
+        Args:
+            model: the model's :class:`~supergcn.models.card.ModelCard`.
+
+        Returns:
+            Their strategies, the one to suggest first.
+        """
+        return self.strategies if self.model_strategies is None else self.model_strategies(model)
 
     @property
     def option_names(self) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from supergcn.distributed.timing import PhaseTimer
 from supergcn.errors import SuperGCNError, first_line
 from supergcn.kernels.simd import kernel_target
 from supergcn.methods.runtime import build_rank_method
+from supergcn.models import card
 from supergcn.train import exports
 from supergcn.train.checkpoint import Checkpointer
 from supergcn.train.config import TrainConfig
@@ -96,10 +97,12 @@ class Trainer:
         self.precision = agreed(choose(config.precision, config.model, method), self.communicator)
         bfloat16 = self.precision.bfloat16  # decided before loading: the features are read into bfloat16
         self.data = agree(comm, lambda: load_rank_data(config, self.rank, self.size, bfloat16))
-        if method is not None and self.data.strategy not in method.strategies:  # the same plan on every rank
-            raise CollectiveError(f"{method.title} runs on a {' or '.join(method.strategies)} plan, and {config.plan} "
-                                  f"is {self.data.strategy}", f"plan with --strategy {method.strategies[0]}, or train "
-                                  "another method on this plan")
+        model = card(config.model)
+        plans = None if method is None else method.plans_for(model)
+        if plans is not None and self.data.strategy not in plans:  # the same plan on every rank
+            raise CollectiveError(f"{method.title} runs on a {' or '.join(plans)} plan with {model.title}, and "
+                                  f"{config.plan} is {self.data.strategy}", f"plan with --strategy {plans[0]}, or "
+                                  "train another method on this plan")
         settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
                                     parameter_dtype=config.parameter_dtype, seed=config.seed,
                                     bfloat16_gradients=bfloat16)

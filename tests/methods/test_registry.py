@@ -42,6 +42,8 @@ def test_each_method_has_every_piece(name):
                             "label_propagation": False})
     assert method.model_needs is None or method.model_needs in MODEL_NEEDS
     assert method.precompute in PRECOMPUTE_RULES and set(method.strategies) <= set(STRATEGIES)
+    assert all(method.plans_for(model_card(model)) and set(method.plans_for(model_card(model))) <= set(STRATEGIES)
+               for model in GNN_MODELS)
     # Its per-rank code is a module of its room, built through the card.
     runtime = [path.stem for path in (ROOMS / name).glob("*.py") if path.stem != "__init__"]
     assert runtime and all(importlib.import_module(f"supergcn.methods.{name}.{stem}") for stem in runtime)

@@ -21,7 +21,7 @@ from supergcn.naming import (
     TABLES,
 )
 from supergcn.data.own_files import GraphFiles
-from supergcn.models import weighted_cover_models
+from supergcn.models import card, weighted_cover_models
 from supergcn.options import command_line
 from supergcn.plan.costs import SHAPE_OPTIONS
 from supergcn.sources import command_hash
@@ -163,10 +163,11 @@ def variant_conflicts(variant):
     """What a variant cannot run with: its options' conflicts, and a plan its method does not take."""
     found = TrainConfig(**settings_of_variant(TRAINING, variant)).conflicts()
     method = variant.method
-    if method is not None and variant.strategy not in method.strategies:
+    plans = None if method is None else method.plans_for(card(variant.model))
+    if plans is not None and variant.strategy not in plans:
         found.append(
-            f"{method.title} runs on a {' or '.join(method.strategies)} plan, not {variant.strategy} — "
-            f"use strategy: {method.strategies[0]}"
+            f"{method.title} runs on a {' or '.join(plans)} plan with {card(variant.model).title}, not "
+            f"{variant.strategy} — use strategy: {plans[0]}"
         )
     return found
 

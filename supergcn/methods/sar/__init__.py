@@ -33,20 +33,23 @@ The modes (``--sar``; SAR's docs, "SAR's training modes"):
   the run's header says so; SAR's rematerialization matters for attention, whose scores
   need the source rows in the backward.
 
-Models: defined where a layer's aggregation is a row-scaled sum of rows (SAGE, GCN, GIN:
-:attr:`~supergcn.models.card.ModelCard.linear_aggregation`). GAT (SAR's 4x memory case) is
-not built here: its scores, maxima and sums travel in their own exchanges
-(:mod:`supergcn.models.gat`), and a sequential softmax over peers, with its scores
-recomputed from re-fetched rows in the backward, is a change to that home, not to the
-exchange; GAT runs are refused with that reason.
+Models: SAGE, GCN and GIN, whose aggregation is a row-scaled sum of rows
+(:attr:`~supergcn.models.card.ModelCard.linear_aggregation`), and GAT, whose softmax over a
+node's in-neighbours is taken one peer at a time as an online softmax
+(:mod:`supergcn.methods.sar.attention`): under ``sar`` its backward fetches each peer's rows
+and scores again and recomputes their scores (SAR's 4x memory case), under ``sa`` it keeps
+them from the forward. GAT's sequential form takes the post plan, no attention dropout and
+the numba kernels.
 
-Plans: any. SAR fetches the raw rows of the remote sources its nodes need, the POST rows of
-a ``post`` plan (its published runs); a ``pre`` or ``hybrid`` plan's PRE rows are partial
-sums over a peer's sources, which a sequential schedule takes one peer at a time just as
-well: the aggregation is linear, so every plan trains the same model to float rounding.
-Evaluation passes are sequential too (SAR's memory bound holds in inference).
+Plans: any for a sum of rows. SAR fetches the raw rows of the remote sources its nodes
+need, the POST rows of a ``post`` plan (its published runs); a ``pre`` or ``hybrid`` plan's
+PRE rows are partial sums over a peer's sources, which a sequential schedule takes one peer
+at a time just as well: the aggregation is linear, so every plan trains the same model to
+float rounding. Attention's PRE rows are softmax states weighted by the owner's scores, so
+GAT takes the post plan (:mod:`supergcn.methods.sar.attention` says why). Evaluation passes
+are sequential too (SAR's memory bound holds in inference).
 
-Combinations refused, with their fix: quantized rows (Int2/4/8, adaptive: SAR exchanges
+Combinations refused, with their fix (GAT's above too): quantized rows (Int2/4/8, adaptive: SAR exchanges
 float32 rows), bfloat16 rows (``--bits 16``) and compute, and every other method (a run is
 one method: PipeGCN's staleness, BNS-GCN's sampling, MixGCN, DistGNN's delay, DistGNN-MB's
 mini-batches). The sequential exchange of one rank: :mod:`supergcn.methods.sar.exchange`.
@@ -55,7 +58,8 @@ mini-batches). The sequential exchange of one rank: :mod:`supergcn.methods.sar.e
 from __future__ import annotations
 
 from supergcn.methods.card import MethodCard, PerformanceTerms, VariantNaming
-from supergcn.naming import DEFAULT_MODEL
+from supergcn.models import card
+from supergcn.naming import DEFAULT_MODEL, GNN_MODELS
 from supergcn.options import option
 
 #: ``--sar``'s values: off, and SAR's two sequential modes with the names its tables give them.
@@ -76,6 +80,42 @@ OPTIONS = (
 )
 
 
+def attends(model) -> bool:
+    """Whether a model's aggregation is attention (its scalars travel as attention messages),
+    which SAR takes one peer at a time as an online softmax.
+
+    Args:
+        model: its :class:`~supergcn.models.card.ModelCard`.
+
+    Returns:
+        Whether SAR's sequential softmax is its aggregation.
+    """
+    return any(message.kind == "attention" for message in model.messages)
+
+
+def _plans(model) -> tuple[str, ...]:
+    """Any plan for a sum of rows; the post plan's raw rows for attention."""
+    return ("post",) if attends(model) else ("pre", "post", "hybrid")
+
+
+def _conflicts(settings) -> list[str]:
+    """A model SAR has no sequential form of; for attention, dropout on it (SAR's softmax draws
+    none) and the torch kernels (it runs on the numba ones)."""
+    model = card(settings.model)
+    if not (model.linear_aggregation or attends(model)):
+        taken = " or ".join(name for name in GNN_MODELS if card(name).linear_aggregation or attends(card(name)))
+        return [f"--sar {settings.sar} (SAR) needs a sum of rows or an attention as the aggregation, which "
+                f"{model.title}'s is not — use --model {taken} or --sar off"]
+    found = []
+    if attends(model) and settings.attention_dropout > 0:
+        found.append(f"--sar {settings.sar} (SAR) takes {model.title}'s softmax one peer at a time and draws no "
+                     "attention dropout — use --attention-dropout 0 or --sar off")
+    if attends(model) and settings.kernel != "numba":
+        found.append(f"--sar {settings.sar} (SAR) takes {model.title}'s softmax one peer at a time on the numba "
+                     "kernels — use --kernel numba or --sar off")
+    return found
+
+
 def _published(values: dict) -> bool:
     """SAR's runs: float32 rows of a post plan (the remote sources' own rows), GraphSAGE, no label inputs."""
     return (values["bits"] == 32 and not values["label_propagation"] and values["model"] == DEFAULT_MODEL
@@ -88,5 +128,5 @@ CARD = MethodCard(
     options=OPTIONS, options_title="SAR's sequential aggregation",
     naming=VariantNaming(key="sar", suffix=lambda mode: f"-{mode}", pattern="-(?:sar|sa)",
                          read=lambda suffix: suffix[1:]),
-    model_needs="linear_aggregation", header_key="sequential_aggregation",
+    model_strategies=_plans, conflicts=_conflicts, header_key="sequential_aggregation",
     performance=PerformanceTerms("sar", "sequential"))

@@ -3,11 +3,15 @@ aggregation fetches one peer's rows at a time, in a fixed ring order, forward an
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
 from supergcn.distributed.operators import SparseOperator
 from supergcn.distributed.protocol import RankMethod
+from supergcn.methods.sar.attention import SequentialAttention
+from supergcn.models.gat.layer import ATTENTION
 
 #: The message tags of the two passes' steps (forward rows, backward gradients).
 _FORWARD_TAG, _BACKWARD_TAG = 71, 72
@@ -33,6 +37,8 @@ class SequentialExchange(RankMethod):
         operators: the rank's operators and exchange counts.
         mode: ``sa`` or ``sar``.
         kernel: the sparse kernels of the per-peer operators (the run's).
+        attends: whether the model's aggregation is attention (GAT: its softmax is taken one
+            peer at a time, :mod:`supergcn.methods.sar.attention`).
 
     Raises:
         ValueError: not one of SAR's modes.
@@ -42,7 +48,7 @@ class SequentialExchange(RankMethod):
     exact = True          # a linear map of its input: the one-shot aggregation, summed peer by peer
     owns_normalisation = False
 
-    def __init__(self, operators, mode: str, kernel: str = "numba") -> None:
+    def __init__(self, operators, mode: str, kernel: str = "numba", attends: bool = False) -> None:
         from supergcn.methods.sar import SAR_MODES
 
         if mode not in SAR_MODES:
@@ -68,6 +74,13 @@ class SequentialExchange(RankMethod):
         operators.send = operators.remote = _Released()
         self.largest_peer_bytes = 0  # the most rows of one peer alive at once, in bytes
         self.at_once_bytes = 0       # what the one-shot exchange would hold: every peer's rows
+        self.kept_bytes = 0          # peers' rows kept from a forward for its backward (GAT under sa)
+        self.refetch_seconds = 0.0   # backward steps fetching a peer's rows again (GAT under sar)
+        self.refetch_bytes = 0
+        self._sending: list[np.ndarray] = []  # the rows of the step in flight, alive until its wait
+        self.attends, self.refetches = attends, mode == "sar" and attends
+        # GAT's softmax taken one peer at a time, in place of its one-shot attention
+        self.rank_states = {ATTENTION: lambda ops: SequentialAttention(self)}
 
     @property
     def exchange(self) -> SequentialExchange:
@@ -77,14 +90,16 @@ class SequentialExchange(RankMethod):
     def begin_pass(self) -> None:
         """Nothing carries from one pass to the next."""
 
-    def _steps(self):
+    def steps(self):
         """(k, the peer sent to, the peer received from) of steps k = 1 .. P-1: the ring order."""
         return [(k, (self.rank + k) % self.size, (self.rank - k) % self.size) for k in range(1, self.size)]
 
-    def _swap(self, rows: torch.Tensor | None, to: int, count: int, source: int, width: int, tag: int):
-        """Start sending ``rows`` to ``to`` and receiving ``count`` rows of ``width`` from
-        ``source``; returns the requests and the receive buffer (None where nothing comes).
-        The communicator's byte counters count them as every exchange's are."""
+    def swap(self, rows: np.ndarray | None, to: int, count: int, source: int, width: int, tag: int,
+             kind: str = "data"):
+        """Start sending ``rows`` (float32) to ``to`` and receiving ``count`` rows of ``width``
+        from ``source``; returns the requests and the receive buffer (None where nothing
+        comes). The rows sent are held until :meth:`wait`; the communicator's byte counters
+        count them under ``kind`` as every exchange's are."""
         communicator = self.operators.communicator
         comm = communicator.comm
         requests = []
@@ -93,22 +108,35 @@ class SequentialExchange(RankMethod):
             if count:
                 received = np.empty((count, width), dtype=np.float32)
                 requests.append(comm.Irecv(received, source=source, tag=tag))
-                communicator.bytes_received["data"][source] += received.nbytes
+                communicator.bytes_received[kind][source] += received.nbytes
             if rows is not None:
-                data = rows.numpy()
+                data = np.ascontiguousarray(rows, dtype=np.float32)
+                self._sending.append(data)
                 requests.append(comm.Isend(data, dest=to, tag=tag))
-                communicator.bytes_sent["data"][to] += data.nbytes
+                communicator.bytes_sent[kind][to] += data.nbytes
         return requests, received
 
-    def _wait(self, requests) -> None:
+    def wait(self, requests) -> None:
+        """Wait for a step's requests; the rows it sent are let go."""
         from mpi4py import MPI
 
         with self.operators.timer.phase("communication"):
             MPI.Request.Waitall(requests)
+        self._sending.clear()
 
-    def _note(self, rows: int, total: int, width: int) -> None:
+    def note(self, rows: int, total: int, width: int) -> None:
+        """A peer's ``rows`` of ``width`` float32 values arrived, of ``total`` from all peers."""
         self.largest_peer_bytes = max(self.largest_peer_bytes, rows * width * 4)
         self.at_once_bytes = max(self.at_once_bytes, total * width * 4)
+
+    @staticmethod
+    def clock() -> float:
+        return time.perf_counter()
+
+    def refetched(self, began: float, nbytes: int) -> None:
+        """A backward step fetched a peer's rows again (``sar``): since ``began``, ``nbytes``."""
+        self.refetch_seconds += time.perf_counter() - began
+        self.refetch_bytes += nbytes
 
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
         """Y = D (L X + sum_k R_{r-k} B_{r-k}), one peer's rows at a time (module docstring)."""
@@ -116,17 +144,18 @@ class SequentialExchange(RankMethod):
         x = x.contiguous()
         width = x.shape[1]
         out = None
-        for _, to, source in self._steps():
+        for _, to, source in self.steps():
             with timer.phase("aggregation"):
                 rows = self._send[to].matmul(x) if to in self._send else None
-            requests, received = self._swap(rows, to, int(self.recv_counts[source]), source, width, _FORWARD_TAG)
+            requests, received = self.swap(None if rows is None else rows.numpy(), to, int(self.recv_counts[source]),
+                                           source, width, _FORWARD_TAG)
             if out is None:  # the local product while the first peer's rows travel
                 with timer.phase("aggregation"):
                     out = operators.local.matmul(x)
-            self._wait(requests)
+            self.wait(requests)
             del rows
             if received is not None:
-                self._note(len(received), int(self.recv_counts.sum()), width)
+                self.note(len(received), int(self.recv_counts.sum()), width)
                 with timer.phase("aggregation"):
                     self._remote[source].matmul(torch.from_numpy(received), out=out, accumulate=True)
             del received
@@ -146,14 +175,15 @@ class SequentialExchange(RankMethod):
             scaled = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
         width = scaled.shape[1]
         out = None
-        for _, to, source in self._steps():
+        for _, to, source in self.steps():
             with timer.phase("aggregation"):
                 back = self._remote[source].t_matmul(scaled) if source in self._remote else None
-            requests, arrived = self._swap(back, source, int(self.send_counts[to]), to, width, _BACKWARD_TAG)
+            requests, arrived = self.swap(None if back is None else back.numpy(), source, int(self.send_counts[to]),
+                                          to, width, _BACKWARD_TAG)
             if out is None:
                 with timer.phase("aggregation"):
                     out = operators.local.t_matmul(scaled)
-            self._wait(requests)
+            self.wait(requests)
             del back
             if arrived is not None:
                 with timer.phase("aggregation"):
@@ -179,8 +209,10 @@ class SequentialExchange(RankMethod):
             return None
         return {"mode": self.mode, "order": "ring: step k sends to rank + k and receives from rank - k",
                 "largest_peer_rows": [rows for rows, _ in gathered], "rows_at_once": [rows for _, rows in gathered],
-                "refetches": False,
-                "note": "a linear aggregation's backward needs no fetched row: sa and sar are the same computation"}
+                "refetches": self.refetches,
+                "note": ("attention's backward needs every peer's rows and scores: sar fetches them again, sa keeps "
+                         "them from the forward" if self.attends else
+                         "a linear aggregation's backward needs no fetched row: sa and sar are the same computation")}
 
     def end_epoch(self) -> dict:
         """The epoch's ``sequential_aggregation`` entry (collective: rank 0 gets it): the
@@ -192,13 +224,17 @@ class SequentialExchange(RankMethod):
         """
         from mpi4py import MPI
 
-        mine = np.array([self.largest_peer_bytes, self.at_once_bytes], dtype=np.int64)
+        mine = np.array([self.largest_peer_bytes, self.at_once_bytes, self.kept_bytes, self.refetch_bytes,
+                         round(self.refetch_seconds * 1e9)], dtype=np.int64)
         most = np.zeros_like(mine)
         self.operators.communicator.comm.Reduce(mine, most, op=MPI.MAX, root=0)
-        self.largest_peer_bytes = self.at_once_bytes = 0
+        self.largest_peer_bytes = self.at_once_bytes = self.kept_bytes = self.refetch_bytes = 0
+        self.refetch_seconds = 0.0
         if self.rank != 0:
             return {}
-        return {"sequential_aggregation": {"largest_peer_bytes": int(most[0]), "at_once_bytes": int(most[1])}}
+        return {"sequential_aggregation": {"largest_peer_bytes": int(most[0]), "at_once_bytes": int(most[1]),
+                                           "kept_for_backward_bytes": int(most[2]), "refetch_bytes": int(most[3]),
+                                           "refetch_seconds": float(most[4]) / 1e9}}
 
 
 def build(context) -> SequentialExchange:
@@ -210,4 +246,7 @@ def build(context) -> SequentialExchange:
     Returns:
         The method's state on this rank.
     """
-    return SequentialExchange(context.operators, context.config.sar, context.config.kernel)
+    from supergcn.models import card
+
+    return SequentialExchange(context.operators, context.config.sar, context.config.kernel,
+                              attends=not card(context.config.model).linear_aggregation)
