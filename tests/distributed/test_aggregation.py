@@ -41,3 +41,27 @@ def test_a_second_exchange_before_the_first_finishes_is_a_bug(operators):
         operators.start_exchange(rows)
     exchange.finish()
     operators.start_exchange(rows).finish()
+
+
+class _Exchanging:
+    """A method's exchange as GraphOps sees it, with its own form of one model state."""
+
+    exact, owns_normalisation = True, False
+
+    def __init__(self, in_evaluation: bool, state, form) -> None:
+        self.in_evaluation, self.rank_states = in_evaluation, {state: form}
+
+
+def test_an_exchange_s_own_form_of_a_model_state_is_built_in_its_place(operators):
+    """A method's exchange that takes every pass builds its form of a model's rank state
+    (SAR's sequential softmax for GAT's attention); the model's own is built otherwise, and
+    an exchange that takes only training passes may not give one (one form serves every pass)."""
+    from supergcn.models.ops import RankState
+
+    state, other = RankState(lambda ops: "the model's"), RankState(lambda ops: "another model's")
+    ops = GraphOps(operators, _Exchanging(True, state, lambda ops: ("the method's", ops)))
+    assert ops.cached(state) == ("the method's", ops) and ops.cached(state) is ops.cached(state)
+    assert ops.cached(other) == "another model's"
+    assert GraphOps(operators).cached(state) == "the model's"
+    with pytest.raises(ValueError, match="must take the evaluation passes too"):
+        GraphOps(operators, _Exchanging(False, state, lambda ops: "the method's"))

@@ -57,17 +57,12 @@ class SequentialExchange(RankMethod):
         self.mode = mode
         communicator = operators.communicator
         self.rank, self.size = communicator.rank, communicator.size
+        self.attends, self.refetches = attends, mode == "sar" and attends
         self.send_counts = np.asarray(operators.send_counts, dtype=np.int64)
         self.recv_counts = np.asarray(operators.recv_counts, dtype=np.int64)
-        send_at, recv_at = _offsets(self.send_counts), _offsets(self.recv_counts)
-        matrices = operators.plan.matrices()
-        send, remote = matrices["send"].tocsr(), matrices["remote"].tocsc()
-        # S_j: the send rows of peer j; R_j: the columns of the rows peer j sends (its own CSR)
-        self._send = {j: SparseOperator(send[send_at[j]:send_at[j + 1]], kernel)
-                      for j in range(self.size) if self.send_counts[j]}
-        self._remote = {j: SparseOperator(remote[:, recv_at[j]:recv_at[j + 1]].tocsr(), kernel)
-                        for j in range(self.size) if self.recv_counts[j]}
-        del matrices, send, remote
+        # S_j: the send rows of peer j; R_j: the columns of the rows peer j sends (its own CSR).
+        # Attention reads neither (its own edges per peer, SequentialAttention's): not built for it.
+        self._send, self._remote = ({}, {}) if attends else self._peer_operators(operators.plan, kernel)
         # Every pass of the run is this exchange's (in_evaluation): the one-shot exchange's whole
         # send and remote operators would only hold a second copy of what the per-peer ones hold
         # (on products at P = 2, 0.39 GiB of the largest rank's peak), so they are let go; a use fails loudly.
@@ -78,9 +73,18 @@ class SequentialExchange(RankMethod):
         self.refetch_seconds = 0.0   # backward steps fetching a peer's rows again (GAT under sar)
         self.refetch_bytes = 0
         self._sending: list[np.ndarray] = []  # the rows of the step in flight, alive until its wait
-        self.attends, self.refetches = attends, mode == "sar" and attends
         # GAT's softmax taken one peer at a time, in place of its one-shot attention
         self.rank_states = {ATTENTION: lambda ops: SequentialAttention(self)}
+
+    def _peer_operators(self, plan, kernel: str) -> tuple[dict, dict]:
+        """S_j and R_j of every peer j with rows (module docstring of :mod:`supergcn.methods.sar`)."""
+        send_at, recv_at = _offsets(self.send_counts), _offsets(self.recv_counts)
+        matrices = plan.matrices()
+        send, remote = matrices["send"].tocsr(), matrices["remote"].tocsc()
+        return ({j: SparseOperator(send[send_at[j]:send_at[j + 1]], kernel)
+                 for j in range(self.size) if self.send_counts[j]},
+                {j: SparseOperator(remote[:, recv_at[j]:recv_at[j + 1]].tocsr(), kernel)
+                 for j in range(self.size) if self.recv_counts[j]})
 
     @property
     def exchange(self) -> SequentialExchange:
@@ -138,8 +142,13 @@ class SequentialExchange(RankMethod):
         self.refetch_seconds += time.perf_counter() - began
         self.refetch_bytes += nbytes
 
+    def _summing(self) -> None:
+        if self.attends:
+            raise RuntimeError("an attention model aggregates through SAR's attention, not its sum of rows")
+
     def forward(self, x: torch.Tensor, row_scale: torch.Tensor | None, layer: int) -> torch.Tensor:
         """Y = D (L X + sum_k R_{r-k} B_{r-k}), one peer's rows at a time (module docstring)."""
+        self._summing()
         operators, timer = self.operators, self.operators.timer
         x = x.contiguous()
         width = x.shape[1]
@@ -170,6 +179,7 @@ class SequentialExchange(RankMethod):
         """dLoss/dX = L^T D G + sum_k S_{r+k}^T H_{r+k}, one peer's gradients at a time
         (module docstring): step k sends R_{r-k}^T D G back to r - k and receives from r + k
         the gradient of the rows sent to it."""
+        self._summing()
         operators, timer = self.operators, self.operators.timer
         with timer.phase("aggregation"):
             scaled = grad.contiguous() if row_scale is None else grad * row_scale[:, None]
