@@ -96,7 +96,10 @@ def test_schema_violations_fail_before_any_job(snakemake_runs, run, key):
     for index, (override, message) in enumerate([
         ({"trainig": {}, "training": {"epoch": 3}}, "trainig: unknown key (did you mean training?); training.epoch: "
          "unknown key (did you mean training.epochs?) — fix it in your config file or overlay"),
-        ({"speedup_baseline": "nope"}, "speedup_baseline 'nope' is not a variant of this study")])])
+        ({"speedup_baseline": "nope"}, "speedup_baseline 'nope' is not a variant of this study"),
+        ({"variants": [{"strategy": "hybrid", "bits": 32, "label_propagation": False, "model": "gat", "sar": "sar"}],
+          "training": {"precision": "fp32"}},
+         "variant hybrid-fp32-nolp-sar-gat: SAR runs on a post plan with GAT, not hybrid — use strategy: post")])])
 def test_a_config_error_is_its_line_alone(snakemake_runs, run, message):
     """Found by the schema or by the rules as they read the config: one line and status 2,
     none of Snakemake's lines about where in the workflow's code it was raised."""
