@@ -103,6 +103,9 @@ BYTES_SENT = Column("bytes_sent_per_epoch", "B", "Bytes all ranks send in one ep
 ASSIGNMENT = Column("assignment_seconds_per_epoch", "s", "Wall seconds of AdaQP's bit-width re-assignments "
                     "(adaptive variants; tracing and solver) summed over the run and divided by all its epochs; "
                     "outside epoch_seconds. 0 for fixed widths.")
+REFETCH = Column("refetch_seconds", "s", "Of the slowest rank's communication_seconds, the part SAR's backward spent "
+                 "fetching peers' rows and scores again (GAT under `--sar sar`: its epoch lines' "
+                 "`sequential_aggregation.refetch_seconds`), per timed epoch; empty for every other run.")
 _FRACTION = "fraction (0-1)"
 
 RUNS = (
@@ -116,7 +119,7 @@ RUNS = (
     Column("epoch_seconds_sd", "s", "The sample standard deviation of those epochs' times (empty with one timed "
            "epoch)."),
     Column("timed_epochs", "epochs", "The epochs epoch_seconds is the mean of: all but each process's first."),
-    *PHASE_SECONDS, PEAK_MEMORY, BYTES_SENT, ASSIGNMENT,
+    *PHASE_SECONDS, PEAK_MEMORY, BYTES_SENT, ASSIGNMENT, REFETCH,
     Column("test_acc_at_best_val", _FRACTION, "Test accuracy at the epoch of best validation accuracy (OGB "
            "protocol); empty without validation nodes."),
     Column("best_val_acc", _FRACTION, "The best validation accuracy of any epoch."),
@@ -159,6 +162,7 @@ SCALING = (
 )
 
 BREAKDOWN = (DATASET, VARIANT, P, *(Column(c.name, c.unit, f"{c.meaning} Mean over seeds.") for c in PHASE_SECONDS),
+             Column(REFETCH.name, REFETCH.unit, f"{REFETCH.meaning} Mean over seeds."),
              Column("epoch_seconds", "s", f"{EPOCH_SECONDS.meaning} Mean over seeds."))
 
 

@@ -66,7 +66,8 @@ def run_record(path: str | Path) -> dict:
         outnumbered the cores (None where the file does not say) and epochs; mean
         epoch time, its sample standard deviation over the timed epochs and their count, and
         the slowest rank's seconds per phase (first epochs excluded); peak
-        memory, bytes sent and re-assignment seconds per epoch; the accuracies; the
+        memory, bytes sent and re-assignment seconds per epoch; the seconds of SAR's
+        refetches (:func:`refetch_seconds`); the accuracies; the
         variant's name and the file's path; a mini-batch run's steps per epoch and cache hit
         rate per layer (:func:`minibatch_columns`).
 
@@ -95,6 +96,7 @@ def run_record(path: str | Path) -> dict:
         # cost spread over all epochs.
         "assignment_seconds_per_epoch": sum(e["bit_assignment"]["seconds"] for e in epochs if "bit_assignment" in e)
         / max(len(epochs), 1),
+        "refetch_seconds": refetch_seconds(timed),
         "test_acc_at_best_val": summary["test_acc_at_best_val"], "best_val_acc": summary["best_val_acc"],
         # None where a run had no validation (or test) nodes.
         "test_acc_at_min_val_loss": summary["test_acc_at_min_val_loss"],
@@ -102,6 +104,22 @@ def run_record(path: str | Path) -> dict:
     }
     record["variant"] = Variant.from_options(record["strategy"], config).name
     return {**record, **minibatch_columns(epochs)}
+
+
+def refetch_seconds(timed: list[dict]) -> float | None:
+    """The seconds per timed epoch a sequential exchange's backward spent fetching peers'
+    rows again (SAR's GAT under ``--sar sar``: its epoch lines' ``sequential_aggregation``,
+    the slowest rank's), within the communication phase; None for a run without the record.
+
+    Args:
+        timed: the run's timed epoch records.
+
+    Returns:
+        Their mean, or None.
+    """
+    seconds = [e["sequential_aggregation"]["refetch_seconds"] for e in timed
+               if "refetch_seconds" in e.get("sequential_aggregation", {})]
+    return float(np.mean(seconds)) if seconds else None
 
 
 def minibatch_columns(epochs: list[dict]) -> dict:
@@ -263,8 +281,9 @@ def scaling_caption(table: pd.DataFrame, baseline: str | None = None) -> str:
 
 
 def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The slowest rank's mean seconds per phase (:data:`PHASE_COLUMNS`) and the epoch time,
-    per dataset, variant and P (the paper's Fig. 12).
+    """The slowest rank's mean seconds per phase (:data:`PHASE_COLUMNS`), the part of its
+    communication SAR's refetches took, and the epoch time, per dataset, variant and P (the
+    paper's Fig. 12).
 
     Args:
         runs: :func:`runs_table`'s rows.
@@ -272,8 +291,9 @@ def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
     Returns:
         One row per dataset, variant and P.
     """
-    columns = list(PHASE_COLUMNS.values())
-    return (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns + ["epoch_seconds"]].mean()
+    columns = [*PHASE_COLUMNS.values(), "refetch_seconds", "epoch_seconds"]
+    runs = runs.assign(refetch_seconds=pd.to_numeric(runs["refetch_seconds"]))  # None -> NaN: empty where none
+    return (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns].mean()
             .sort_values(["dataset", "variant", "P"]).reset_index(drop=True))
 
 

@@ -16,7 +16,7 @@ from supergcn.report.tables import run_record
 from supergcn.testing.pyg import PyGModel, copy_weights, train_baseline
 from supergcn.train.config import TrainConfig
 from supergcn.train.gnn import GNN
-from supergcn.train.metrics import read_metrics
+from supergcn.train.metrics import read_metrics, timed_epochs
 from supergcn.variants import display_name
 
 from conftest import run_mpi, run_rank_job
@@ -150,6 +150,12 @@ def test_gat_keeps_every_peer_under_sa_and_fetches_again_under_sar(workspace, tr
             most_received = max(int(c.sum()) for c in counts) * sum(widths) * 4
             assert held["refetch_bytes"] == (most_received if mode == "sar" else 0)
             assert (held["refetch_seconds"] > 0) is (mode == "sar")
+        # The runs table (and the breakdown, its mean over seeds) names the refetches' time.
+        timed = timed_epochs(epochs)
+        refetched = run_record(root / f"P{parts}-gat-post-{mode}.jsonl")["refetch_seconds"]
+        assert refetched == pytest.approx(np.mean([e["sequential_aggregation"]["refetch_seconds"] for e in timed]))
+        assert (refetched > 0) is (mode == "sar")
+    assert run_record(root / f"P{parts}-gat-post-off.jsonl")["refetch_seconds"] is None
 
 
 def test_gat_on_a_plan_with_pre_rows_is_refused_with_the_post_plan(workspace, tmp_path):
