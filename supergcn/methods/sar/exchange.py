@@ -1,5 +1,8 @@
 """SAR's sequential exchange on one rank (its maths: :mod:`supergcn.methods.sar`): each
-aggregation fetches one peer's rows at a time, in a fixed ring order, forward and backward."""
+aggregation fetches one peer's rows at a time, in a fixed ring order, forward and backward.
+A sum of rows runs here; GAT's attention takes its own sequential form
+(:mod:`supergcn.methods.sar.attention`), which this exchange gives the model in place of its
+one-shot attention and whose messages it carries."""
 
 from __future__ import annotations
 
