@@ -38,6 +38,7 @@ sources (the post plan's halo), so that is what it takes, and its card refuses t
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,15 +107,13 @@ class SequentialAttention:
         destination, source = routes.direct_destination.numpy(), routes.direct_source.numpy()
         local = source < n
         self.local = AttentionCsr(destination[local], source[local], n, n)
-        recv_at = np.concatenate([[0], np.cumsum(exchange.recv_counts)])
-        remote_row = source - n
+        recv_at, remote_row = exchange.recv_at, source - n
         self.peers = {}
         for j in np.flatnonzero(exchange.recv_counts):
             mine = (remote_row >= recv_at[j]) & (remote_row < recv_at[j + 1])
             self.peers[int(j)] = _peer(destination[mine], remote_row[mine] - recv_at[j],
                                        int(exchange.recv_counts[j]))
-        send_at = np.concatenate([[0], np.cumsum(exchange.send_counts)])
-        sent = routes.post_sources[routes.send_order]
+        sent, send_at = routes.post_sources[routes.send_order], exchange.send_at
         self.sent = {int(j): sent[send_at[j]:send_at[j + 1]] for j in np.flatnonzero(exchange.send_counts)}
 
     def __call__(self, z: torch.Tensor, source_score: torch.Tensor, destination_score: torch.Tensor,
@@ -244,7 +243,7 @@ class SequentialAttention:
             if exchange.mode == "sa":
                 received, got_scores = kept.pop(source, (None, None))
             else:  # sar: the peer's rows fetched again (and this rank's sent again to `to`)
-                began = exchange.clock()
+                began = time.perf_counter()
                 requests, got_rows, got_scores = self._rows_out(zs, scores, to, source)
                 exchange.wait(requests)
                 received = None if got_rows is None else got_rows.reshape(-1, heads, width)

@@ -63,6 +63,8 @@ class SequentialExchange(RankMethod):
         self.attends, self.refetches = attends, mode == "sar" and attends
         self.send_counts = np.asarray(operators.send_counts, dtype=np.int64)
         self.recv_counts = np.asarray(operators.recv_counts, dtype=np.int64)
+        # where each peer's rows start in the one-shot exchange's send and receive order
+        self.send_at, self.recv_at = _offsets(self.send_counts), _offsets(self.recv_counts)
         # S_j: the send rows of peer j; R_j: the columns of the rows peer j sends (its own CSR).
         # Attention reads neither (its own edges per peer, SequentialAttention's): not built for it.
         self._send, self._remote = ({}, {}) if attends else self._peer_operators(operators.plan, kernel)
@@ -81,7 +83,7 @@ class SequentialExchange(RankMethod):
 
     def _peer_operators(self, plan, kernel: str) -> tuple[dict, dict]:
         """S_j and R_j of every peer j with rows (module docstring of :mod:`supergcn.methods.sar`)."""
-        send_at, recv_at = _offsets(self.send_counts), _offsets(self.recv_counts)
+        send_at, recv_at = self.send_at, self.recv_at
         matrices = plan.matrices()
         send, remote = matrices["send"].tocsr(), matrices["remote"].tocsc()
         return ({j: SparseOperator(send[send_at[j]:send_at[j + 1]], kernel)
@@ -135,10 +137,6 @@ class SequentialExchange(RankMethod):
         """A peer's ``rows`` of ``width`` float32 values arrived, of ``total`` from all peers."""
         self.largest_peer_bytes = max(self.largest_peer_bytes, rows * width * 4)
         self.at_once_bytes = max(self.at_once_bytes, total * width * 4)
-
-    @staticmethod
-    def clock() -> float:
-        return time.perf_counter()
 
     def refetched(self, began: float, nbytes: int) -> None:
         """A backward step fetched a peer's rows again (``sar``): since ``began``, ``nbytes``."""
