@@ -15,10 +15,11 @@ at the best-validation epoch (mean ± std over seeds).
 T threads, in a child process under glibc's malloc and under the allocator training uses
 (mimalloc from the project's dependencies; ``--allocators`` adds others), and under
 bfloat16 autocast (the peer at its best on a CPU with bfloat16); the floors (the model's
-dense layers alone in float32 and under bfloat16 autocast, the aggregation kernels alone,
-same threads); ``supergcn train``
+dense layers alone in float32 and under bfloat16 autocast, the aggregation kernels alone
+and their rooflines on float32 and on bfloat16 rows, same threads); ``supergcn train``
 at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, with
-bfloat16 GEMMs, and with ``--precision bf16``;
+bfloat16 GEMMs, and with ``--precision bf16``, with what each bf16 target leaves beside the
+bf16 dense floor against the bf16 gathers' roofline (``bfloat16_budget``);
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
 prints its targets as ratios against PyG with the same allocator.
@@ -200,19 +201,38 @@ def dense_floor(graph, hidden: int, layers: int, repeats: int, bfloat16: bool = 
     return timed(floor_step, repeats)[1]
 
 
-def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int, allocator: str = "auto") -> float:
+def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int, allocator: str = "auto",
+                      rows: str = "float32") -> dict:
     """Seconds of the mean-aggregation kernels alone at the widths training aggregates,
-    from ``supergcn bench kernels`` (its own process, like a rank): forward at every layer
-    (a layer narrowing its width transforms first, so it aggregates its output width),
-    backward from layer 2 on (the input features need no gradient)."""
-    total = 0.0
+    and of their rooflines (:mod:`supergcn.bench.roofline`: no kernel reading those rows
+    in that order is faster), from ``supergcn bench kernels`` (its own process, like a
+    rank) with ``rows`` (``bfloat16``: as a ``--precision bf16`` rank gathers): forward at
+    every layer (a layer narrowing its width transforms first, so it aggregates its
+    output width), backward from layer 2 on (the input features need no gradient)."""
+    total = {"kernels": 0.0, "roofline": 0.0}
     for k, (a, b) in enumerate(layer_dims(graph, hidden, layers)):
         command = [sys.executable, "-m", "supergcn.cli", "bench", "kernels", "--graph", str(root / "g"),
-                   "--features", str(b if b < a else a), "--threads", str(threads), "--no-pyg"]
-        seconds = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
-                                            env=allocator_environment(allocator)).stdout)["seconds"]
-        total += seconds["ours_forward"] + (seconds["ours_backward"] if k > 0 else 0.0)
+                   "--features", str(b if b < a else a), "--threads", str(threads), "--no-pyg", "--rows", rows]
+        report = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
+                                           env=allocator_environment(allocator)).stdout)
+        passes = 2 if k > 0 else 1  # the transpose reads as many rows as the product
+        total["kernels"] += report["seconds"]["ours_forward"] + (report["seconds"]["ours_backward"] if k > 0 else 0.0)
+        total["roofline"] += passes * report["roofline"]["seconds"]
     return total
+
+
+def bfloat16_budget(floors: dict, pyg_epoch: float, pyg_autocast: float) -> dict:
+    """Per ``--precision bf16`` target, the longest epoch it allows, what that leaves beside
+    the bfloat16 dense floor (the GEMMs alone) for everything else, and whether the bf16
+    gathers' roofline alone fits in it: where it does not, no implementation that runs the
+    GEMMs at the floor and reads the gathered rows in this order meets the target."""
+    dense, gathers = floors["dense_bfloat16"], floors["aggregation_bfloat16"]["roofline"]
+    budget = {}
+    for name, epoch in (("10x PyG float32", pyg_epoch / 10), ("8x PyG bf16 autocast", pyg_autocast / 8),
+                        ("1.2x the bf16 dense floor", 1.2 * dense)):
+        budget[name] = {"epoch_at_most": epoch, "left_beside_dense_floor": epoch - dense,
+                        "bf16_gather_roofline": gathers, "gathers_alone_fit": gathers <= epoch - dense}
+    return budget
 
 
 def measured_run(root, parts, threads, out, *extra, allocator="auto", plan=None) -> tuple[list[dict], dict]:
@@ -270,8 +290,11 @@ def epoch_time(args) -> None:
         pyg_autocast = report["runs"]["pyg auto bf16 autocast"]["epoch_seconds"]
         dense = dense_floor(graph, args.hidden, 3, args.repeats)
         dense_bf16 = dense_floor(graph, args.hidden, 3, args.repeats, bfloat16=True)
-        aggregation = aggregation_floor(root, graph, args.hidden, 3, args.threads)
-        report["floor_seconds"] = {"dense": dense, "dense_bfloat16": dense_bf16, "aggregation_kernels": aggregation}
+        floors = {"dense": dense, "dense_bfloat16": dense_bf16,
+                  **{f"aggregation_{rows}": aggregation_floor(root, graph, args.hidden, 3, args.threads, rows=rows)
+                     for rows in ("float32", "bfloat16")}}
+        report["floor_seconds"] = floors
+        aggregation = floors["aggregation_float32"]["kernels"]
         common = ["--epochs", args.epochs, "--hidden", args.hidden]
         for allocator in [a for a in dict.fromkeys(["glibc", *args.allocators]) if a != "auto"]:
             epochs, usage = measured_run(root, 1, args.threads, root / "m.jsonl", *common, allocator=allocator)
@@ -303,6 +326,9 @@ def epoch_time(args) -> None:
             report["targets"][f"speedup_vs_pyg with {name}{aims[0]}"] = pyg_epoch / phases["total"]
             report["targets"][f"speedup_vs_pyg_bf16_autocast with {name}{aims[1]}"] = pyg_autocast / phases["total"]
             report["targets"][f"{name}: epoch_over_bf16_dense_floor{aims[2]}"] = phases["total"] / dense_bf16
+        report["targets"]["--precision bf16: aggregation_over_bf16_kernels"] = (
+            phases["aggregation"] / floors["aggregation_bfloat16"]["kernels"])
+        report["bfloat16_budget"] = bfloat16_budget(floors, pyg_epoch, pyg_autocast)
         fp32_epoch = report["runs"]["P=1"]["phases"]["total"]
         report["targets"]["--precision bf16 over fp32 epoch"] = phases["total"] / fp32_epoch
         for parts in args.parts:
@@ -327,6 +353,12 @@ def epoch_time(args) -> None:
         print(f"{row['requested'][-10:]:>10} {row['allocator']:>9} {row['epoch_seconds']:8.2f} "
               f"{row['system_share_of_epoch']:7.1%} {row['peak_rss_gib']:9.2f} "
               f"{'' if same is None else f'{same:.2f}x':>14} {row['pyg_glibc_over_ours']:14.2f}x")
+    bf16 = report["runs"]["P=1 --precision bf16"]["phases"]["total"]
+    print(f"\n--precision bf16 (epoch {bf16:.3f} s) against its targets, seconds:")
+    print(f"{'target':>26} {'epoch <=':>9} {'beside the dense floor':>23} {'bf16 gathers roofline':>22}")
+    for name, row in report["bfloat16_budget"].items():
+        print(f"{name:>26} {row['epoch_at_most']:9.3f} {row['left_beside_dense_floor']:23.3f} "
+              f"{row['bf16_gather_roofline']:22.3f}{'' if row['gathers_alone_fit'] else '  (does not fit)'}")
 
 
 def label_propagation(args) -> None:

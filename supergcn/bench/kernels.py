@@ -35,6 +35,7 @@ from supergcn.bench import roofline
 from supergcn.bench.harness import cache_sizes, interleaved, timed
 from supergcn.data.graph import load_graph
 from supergcn.distributed.threads import set_threads
+from supergcn.errors import SuperGCNError
 from supergcn.kernels.gather import GatherCsr, _gather_spmm
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import compiled_for
@@ -48,6 +49,8 @@ SHAPES = {
     "products": (2_449_029, 61_859_140),         # ogbn-products
 }
 ZIPF_EXPONENT = 2.2
+#: The types the gathered rows may have (``--rows``).
+ROW_TYPES = ("float32", "bfloat16")
 
 
 def zipf_csr(num_nodes: int, entries: int, seed: int = 0, exponent: float = ZIPF_EXPONENT):
@@ -156,9 +159,22 @@ def roofline_figures(seconds: dict, gathered_bytes: int, output_bytes: int, x_by
             "level_bound_seconds": gathered_bytes / stream_rate + output_bytes / write_rate}
 
 
+def check_rows(rows: str, with_authors: bool) -> None:
+    """Refuse a row type :func:`bench_kernels` does not know, and bfloat16 rows beside the
+    authors' kernel (which gathers float32 only).
+
+    Raises:
+        SuperGCNError: naming the problem and the fix.
+    """
+    if rows not in ROW_TYPES:
+        raise SuperGCNError(f"unknown row type {rows!r}: choose one of {ROW_TYPES}")
+    if rows != "float32" and with_authors:
+        raise SuperGCNError("the authors' kernel gathers float32 rows only: drop --authors-ops or use --rows float32")
+
+
 def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats: int = 15,
                   reordering: str = "none", with_pyg: bool = True, shape: str | None = None,
-                  authors_ops=None, with_references: bool = True) -> dict:
+                  authors_ops=None, with_references: bool = True, rows: str = "float32") -> dict:
     """Our kernel against its roofline, the authors' kernel (a module from
     :func:`supergcn.bench.authors.load_authors_ops`) and the libraries (module docstring).
 
@@ -172,6 +188,10 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
         shape: a key of :data:`SHAPES`; or None, with ``graph_dir``.
         authors_ops: the authors' built module; None leaves them out.
         with_references: whether to time scipy, torch and PyG at all.
+        rows: ``float32`` or ``bfloat16``: the type of the gathered rows (a bf16 run's
+            gathers read bfloat16 rows and sum in float32, :func:`~supergcn.kernels.gather.sums_in`);
+            the roofline's passes read the same bytes. The libraries and the authors'
+            kernel take float32 only, so with ``bfloat16`` none is timed.
 
     Returns:
         The run's description, ``seconds`` per contender, ``roofline``, ``ratios``, the
@@ -179,16 +199,23 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
 
     Raises:
         ValueError: both or neither of ``graph_dir`` and ``shape`` are given.
-        SuperGCNError: the graph directory cannot be loaded.
+        SuperGCNError: the graph directory cannot be loaded; ``rows`` is unknown, or
+            ``bfloat16`` with the authors' kernel.
     """
+    check_rows(rows, authors_ops is not None)
     set_threads(threads)
     name, indptr, indices = load_csr(graph_dir, shape)
     n = len(indptr) - 1
     indptr, indices, _ = reorder(indptr, indices, n, reordering)
-    x = np.random.default_rng(0).standard_normal((n, features), dtype=np.float32)
+    values = np.random.default_rng(0).standard_normal((n, features), dtype=np.float32)
+    if rows == "bfloat16":  # the bit patterns, as a bf16 rank holds its rows; the sums are float32
+        values = torch.from_numpy(values).bfloat16()
+        x, values = values.view(torch.int16).numpy().view(np.uint16), values.float().numpy()
+    else:
+        x = values
     forward = GatherCsr(indptr, indices, n)
     backward = forward.transpose()
-    out, sink = np.empty_like(x), np.empty(threads, np.float32)
+    out, sink = np.empty_like(values), np.empty(threads, np.float32)
     # One row per chunk, each at least a cache line apart, so threads do not share lines.
     scratch = np.empty((len(forward.chunks()) - 1, max(features, 16)), np.float32)[:, :features]
     started = time.perf_counter()
@@ -199,14 +226,15 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
                   "pure_gather": lambda: forward.pure_gather(x, scratch),
                   "pure_write": lambda: roofline.pure_write(out, forward.chunks(), np.float32(1)),
                   "stream_read": lambda: roofline.stream_read(x, sink)}
-    result = {"graph": name, "num_nodes": n, "nnz": int(len(indices)), "features": features, "threads": threads,
+    result = {"graph": name, "num_nodes": n, "nnz": int(len(indices)), "features": features, "rows": rows,
+              "threads": threads,
               "reordering": reordering, "repeats": repeats, "compiled_for": compiled_for()}
     if authors_ops is not None:
         contenders.update(_authors_contenders(authors_ops, forward, backward, x, threads, result))
     seconds = interleaved(contenders, repeats)
     forward.matmul(x, out=out)
     reference = sp.csr_matrix((np.ones(len(indices), np.float32), indices, indptr), shape=(n, n))
-    result["max_abs_error_vs_scipy"] = float(np.abs(out - reference @ x).max())
+    result["max_abs_error_vs_scipy"] = float(np.abs(out - reference @ values).max())
     if authors_ops is not None:
         result["authors_max_abs_difference"] = result.pop("_authors_check")(out)
     result["first_call_seconds"] = first_call
@@ -215,7 +243,7 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
     gathered_bytes = len(indices) * features * x.itemsize
     result["roofline"] = roofline_figures({k: seconds.pop(k) for k in ("pure_gather", "pure_write", "stream_read")},
                                           gathered_bytes, out.nbytes, x.nbytes, threads)
-    if with_references:
+    if with_references and rows == "float32":
         seconds.update(_library_seconds(reference, indptr, indices, x, repeats, with_pyg, result))
     result["seconds"] = seconds
     result["ratios"] = _ratios(seconds, result["roofline"])

@@ -10,7 +10,7 @@ HELP = "our aggregation kernel vs its roofline, the authors' kernel, PyG, torch.
 
 
 def configure(parser) -> None:
-    from supergcn.bench.kernels import SHAPES
+    from supergcn.bench.kernels import ROW_TYPES, SHAPES
 
     parser.description = ("Times are medians over --repeats rounds after a warm-up round; the kernels and the "
                           "roofline's passes are timed in turn within each round.")
@@ -19,6 +19,9 @@ def configure(parser) -> None:
     source.add_argument("--shape", choices=tuple(SHAPES),
                         help="a synthetic CSR of that shape: Zipf(2.2) degrees, neighbours uniform at random")
     parser.add_argument("--features", type=positive_int, default=256, help="feature width F")
+    parser.add_argument("--rows", choices=ROW_TYPES, default="float32",
+                        help="the gathered rows' type (bfloat16: as a --precision bf16 rank holds them, summed in "
+                             "float32; the libraries and the authors' kernel, float32 only, are then not timed)")
     parser.add_argument("--threads", type=positive_int, default=1, help="threads for every contender")
     parser.add_argument("--repeats", type=positive_int, default=15)
     parser.add_argument("--reorder", choices=("none", "rcm"), default="none",
@@ -31,12 +34,13 @@ def configure(parser) -> None:
 
 def run(args) -> None:
     """Print (and write) :func:`supergcn.bench.kernels.bench_kernels`'s result."""
-    from supergcn.bench.kernels import bench_kernels
+    from supergcn.bench.kernels import bench_kernels, check_rows
 
+    check_rows(args.rows, args.authors_ops is not None)
     authors = None
     if args.authors_ops is not None:
         from supergcn.bench.authors import load_authors_ops
 
         authors = load_authors_ops(args.authors_ops)
     print_json(bench_kernels(args.graph, args.features, args.threads, args.repeats, args.reorder, not args.no_pyg,
-                             shape=args.shape, authors_ops=authors), args.json)
+                             shape=args.shape, authors_ops=authors, rows=args.rows), args.json)

@@ -146,6 +146,26 @@ def test_bench_kernels_reports_times_and_ratios(workspace, tmp_path):
     assert report["compiled_for"]["lanes"] * 32 == report["compiled_for"]["vector_bits"]
 
 
+def test_bench_kernels_gathers_bfloat16_rows_against_their_own_bytes(workspace):
+    result = run_cli("bench", "kernels", "--graph", workspace / "g", "--features", 8, "--repeats", 1,
+                     "--rows", "bfloat16")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["rows"] == "bfloat16"
+    assert set(report["seconds"]) == {"ours_forward", "ours_backward"}  # the libraries gather float32 only
+    assert report["max_abs_error_vs_scipy"] < 1e-5  # against scipy on the rows' float32 values
+    bound = report["roofline"]
+    gathered, written = report["nnz"] * 8 * 2, report["num_nodes"] * 8 * 4  # bf16 rows in, float32 sums out
+    assert bound["x_bytes"] == report["num_nodes"] * 8 * 2
+    assert bound["seconds"] == pytest.approx(gathered / (bound["gather_gb_per_s"] * 1e9)
+                                             + written / (bound["write_gb_per_s"] * 1e9))
+
+
+def test_bench_kernels_refuses_bfloat16_rows_beside_the_authors_kernel(tmp_path):
+    result = run_cli("bench", "kernels", "--shape", "synthetic-small", "--rows", "bfloat16", "--authors-ops", tmp_path)
+    assert_clean_failure(result, "float32 rows only")
+
+
 def test_bench_kernels_refuses_an_authors_folder_without_their_module(tmp_path):
     result = run_cli("bench", "kernels", "--shape", "synthetic-small", "--features", 8, "--authors-ops", tmp_path)
     assert_clean_failure(result, "no supergnn_ops")
