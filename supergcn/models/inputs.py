@@ -47,30 +47,33 @@ import torch.nn.functional as F
 from torch import nn
 
 from supergcn.distributed.timing import phase
+from supergcn.kernels.widening import widening_add
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-           dtype: torch.dtype = torch.float32) -> torch.Tensor:
+           dtype: torch.dtype = torch.float32, widen: bool = True) -> torch.Tensor:
     """``x W^T + b`` computed in ``dtype`` (float32, or bfloat16 for CPUs with bf16 GEMMs);
     the result is float32, unless the rows are bfloat16 (a bf16 run stores its rows so,
-    :mod:`supergcn.train.precision`): then bfloat16, as the next step reads it. The
-    parameters and their gradients are float32 either way."""
+    :mod:`supergcn.train.precision`) or ``widen`` is false: then bfloat16, as the next
+    step reads it (a term that :func:`project_onto` adds in float32 needs no widened
+    copy). The parameters and their gradients are float32 either way."""
     if dtype == torch.float32:
         return F.linear(x, weight, bias)
     out = F.linear(x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype))
-    return out if x.dtype == torch.bfloat16 else out.float()
+    return out if x.dtype == torch.bfloat16 or not widen else out.float()
 
 
 def project_onto(base: torch.Tensor | None, x: torch.Tensor, weight: torch.Tensor,
                  dtype: torch.dtype, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``base + x W^T (+ b)``, the sum fused into the float32 GEMM."""
+    """``base + x W^T (+ b)``, the sum fused into the float32 GEMM; in float32 from a
+    bfloat16 GEMM's terms (:func:`~supergcn.kernels.widening.widening_add`)."""
     if base is None:
         return linear(x, weight, bias, dtype)
     if dtype == torch.float32:
         if bias is not None:
             base = base + bias
         return torch.addmm(base, x, weight.t())
-    return base + linear(x, weight, bias, dtype)
+    return widening_add(base, linear(x, weight, bias, dtype))
 
 
 class InputNorm(nn.LayerNorm):
@@ -152,12 +155,13 @@ class LabelledInput:
 
 
 def aggregate_and_project(x: torch.Tensor | LabelledInput, ops, aggregate, weight: torch.Tensor,
-                          bias: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor:
+                          bias: torch.Tensor | None, dtype: torch.dtype, widen: bool = True) -> torch.Tensor:
     """``aggregate(x) W^T + b`` of a layer's input; factored where ``aggregate`` (one of
     ``ops``' aggregations) is an exact linear map (``ops.exact``) and the input is labelled
-    features without a norm."""
+    features without a norm. ``widen`` false leaves a bfloat16 GEMM's result in bfloat16
+    (for a ``base`` of :func:`project`, which adds it in float32)."""
     if not (isinstance(x, LabelledInput) and x.labelled and x.norm is None and ops.exact):
-        return affine(aggregate(write_out(x)), weight, bias, dtype)
+        return affine(aggregate(write_out(x)), weight, bias, dtype, widen)
     out = affine(aggregate(x.x), weight, bias, dtype)
     label_part = affine(x.embedding.weight, weight, None, dtype)
     return add_product(out, aggregate(label_indicator(x)), label_part)

@@ -4,7 +4,8 @@ LLVM picks instructions, unrolling and vector widths per CPU target, and with fa
 flags it may also reorder a sum or fuse a multiply into an add, which changes the last
 bits of a result from one CPU to the next. The kernels carry no such flag where they sum
 (:mod:`supergcn.kernels.gather`, :mod:`supergcn.kernels.attention`,
-:mod:`supergcn.kernels.activation`), so every target must give the same bits. This module
+:mod:`supergcn.kernels.activation`, :mod:`supergcn.kernels.widening`), so every target
+must give the same bits. This module
 checks that: :func:`run_on_target` runs ``python -m supergcn.testing.targets`` in a child
 process whose Numba compiles for one named LLVM CPU (``NUMBA_CPU_NAME``, with that CPU's
 own features: ``NUMBA_CPU_FEATURES`` empty), into a cache of its own; the child runs every
@@ -14,8 +15,8 @@ kernel on fixed inputs at 1 and 2 threads, weighted and not, and reports
   their float32 values), the cases whose result differs from the float32 sum in each
   row's entry order, a separate multiply and add per entry (:func:`entry_order_sum`),
   widths 1 to :data:`MAX_WIDTH`;
-* for the attention and activation kernels, a digest of every output, which the caller
-  compares across targets.
+* for the attention, activation and widening-sum kernels, a digest of every output,
+  which the caller compares across targets.
 
 A target the host cannot execute dies of SIGILL: :func:`run_on_target` says so instead
 of failing. From a shell, ``python -m supergcn.testing.targets --target znver4`` prints
@@ -250,6 +251,19 @@ def _activation_digests() -> dict[str, str]:
     return digests
 
 
+def _widening_digests() -> dict[str, str]:
+    import torch
+
+    from supergcn.kernels.widening import widening_add
+
+    digests = {}
+    for width in (7, 256):
+        torch.manual_seed(width)
+        a, b = torch.randn(3000, width) * 1e3, torch.randn(3000, width).bfloat16()
+        digests[f"widening F={width}"] = _digest(widening_add(a, b).numpy(), widening_add(a.bfloat16(), b).numpy())
+    return digests
+
+
 def check_kernels(max_width: int = MAX_WIDTH) -> dict:
     """Run every kernel at each of :data:`THREADS` in this process, as compiled here.
 
@@ -268,7 +282,7 @@ def check_kernels(max_width: int = MAX_WIDTH) -> dict:
     for threads in THREADS:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         report["gather_mismatches"] += [f"{threads} threads: {line}" for line in _gather_mismatches(max_width)]
-        for case, digest in {**_attention_digests(), **_activation_digests()}.items():
+        for case, digest in {**_attention_digests(), **_activation_digests(), **_widening_digests()}.items():
             report["digests"][f"{case} threads={threads}"] = digest
     return report
 

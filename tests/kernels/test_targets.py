@@ -1,7 +1,7 @@
 """The kernels compiled for each LLVM CPU target this host can execute give the same bits:
 the gather and its transpose the float32 sum in entry order, of float32 rows and of
 bfloat16 rows (widths 1 to 300, weighted and not, 1 and 2 threads), the attention and
-activation kernels the same outputs and gradients as compiled for the generic x86-64 /
+activation kernels and the widening sum the same outputs and gradients as compiled for the generic x86-64 /
 AArch64 CPU (the baseline instruction set: on x86 no vector wider than SSE and no FMA).
 A target whose code the host cannot run is skipped with its reason, and so is ``host``
 where it is, or LLVM compiles it as, one of the named targets

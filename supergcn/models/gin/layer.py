@@ -47,7 +47,7 @@ class Layer(nn.Module):
             inner = _add_root(ops.sum(rows), rows, bias, self.eps)
         else:
             inner = projected(x, weight * (1 + self.eps), dtype, aggregate_and_project(x, ops, ops.sum, weight, bias,
-                                                                                       dtype))
+                                                                                       dtype, widen=False))
         return affine(relu(inner), self.lin_out.weight, self.lin_out.bias, dtype)
 
 

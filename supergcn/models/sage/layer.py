@@ -43,7 +43,7 @@ class Layer(nn.Module):
         if self.transform_first:
             neigh = add(ops.mean(projected(x, weight, dtype)), bias)
         else:
-            neigh = aggregate_and_project(x, ops, ops.mean, weight, bias, dtype)
+            neigh = aggregate_and_project(x, ops, ops.mean, weight, bias, dtype, widen=False)
         return projected(ops.destinations(x), self.lin_self.weight, dtype, neigh)
 
 

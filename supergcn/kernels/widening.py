@@ -1,0 +1,68 @@
+"""The float32 sum of two layers' terms, either of which may be bfloat16, in one pass.
+
+A bf16 run's GEMMs give bfloat16 rows; where a layer adds two of them (GraphSAGE's
+neighbour and root terms, GIN's), the sum is taken in float32, as the next step reads it:
+
+    out = float32(a) + float32(b),
+
+each widening exact, the addition rounded once in float32: the bits of torch's
+``a.float() + b.float()`` (and of its mixed ``a + b`` for a float32 ``a``). Torch takes
+that in two or three passes over the rows (a widening copy, then an addition of mixed
+types, which it runs at half the rate of a float32 one); this kernel reads each input once
+and writes the sum once. Backward, the gradient of either term is the sum's gradient in
+that term's type: rounded to bfloat16 once (torch's conversion) and shared by both
+bfloat16 terms, where autograd would round it once per term.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from supergcn.kernels.bfloat16 import as_float32
+from supergcn.kernels.jit import njit, prange
+
+
+@njit(parallel=True, cache=True, nogil=True)
+def _widening_add(a, b, out):
+    for r in prange(out.shape[0]):
+        left, right, row = a[r], b[r], out[r]
+        for f in range(out.shape[1]):
+            row[f] = as_float32(left[f]) + as_float32(right[f])
+
+
+def _kernel_view(t: torch.Tensor) -> np.ndarray:
+    """A contiguous tensor's numpy view: bfloat16 as its bit patterns (uint16)."""
+    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
+
+
+class _WideningAdd(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.dtypes = (a.dtype, b.dtype)
+        out = torch.empty(a.shape, dtype=torch.float32)
+        _widening_add(_kernel_view(a.detach().contiguous()), _kernel_view(b.detach().contiguous()), out.numpy())
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        rounded = grad.to(torch.bfloat16) if torch.bfloat16 in ctx.dtypes else None
+        return tuple(rounded if dtype == torch.bfloat16 else grad for dtype in ctx.dtypes)
+
+
+def widening_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``float32(a) + float32(b)`` of two float32 or bfloat16 tensors (module docstring).
+
+    Two 2-D tensors of one shape take the one-pass kernel; anything else takes torch's
+    widening and addition, with the same bits.
+
+    Args:
+        a, b: float32 or bfloat16 tensors.
+
+    Returns:
+        The float32 sum.
+    """
+    if a.dim() == 2 and a.shape == b.shape and {a.dtype, b.dtype} <= {torch.float32, torch.bfloat16} \
+            and torch.bfloat16 in (a.dtype, b.dtype):
+        return _WideningAdd.apply(a, b)
+    return a.float() + b.float()
