@@ -15,11 +15,11 @@ at the best-validation epoch (mean ± std over seeds).
 T threads, in a child process under glibc's malloc and under the allocator training uses
 (mimalloc from the project's dependencies; ``--allocators`` adds others), and under
 bfloat16 autocast (the peer at its best on a CPU with bfloat16); the floors (the model's
-dense layers alone in float32 and under bfloat16 autocast, the aggregation kernels alone
-and their rooflines on float32 and on bfloat16 rows, same threads); ``supergcn train``
+dense layers alone in float32 and under bfloat16 autocast, the aggregation kernels alone,
+their rooflines and their reads alone, on float32 and on bfloat16 rows, same threads); ``supergcn train``
 at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, with
 bfloat16 GEMMs, and with ``--precision bf16``, with what each bf16 target leaves beside the
-bf16 dense floor against the bf16 gathers' roofline (``bfloat16_budget``);
+bf16 dense floor against the bf16 gathers' reads alone (``bfloat16_budget``);
 and at each P > 1 (one thread per rank, oversubscribed where P exceeds the cores) with
 the exchange overlapped and not, for the share of communication the overlap hides. It
 prints its targets as ratios against PyG with the same allocator.
@@ -204,12 +204,14 @@ def dense_floor(graph, hidden: int, layers: int, repeats: int, bfloat16: bool = 
 def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int, allocator: str = "auto",
                       rows: str = "float32") -> dict:
     """Seconds of the mean-aggregation kernels alone at the widths training aggregates,
-    and of their rooflines (:mod:`supergcn.bench.roofline`: no kernel reading those rows
-    in that order is faster), from ``supergcn bench kernels`` (its own process, like a
-    rank) with ``rows`` (``bfloat16``: as a ``--precision bf16`` rank gathers): forward at
-    every layer (a layer narrowing its width transforms first, so it aggregates its
-    output width), backward from layer 2 on (the input features need no gradient)."""
-    total = {"kernels": 0.0, "roofline": 0.0}
+    of their rooflines and of their reads alone (:mod:`supergcn.bench.roofline`: the pure
+    gather reads the rows each product reads, in its order, and writes nothing; a kernel
+    may overlap its writes with its reads, but must make those reads), from ``supergcn
+    bench kernels`` (its own process, like a rank) with ``rows`` (``bfloat16``: as a
+    ``--precision bf16`` rank gathers): forward at every layer (a layer narrowing its
+    width transforms first, so it aggregates its output width), backward from layer 2 on
+    (the input features need no gradient)."""
+    total = {"kernels": 0.0, "roofline": 0.0, "reads": 0.0}
     for k, (a, b) in enumerate(layer_dims(graph, hidden, layers)):
         command = [sys.executable, "-m", "supergcn.cli", "bench", "kernels", "--graph", str(root / "g"),
                    "--features", str(b if b < a else a), "--threads", str(threads), "--no-pyg", "--rows", rows]
@@ -218,20 +220,21 @@ def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int,
         passes = 2 if k > 0 else 1  # the transpose reads as many rows as the product
         total["kernels"] += report["seconds"]["ours_forward"] + (report["seconds"]["ours_backward"] if k > 0 else 0.0)
         total["roofline"] += passes * report["roofline"]["seconds"]
+        total["reads"] += passes * report["roofline"]["pure_gather_seconds"]
     return total
 
 
 def bfloat16_budget(floors: dict, pyg_epoch: float, pyg_autocast: float) -> dict:
     """Per ``--precision bf16`` target, the longest epoch it allows, what that leaves beside
     the bfloat16 dense floor (the GEMMs alone) for everything else, and whether the bf16
-    gathers' roofline alone fits in it: where it does not, no implementation that runs the
+    gathers' reads alone fit in it: where they do not, no implementation that runs the
     GEMMs at the floor and reads the gathered rows in this order meets the target."""
-    dense, gathers = floors["dense_bfloat16"], floors["aggregation_bfloat16"]["roofline"]
+    dense, reads = floors["dense_bfloat16"], floors["aggregation_bfloat16"]["reads"]
     budget = {}
     for name, epoch in (("10x PyG float32", pyg_epoch / 10), ("8x PyG bf16 autocast", pyg_autocast / 8),
                         ("1.2x the bf16 dense floor", 1.2 * dense)):
         budget[name] = {"epoch_at_most": epoch, "left_beside_dense_floor": epoch - dense,
-                        "bf16_gather_roofline": gathers, "gathers_alone_fit": gathers <= epoch - dense}
+                        "bf16_gather_reads": reads, "gather_reads_alone_fit": reads <= epoch - dense}
     return budget
 
 
@@ -355,10 +358,10 @@ def epoch_time(args) -> None:
               f"{'' if same is None else f'{same:.2f}x':>14} {row['pyg_glibc_over_ours']:14.2f}x")
     bf16 = report["runs"]["P=1 --precision bf16"]["phases"]["total"]
     print(f"\n--precision bf16 (epoch {bf16:.3f} s) against its targets, seconds:")
-    print(f"{'target':>26} {'epoch <=':>9} {'beside the dense floor':>23} {'bf16 gathers roofline':>22}")
+    print(f"{'target':>26} {'epoch <=':>9} {'beside the dense floor':>23} {'bf16 gathers reads':>19}")
     for name, row in report["bfloat16_budget"].items():
         print(f"{name:>26} {row['epoch_at_most']:9.3f} {row['left_beside_dense_floor']:23.3f} "
-              f"{row['bf16_gather_roofline']:22.3f}{'' if row['gathers_alone_fit'] else '  (does not fit)'}")
+              f"{row['bf16_gather_reads']:19.3f}{'' if row['gather_reads_alone_fit'] else '  (do not fit)'}")
 
 
 def label_propagation(args) -> None:

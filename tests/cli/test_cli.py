@@ -157,6 +157,7 @@ def test_bench_kernels_gathers_bfloat16_rows_against_their_own_bytes(workspace):
     bound = report["roofline"]
     gathered, written = report["nnz"] * 8 * 2, report["num_nodes"] * 8 * 4  # bf16 rows in, float32 sums out
     assert bound["x_bytes"] == report["num_nodes"] * 8 * 2
+    assert bound["pure_gather_seconds"] == pytest.approx(gathered / (bound["gather_gb_per_s"] * 1e9))
     assert bound["seconds"] == pytest.approx(gathered / (bound["gather_gb_per_s"] * 1e9)
                                              + written / (bound["write_gb_per_s"] * 1e9))
 
