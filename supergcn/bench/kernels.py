@@ -164,6 +164,10 @@ def check_rows(rows: str, with_authors: bool) -> None:
     """Refuse a row type :func:`bench_kernels` does not know, and bfloat16 rows beside the
     authors' kernel (which gathers float32 only).
 
+    Args:
+        rows: the gathered rows' type asked for (one of :data:`ROW_TYPES`).
+        with_authors: whether the authors' kernel is to be timed beside ours.
+
     Raises:
         SuperGCNError: naming the problem and the fix.
     """
