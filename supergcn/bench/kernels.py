@@ -36,6 +36,7 @@ from supergcn.bench.harness import cache_sizes, interleaved, timed
 from supergcn.data.graph import load_graph
 from supergcn.distributed.threads import set_threads
 from supergcn.errors import SuperGCNError
+from supergcn.kernels.bfloat16 import kernel_array
 from supergcn.kernels.gather import GatherCsr, _gather_spmm
 from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import compiled_for
@@ -215,7 +216,7 @@ def bench_kernels(graph_dir=None, features: int = 256, threads: int = 1, repeats
     values = np.random.default_rng(0).standard_normal((n, features), dtype=np.float32)
     if rows == "bfloat16":  # the bit patterns, as a bf16 rank holds its rows; the sums are float32
         values = torch.from_numpy(values).bfloat16()
-        x, values = values.view(torch.int16).numpy().view(np.uint16), values.float().numpy()
+        x, values = kernel_array(values), values.float().numpy()
     else:
         x = values
     forward = GatherCsr(indptr, indices, n)

@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from supergcn.kernels.bfloat16 import kernel_array
 from supergcn.kernels.gather import GatherCsr
 from supergcn.naming import KERNELS
 
@@ -61,7 +62,7 @@ class SparseOperator:
             if out is None:
                 out = x.new_empty((op.shape[0], x.shape[1]), dtype=sums_in(x.dtype))
                 accumulate = False
-            op.matmul(rows_array(x), out=out.numpy(), accumulate=accumulate,
+            op.matmul(kernel_array(x), out=out.numpy(), accumulate=accumulate,
                       row_scale=None if row_scale is None else row_scale.numpy(), pieces=pieces, between=between)
             return out
         x = x.to(sums_in(x.dtype))  # bfloat16 rows summed in float32, as the kernel sums them
@@ -93,14 +94,6 @@ def sums_in(dtype: torch.dtype) -> torch.dtype:
     """The dtype a product of ``dtype`` rows is summed and written in: float32 for
     bfloat16 rows (:func:`supergcn.kernels.gather.sums_in`), the rows' own otherwise."""
     return torch.float32 if dtype == torch.bfloat16 else dtype
-
-
-def rows_array(x: torch.Tensor) -> np.ndarray:
-    """``x`` (contiguous) as the kernels read it: a numpy view, bfloat16 as its bit
-    patterns (uint16), for numpy has no bfloat16."""
-    if x.dtype == torch.bfloat16:
-        return x.view(torch.int16).numpy().view(np.uint16)
-    return x.numpy()
 
 
 def inverse_degree(degree) -> torch.Tensor:

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from torch.autograd.function import once_differentiable
 
-from supergcn.kernels.bfloat16 import as_float32, rounded
+from supergcn.kernels.bfloat16 import as_float32, kernel_array, rounded
 from supergcn.kernels.jit import njit, numba, prange
 from supergcn.kernels.ordered import ordered_dot, ordered_squares, ordered_sum
 
@@ -148,11 +148,6 @@ def _mask_parameters(p: float, training: bool) -> tuple[bool, np.uint64, float]:
 _NOT_ROUNDED = np.empty((0, 0), np.uint16)
 
 
-def _bits(t: torch.Tensor) -> np.ndarray:
-    """A bfloat16 tensor's bit patterns (uint16), or a float32 tensor as it is."""
-    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
-
-
 class _DropoutNormReLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, p, training, eps, seed, bfloat16):
@@ -168,7 +163,7 @@ class _DropoutNormReLU(torch.autograd.Function):
                                   else (None, None))
         _forward(x.detach().numpy(), gamma, beta, out.numpy(), mean, rstd, np.uint64(seed), threshold,
                  np.float32(scale), drop, normalize, np.float32(eps),
-                 *((_bits(rounded_out), _bits(rounded_x)) if bfloat16 else (_NOT_ROUNDED, _NOT_ROUNDED)))
+                 *((kernel_array(rounded_out), kernel_array(rounded_x)) if bfloat16 else (_NOT_ROUNDED, _NOT_ROUNDED)))
         if bfloat16:  # only the rounded rows outlive the call: half the bytes kept for backward
             x, out = rounded_x, rounded_out
         # The output is saved too (the next layer keeps it anyway): ReLU's gate in backward.
@@ -185,8 +180,8 @@ class _DropoutNormReLU(torch.autograd.Function):
         chunks = np.append(np.arange(0, num_rows, ROWS_PER_CHUNK, dtype=np.int64), num_rows)
         grad_x = torch.empty(x.shape, dtype=torch.float32)
         parts = np.zeros((2, len(chunks) - 1, width if normalize else 0), np.float64)
-        _backward(_bits(x), _bits(out), gamma, _bits(grad.to(out.dtype).contiguous()), mean, rstd, seed, threshold,
-                  scale, drop, normalize, chunks, grad_x.numpy(), parts[0], parts[1])
+        _backward(kernel_array(x), kernel_array(out), gamma, kernel_array(grad.to(out.dtype).contiguous()), mean, rstd,
+                  seed, threshold, scale, drop, normalize, chunks, grad_x.numpy(), parts[0], parts[1])
         if not normalize:
             return grad_x, None, None, None, None, None, None, None
         grad_gamma, grad_beta = (torch.from_numpy(part.sum(axis=0).astype(np.float32)) for part in parts)

@@ -16,6 +16,7 @@ that one kernel body serves float32 rows and bfloat16 ones (a specialisation eac
 from __future__ import annotations
 
 import numpy as np
+import torch
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
@@ -67,3 +68,16 @@ def _as_float32(value):
     if value == types.uint16:
         return lambda value: widened(value)
     return lambda value: value
+
+
+def kernel_array(t: torch.Tensor) -> np.ndarray:
+    """A contiguous tensor as the kernels read it: its numpy view, bfloat16 as its bit
+    patterns (uint16), for numpy has no bfloat16.
+
+    Args:
+        t: a contiguous CPU tensor (bfloat16 or a dtype numpy has).
+
+    Returns:
+        A numpy array sharing ``t``'s memory.
+    """
+    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()

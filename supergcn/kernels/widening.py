@@ -16,10 +16,9 @@ bfloat16 terms, where autograd would round it once per term.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from supergcn.kernels.bfloat16 import as_float32
+from supergcn.kernels.bfloat16 import as_float32, kernel_array
 from supergcn.kernels.jit import njit, prange
 
 
@@ -31,17 +30,12 @@ def _widening_add(a, b, out):
             row[f] = as_float32(left[f]) + as_float32(right[f])
 
 
-def _kernel_view(t: torch.Tensor) -> np.ndarray:
-    """A contiguous tensor's numpy view: bfloat16 as its bit patterns (uint16)."""
-    return t.view(torch.int16).numpy().view(np.uint16) if t.dtype == torch.bfloat16 else t.numpy()
-
-
 class _WideningAdd(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.dtypes = (a.dtype, b.dtype)
         out = torch.empty(a.shape, dtype=torch.float32)
-        _widening_add(_kernel_view(a.detach().contiguous()), _kernel_view(b.detach().contiguous()), out.numpy())
+        _widening_add(kernel_array(a.detach().contiguous()), kernel_array(b.detach().contiguous()), out.numpy())
         return out
 
     @staticmethod

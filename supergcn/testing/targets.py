@@ -171,6 +171,7 @@ def _csr_case(rng, rows: int = 120, cols: int = 90):
 def _gather_mismatches(max_width: int) -> list[str]:
     import torch
 
+    from supergcn.kernels.bfloat16 import kernel_array
     from supergcn.kernels.gather import GatherCsr
 
     rng = np.random.default_rng(0)
@@ -186,7 +187,7 @@ def _gather_mismatches(max_width: int) -> list[str]:
                 x = np.ascontiguousarray(x_all[:, :width])
                 bf16 = bf16_all[:, :width].contiguous()
                 for rows, values, kind in ((x, x, "float32"),
-                                           (bf16.view(torch.int16).numpy().view(np.uint16), bf16.float().numpy(),
+                                           (kernel_array(bf16), bf16.float().numpy(),
                                             "bfloat16")):
                     expected = entry_order_sum(op.indptr, op.indices, op.weights if weighted else None, values)
                     got = op.matmul(rows)
