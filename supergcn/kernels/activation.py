@@ -61,19 +61,27 @@ def _kept(seed, index, threshold):
 
 
 @njit(parallel=True, cache=True, nogil=True)
-def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, normalize, eps, rounded_out, rounded_x):
+def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, normalize, eps, rounded_out, rounded_x,
+             survived):
     num_rows, width = x.shape
     rounding = len(rounded_out) > 0
     for r in prange(num_rows):
         row = x[r]
+        thread = numba.get_thread_id()
         # Rounding, ``out`` is one scratch row per thread: the float32 rows are not kept.
-        y = out[numba.get_thread_id()] if rounding else out[r]
-        base = r * width
-        for f in range(width):
-            value = row[f] * scale
-            if drop and not _kept(seed, base + f, threshold):
-                value = row[f] * np.float32(0.0)  # 0, but NaN stays NaN (as torch's x * mask)
-            y[f] = value
+        y = out[thread] if rounding else out[r]
+        # Short loops over few arrays each, so that LLVM vectorises every one.
+        if drop:
+            kept = survived[thread]
+            base = r * width
+            for f in range(width):
+                kept[f] = _kept(seed, base + f, threshold)
+            for f in range(width):
+                # a dropped value is 0, but NaN stays NaN (as torch's x * mask)
+                y[f] = row[f] * scale if kept[f] else row[f] * np.float32(0.0)
+        else:
+            for f in range(width):
+                y[f] = row[f] * scale
         if normalize:
             mu = ordered_sum(y) / width
             squares = ordered_squares(y, mu)
@@ -89,9 +97,11 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
             for f in range(width):
                 y[f] = 0.0 if y[f] < 0.0 else y[f]
         if rounding:
+            kept_out, kept_x = rounded_out[r], rounded_x[r]
             for f in range(width):
-                rounded_out[r, f] = rounded(y[f])
-                rounded_x[r, f] = rounded(row[f])
+                kept_out[f] = rounded(y[f])
+            for f in range(width):
+                kept_x[f] = rounded(row[f])
 
 
 @njit(parallel=True, cache=True, nogil=True)
@@ -104,7 +114,8 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
         # A row's x̂ (for its ordered dot) and mask, kept so that the last pass neither
         # recomputes x̂ nor hashes again.
         normalized = np.empty(width if normalize else 0, grad_x.dtype)
-        survived = np.empty(width if normalize else 0, np.bool_)
+        relu_grad = np.empty(width if normalize else 0, grad_x.dtype)
+        survived = np.ones(width if normalize else 0, np.bool_)
         for r in range(chunks[c], chunks[c + 1]):
             row = x[r]
             y = out[r]
@@ -118,21 +129,25 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
                 continue
             mu = mean[r]
             rho = rstd[r]
+            # Short loops over few arrays each, so that LLVM vectorises every one.
+            if drop:
+                for f in range(width):
+                    survived[f] = _kept(seed, base + f, threshold)
             for f in range(width):
-                survived[f] = not drop or _kept(seed, base + f, threshold)
                 value = as_float32(row[f])
                 z = value * scale if survived[f] else value * np.float32(0.0)
-                x_hat = (z - mu) * rho
-                g_relu = as_float32(g[f]) if as_float32(y[f]) > 0.0 else np.float32(0.0)  # ReLU's gate: the output
-                grad_gamma[f] += g_relu * x_hat
-                grad_beta[f] += g_relu
-                g_hat = g_relu * gamma[f]
-                gx[f] = g_hat
-                normalized[f] = x_hat
-            mean_g = ordered_sum(gx) / width
-            mean_gx = ordered_dot(gx, normalized) / width
+                normalized[f] = (z - mu) * rho
             for f in range(width):
-                gx[f] = rho * (gx[f] - mean_g - normalized[f] * mean_gx) * scale if survived[f] else 0.0
+                relu_grad[f] = as_float32(g[f]) if as_float32(y[f]) > 0.0 else np.float32(0.0)  # ReLU's gate
+            for f in range(width):
+                grad_gamma[f] += relu_grad[f] * normalized[f]
+                grad_beta[f] += relu_grad[f]
+            for f in range(width):
+                relu_grad[f] = relu_grad[f] * gamma[f]
+            mean_g = ordered_sum(relu_grad) / width
+            mean_gx = ordered_dot(relu_grad, normalized) / width
+            for f in range(width):
+                gx[f] = rho * (relu_grad[f] - mean_g - normalized[f] * mean_gx) * scale if survived[f] else 0.0
 
 
 def _mask_parameters(p: float, training: bool) -> tuple[bool, np.uint64, float]:
@@ -142,6 +157,11 @@ def _mask_parameters(p: float, training: bool) -> tuple[bool, np.uint64, float]:
     if p >= 1.0:
         return False, np.uint64(0), 0.0
     return True, np.uint64(round(p * 2**32)), 1.0 / (1.0 - p)
+
+
+def _mask_rows(drop: bool, width: int) -> np.ndarray:
+    """The forward's scratch for a row's mask: one row per thread (none without dropout)."""
+    return np.empty((numba.config.NUMBA_NUM_THREADS, width) if drop else (0, 0), np.bool_)
 
 
 #: No rounded copies: a (0 x 0) array of bfloat16 bits.
@@ -163,7 +183,8 @@ class _DropoutNormReLU(torch.autograd.Function):
                                   else (None, None))
         _forward(x.detach().numpy(), gamma, beta, out.numpy(), mean, rstd, np.uint64(seed), threshold,
                  np.float32(scale), drop, normalize, np.float32(eps),
-                 *((kernel_array(rounded_out), kernel_array(rounded_x)) if bfloat16 else (_NOT_ROUNDED, _NOT_ROUNDED)))
+                 *((kernel_array(rounded_out), kernel_array(rounded_x)) if bfloat16 else (_NOT_ROUNDED, _NOT_ROUNDED)),
+                 _mask_rows(drop, x.shape[1]))
         if bfloat16:  # only the rounded rows outlive the call: half the bytes kept for backward
             x, out = rounded_x, rounded_out
         # The output is saved too (the next layer keeps it anyway): ReLU's gate in backward.
@@ -217,5 +238,5 @@ def dropout_mask(seed: int, shape: tuple[int, int], p: float) -> np.ndarray:
     kept = np.empty_like(ones)
     _forward(ones, np.empty(0, np.float32), np.empty(0, np.float32), kept, np.empty(0, np.float32),
              np.empty(0, np.float32), np.uint64(seed), threshold, np.float32(scale), drop, False, np.float32(0),
-             _NOT_ROUNDED, _NOT_ROUNDED)
+             _NOT_ROUNDED, _NOT_ROUNDED, _mask_rows(drop, shape[1]))
     return kept > 0
