@@ -35,6 +35,7 @@ from supergcn.distributed.protocol import WireCodec
 from supergcn.distributed.ranks import stream_seed
 from supergcn.distributed.timing import PhaseTimer
 from supergcn.kernels.quantization import Quantized, packed_rows
+from supergcn.kernels.rounding import scaled_rounded
 from supergcn.kernels.wire import dequantize_from_wire, from_bfloat16, quantize_to_wire, to_bfloat16
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.plan.rank_plan import RankPlan
@@ -314,14 +315,14 @@ class RankOperators:
             The gradient of the input rows.
         """
         with self.timer.phase("aggregation"):
-            rounded = self.settings.bfloat16_gradients
-            if row_scale is None:
+            if self.settings.bfloat16_gradients:  # scaled and rounded in one pass
+                grad = scaled_rounded(grad, row_scale,
+                                      out=self._buffer("scaled gradient", len(grad), grad, True) if buffered else None)
+            elif row_scale is None:
                 grad = grad.contiguous()
             else:
                 grad = torch.mul(grad, row_scale[:, None],
-                                 out=self._buffer("scaled gradient", len(grad), grad, rounded) if buffered else None)
-            if rounded:
-                grad = grad.to(torch.bfloat16)  # (no copy where the scaled buffer already is)
+                                 out=self._buffer("scaled gradient", len(grad), grad) if buffered else None)
             grad_received = remote.t_matmul(grad, out=self._buffer("send", remote.shape[1], grad) if buffered else None)
         grad_x, grad_sent = self.local_beside(start(grad_received), grad, transpose=True)
         with self.timer.phase("aggregation"):

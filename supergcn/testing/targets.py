@@ -4,7 +4,8 @@ LLVM picks instructions, unrolling and vector widths per CPU target, and with fa
 flags it may also reorder a sum or fuse a multiply into an add, which changes the last
 bits of a result from one CPU to the next. The kernels carry no such flag where they sum
 (:mod:`supergcn.kernels.gather`, :mod:`supergcn.kernels.attention`,
-:mod:`supergcn.kernels.activation`, :mod:`supergcn.kernels.widening`), so every target
+:mod:`supergcn.kernels.activation`, :mod:`supergcn.kernels.widening`,
+:mod:`supergcn.kernels.rounding`), so every target
 must give the same bits. This module
 checks that: :func:`run_on_target` runs ``python -m supergcn.testing.targets`` in a child
 process whose Numba compiles for one named LLVM CPU (``NUMBA_CPU_NAME``, with that CPU's
@@ -15,7 +16,8 @@ kernel on fixed inputs at 1 and 2 threads, weighted and not, and reports
   their float32 values), the cases whose result differs from the float32 sum in each
   row's entry order, a separate multiply and add per entry (:func:`entry_order_sum`),
   widths 1 to :data:`MAX_WIDTH`;
-* for the attention, activation and widening-sum kernels, a digest of every output,
+* for the attention, activation, widening-sum and scaled-rounding kernels, a digest of
+  every output,
   which the caller compares across targets.
 
 A target the host cannot execute dies of SIGILL: :func:`run_on_target` says so instead
@@ -244,11 +246,12 @@ def _activation_digests() -> dict[str, str]:
             if affine:
                 torch.nn.init.uniform_(norm.weight, 0.5, 1.5)
                 torch.nn.init.uniform_(norm.bias, -0.5, 0.5)
-            out = dropout_norm_relu(x, norm, p, training=True, seed=99)
-            leaves = [x] + ([norm.weight, norm.bias] if affine else [])
-            grads = torch.autograd.grad(out, leaves, torch.randn_like(out))
-            digests[f"activation F={width} p={p} affine={affine}"] = _digest(
-                out.detach().numpy(), *(g.numpy() for g in grads))
+            for bfloat16 in (False, True):
+                out = dropout_norm_relu(x, norm, p, training=True, seed=99, bfloat16=bfloat16)
+                leaves = [x] + ([norm.weight, norm.bias] if affine else [])
+                grads = torch.autograd.grad(out, leaves, torch.randn(out.shape).to(out.dtype))
+                digests[f"activation F={width} p={p} affine={affine} bfloat16={bfloat16}"] = _digest(
+                    out.detach().view(torch.int16 if bfloat16 else torch.int32).numpy(), *(g.numpy() for g in grads))
     return digests
 
 
@@ -262,6 +265,20 @@ def _widening_digests() -> dict[str, str]:
         torch.manual_seed(width)
         a, b = torch.randn(3000, width) * 1e3, torch.randn(3000, width).bfloat16()
         digests[f"widening F={width}"] = _digest(widening_add(a, b).numpy(), widening_add(a.bfloat16(), b).numpy())
+    return digests
+
+
+def _rounding_digests() -> dict[str, str]:
+    import torch
+
+    from supergcn.kernels.rounding import scaled_rounded
+
+    digests = {}
+    for width in (7, 256):
+        torch.manual_seed(width)
+        rows, scale = torch.randn(3000, width) * 1e3, torch.rand(3000)
+        digests[f"scaled rounding F={width}"] = _digest(*(scaled_rounded(r, s).view(torch.int16).numpy()
+                                                          for r in (rows, rows.bfloat16()) for s in (scale, None)))
     return digests
 
 
@@ -283,7 +300,8 @@ def check_kernels(max_width: int = MAX_WIDTH) -> dict:
     for threads in THREADS:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
         report["gather_mismatches"] += [f"{threads} threads: {line}" for line in _gather_mismatches(max_width)]
-        for case, digest in {**_attention_digests(), **_activation_digests(), **_widening_digests()}.items():
+        for case, digest in {**_attention_digests(), **_activation_digests(), **_widening_digests(),
+                             **_rounding_digests()}.items():
             report["digests"][f"{case} threads={threads}"] = digest
     return report
 
