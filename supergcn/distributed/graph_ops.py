@@ -17,6 +17,7 @@ import torch
 from supergcn.distributed.operators import inverse_degree
 from supergcn.distributed.protocol import Exchange
 from supergcn.distributed.rank_operators import RankOperators
+from supergcn.kernels.rounding import rounded_rows
 
 
 class _Aggregation(torch.autograd.Function):
@@ -25,12 +26,15 @@ class _Aggregation(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, exchange: Exchange, row_scale, layer: int):
-        ctx.exchange, ctx.row_scale, ctx.layer = exchange, row_scale, layer
+        ctx.exchange, ctx.row_scale, ctx.layer, ctx.rows_dtype = exchange, row_scale, layer, x.dtype
         return exchange.forward(x.detach(), row_scale, layer)
 
     @staticmethod
     def backward(ctx, grad):
-        return ctx.exchange.backward(grad, ctx.row_scale, ctx.layer), None, None, None
+        grad_x = ctx.exchange.backward(grad, ctx.row_scale, ctx.layer)
+        if ctx.rows_dtype == torch.bfloat16 and grad_x.dtype == torch.float32:
+            grad_x = rounded_rows(grad_x)  # as autograd would round it, in one pass
+        return grad_x, None, None, None
 
 
 class GraphOps:

@@ -40,6 +40,7 @@ from torch.autograd.function import once_differentiable
 from supergcn.kernels.bfloat16 import as_float32, kernel_array, rounded
 from supergcn.kernels.jit import njit, numba, prange
 from supergcn.kernels.ordered import ordered_dot, ordered_squares, ordered_sum
+from supergcn.kernels.simd import prefer_wide_vectors
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -66,6 +67,7 @@ def _forward(x, gamma, beta, out, mean, rstd, seed, threshold, scale, drop, norm
     num_rows, width = x.shape
     rounding = len(rounded_out) > 0
     for r in prange(num_rows):
+        prefer_wide_vectors()
         row = x[r]
         thread = numba.get_thread_id()
         # Rounding, ``out`` is one scratch row per thread: the float32 rows are not kept.
@@ -109,6 +111,7 @@ def _backward(x, out, gamma, grad, mean, rstd, seed, threshold, scale, drop, nor
               grad_gamma_parts, grad_beta_parts):
     width = x.shape[1]
     for c in prange(len(chunks) - 1):
+        prefer_wide_vectors()
         grad_gamma = grad_gamma_parts[c]
         grad_beta = grad_beta_parts[c]
         # A row's x̂ (for its ordered dot) and mask, kept so that the last pass neither

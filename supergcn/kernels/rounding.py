@@ -22,12 +22,14 @@ import torch
 
 from supergcn.kernels.bfloat16 import as_float32, kernel_array, rounded
 from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.simd import prefer_wide_vectors
 
 
 @njit(parallel=True, cache=True, nogil=True)
 def _scaled_rounded(rows, scale, out):
     scaled = len(scale) > 0
     for r in prange(out.shape[0]):
+        prefer_wide_vectors()
         row, written = rows[r], out[r]
         if scaled:
             factor = scale[r]
@@ -69,3 +71,29 @@ def scaled_rounded(rows: torch.Tensor, scale: torch.Tensor | None,
                     np.empty(0, np.float32) if scale is None else scale.detach().contiguous().numpy(),
                     kernel_array(out))
     return out
+
+
+class _Rounded(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, rows):
+        return scaled_rounded(rows, None)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.float()  # exact, as torch's conversion's backward widens
+
+
+def rounded_rows(rows: torch.Tensor) -> torch.Tensor:
+    """``rows.to(torch.bfloat16)`` of 2-D float32 rows in one pass of this module's kernel
+    (the same bits but NaN's, module docstring); differentiable, the gradient widened back
+    to float32 as torch's conversion gives it. Other tensors take torch's conversion.
+
+    Args:
+        rows: a float32 tensor.
+
+    Returns:
+        The bfloat16 rows.
+    """
+    if rows.dim() != 2 or rows.dtype != torch.float32:
+        return rows.to(torch.bfloat16)
+    return _Rounded.apply(rows)

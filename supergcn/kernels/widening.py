@@ -20,11 +20,14 @@ import torch
 
 from supergcn.kernels.bfloat16 import as_float32, kernel_array
 from supergcn.kernels.jit import njit, prange
+from supergcn.kernels.rounding import scaled_rounded
+from supergcn.kernels.simd import prefer_wide_vectors
 
 
 @njit(parallel=True, cache=True, nogil=True)
 def _widening_add(a, b, out):
     for r in prange(out.shape[0]):
+        prefer_wide_vectors()
         left, right, row = a[r], b[r], out[r]
         for f in range(out.shape[1]):
             row[f] = as_float32(left[f]) + as_float32(right[f])
@@ -40,7 +43,7 @@ class _WideningAdd(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        rounded = grad.to(torch.bfloat16) if torch.bfloat16 in ctx.dtypes else None
+        rounded = scaled_rounded(grad, None) if torch.bfloat16 in ctx.dtypes else None
         return tuple(rounded if dtype == torch.bfloat16 else grad for dtype in ctx.dtypes)
 
 

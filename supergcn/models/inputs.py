@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from supergcn.distributed.timing import phase
+from supergcn.kernels.rounding import rounded_rows
 from supergcn.kernels.widening import widening_add
 
 
@@ -59,7 +60,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     copy). The parameters and their gradients are float32 either way."""
     if dtype == torch.float32:
         return F.linear(x, weight, bias)
-    out = F.linear(x.to(dtype), weight.to(dtype), None if bias is None else bias.to(dtype))
+    out = F.linear(rounded_rows(x) if x.dtype == torch.float32 else x.to(dtype), weight.to(dtype),
+                   None if bias is None else bias.to(dtype))
     return out if x.dtype == torch.bfloat16 or not widen else out.float()
 
 

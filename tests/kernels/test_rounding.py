@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from supergcn.kernels.bfloat16 import NAN_BITS
-from supergcn.kernels.rounding import scaled_rounded
+from supergcn.kernels.rounding import rounded_rows, scaled_rounded
 
 
 def bits(t: torch.Tensor) -> np.ndarray:
@@ -61,3 +61,15 @@ def test_it_writes_into_the_buffer_given():
 def test_bad_arguments_are_refused_by_name(rows, scale, out, problem):
     with pytest.raises(ValueError, match=problem):
         scaled_rounded(rows, scale, out)
+
+
+def test_rounded_rows_is_torchs_conversion_with_its_gradient():
+    rows, _ = rows_and_scale()
+    rows = rows.nan_to_num(0.0).clamp(-1e30, 1e30).requires_grad_()  # finite: gradients to compare
+    got = rounded_rows(rows)
+    expected = rows.to(torch.bfloat16)
+    assert torch.equal(got.view(torch.int16), expected.view(torch.int16))
+    grad = torch.randn(rows.shape).bfloat16()
+    assert torch.equal(torch.autograd.grad(got, rows, grad)[0], torch.autograd.grad(expected, rows, grad)[0])
+    other = torch.randn(3, 4, 5)  # not rows: torch's conversion
+    assert torch.equal(rounded_rows(other), other.to(torch.bfloat16))
