@@ -5,7 +5,7 @@ flags it may also reorder a sum or fuse a multiply into an add, which changes th
 bits of a result from one CPU to the next. The kernels carry no such flag where they sum
 (:mod:`supergcn.kernels.gather`, :mod:`supergcn.kernels.attention`,
 :mod:`supergcn.kernels.activation`, :mod:`supergcn.kernels.widening`,
-:mod:`supergcn.kernels.rounding`), so every target
+:mod:`supergcn.kernels.rounding`, :mod:`supergcn.kernels.row_scaled`), so every target
 must give the same bits. This module
 checks that: :func:`run_on_target` runs ``python -m supergcn.testing.targets`` in a child
 process whose Numba compiles for one named LLVM CPU (``NUMBA_CPU_NAME``, with that CPU's
@@ -16,8 +16,8 @@ kernel on fixed inputs at 1 and 2 threads, weighted and not, and reports
   their float32 values), the cases whose result differs from the float32 sum in each
   row's entry order, a separate multiply and add per entry (:func:`entry_order_sum`),
   widths 1 to :data:`MAX_WIDTH`;
-* for the attention, activation, widening-sum and scaled-rounding kernels, a digest of
-  every output,
+* for the attention, activation, widening-sum, scaled-rounding and GCN's row-scaled
+  kernels, a digest of every output,
   which the caller compares across targets.
 
 A target the host cannot execute dies of SIGILL: :func:`run_on_target` says so instead
@@ -272,6 +272,7 @@ def _rounding_digests() -> dict[str, str]:
     import torch
 
     from supergcn.kernels.rounding import scaled_rounded
+    from supergcn.kernels.row_scaled import scaled_rows, self_loops_added
 
     digests = {}
     for width in (7, 256):
@@ -279,6 +280,13 @@ def _rounding_digests() -> dict[str, str]:
         rows, scale = torch.randn(3000, width) * 1e3, torch.rand(3000)
         digests[f"scaled rounding F={width}"] = _digest(*(scaled_rounded(r, s).view(torch.int16).numpy()
                                                           for r in (rows, rows.bfloat16()) for s in (scale, None)))
+        x, missing = rows.bfloat16().requires_grad_(), (torch.rand(3000) < 0.5).float()
+        aggregated = torch.randn(3000, width, requires_grad=True)
+        scaled, looped = scaled_rows(x, scale), self_loops_added(aggregated, x, missing, scale)
+        grads = torch.autograd.grad((scaled, looped), (aggregated, x),
+                                    (torch.randn_like(scaled), torch.randn_like(looped)))
+        digests[f"row scaled F={width}"] = _digest(scaled.detach().view(torch.int16).numpy(), looped.detach().numpy(),
+                                                   grads[0].numpy(), grads[1].view(torch.int16).numpy())
     return digests
 
 

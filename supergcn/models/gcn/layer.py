@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from supergcn.distributed.timing import phase
+from supergcn.kernels.row_scaled import scaled_rows, self_loops_added
 from supergcn.models.gcn import CARD
 from supergcn.models.inputs import LabelledInput, add, aggregate_and_project, projected
 from supergcn.models.ops import Ops, RankState
@@ -33,9 +34,9 @@ class Normalisation:
         Returns:
             n x F aggregated rows.
         """
-        scaled = _scale(x, self.inv_sqrt_degree[:, None])
-        return _add_self_loops(ops.sum(scaled, self.inv_sqrt_degree), scaled, self.missing_loop,
-                               self.inv_sqrt_degree[:, None])
+        scaled = _scale(x, self.inv_sqrt_degree)
+        return _add_self_loops(ops.sum(scaled, self.inv_sqrt_degree), scaled, self.missing_loop[:, 0],
+                               self.inv_sqrt_degree)
 
 
 #: The normalisation, built once per rank; a block's degrees are not the graph's, so it has no block form.
@@ -44,13 +45,17 @@ NORMALISATION = RankState(Normalisation)
 
 @phase("aggregation")
 def _scale(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return (x * scale).to(x.dtype)  # bfloat16 rows stay bfloat16 for the gather
+    if x.dtype == torch.bfloat16 and x.dim() == 2:  # torch's expression in one pass each way
+        return scaled_rows(x, scale)
+    return (x * scale[:, None]).to(x.dtype)  # bfloat16 rows stay bfloat16 for the gather
 
 
 @phase("aggregation")
 def _add_self_loops(aggregated: torch.Tensor, scaled: torch.Tensor, missing_loop: torch.Tensor,
                     scale: torch.Tensor) -> torch.Tensor:
-    return aggregated + missing_loop * scaled * scale
+    if scaled.dtype == torch.bfloat16 and aggregated.dtype == torch.float32 and scaled.dim() == 2:
+        return self_loops_added(aggregated, scaled, missing_loop, scale)  # the same, in one pass each way
+    return aggregated + missing_loop[:, None] * scaled * scale[:, None]
 
 
 class Layer(nn.Module):
