@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from supergcn.kernels.quantization import Quantized, dequantize, packed_rows, quantize
+from supergcn.kernels.rounding import scaled_rounded
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE, PARAMETER_DTYPES
 
 FP32_BYTES = 4
@@ -26,7 +27,8 @@ BF16_BYTES = 2
 def to_bfloat16(rows: np.ndarray, out: np.ndarray) -> np.ndarray:
     """float32 ``rows`` as bfloat16 bit patterns in ``out`` (uint16, their shape): each value
     rounded to the nearest bfloat16, ties to even, as torch converts (NaN stays NaN, ±inf
-    stays ±inf; a value past bfloat16's largest rounds to ±inf).
+    stays ±inf; a value past bfloat16's largest rounds to ±inf), in one pass of the kernel
+    the bf16 gradients use (:func:`~supergcn.kernels.rounding.scaled_rounded`).
 
     Args:
         rows: float32, C-contiguous.
@@ -35,7 +37,7 @@ def to_bfloat16(rows: np.ndarray, out: np.ndarray) -> np.ndarray:
     Returns:
         ``out``.
     """
-    torch.from_numpy(out.view(np.int16)).view(torch.bfloat16).copy_(torch.from_numpy(rows))
+    scaled_rounded(torch.from_numpy(rows), None, out=torch.from_numpy(out.view(np.int16)).view(torch.bfloat16))
     return out
 
 

@@ -17,8 +17,7 @@ kernel on fixed inputs at 1 and 2 threads, weighted and not, and reports
   row's entry order, a separate multiply and add per entry (:func:`entry_order_sum`),
   widths 1 to :data:`MAX_WIDTH`;
 * for the attention, activation, widening-sum, scaled-rounding and GCN's row-scaled
-  kernels, a digest of every output,
-  which the caller compares across targets.
+  kernels, a digest of every output, which the caller compares across targets.
 
 A target the host cannot execute dies of SIGILL: :func:`run_on_target` says so instead
 of failing. From a shell, ``python -m supergcn.testing.targets --target znver4`` prints
