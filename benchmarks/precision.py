@@ -1,7 +1,8 @@
 """bfloat16 against float32 (``--precision``): test accuracy, and what ``auto`` may pick.
 
     .venv/bin/python benchmarks/precision.py accuracy [--datasets cora citeseer facebook] [--parts 1 4]
-        [--seeds 5] [--epochs 200 facebook=30] [--threads 1] [--out precision-accuracy.json]
+        [--seeds 5] [--epochs 200 facebook=30] [--threads 1] [--variants ...] [--precisions fp32 bf16]
+        [--out precision-accuracy.json]
     .venv/bin/python benchmarks/precision.py summary RUNS.jsonl [RUNS.jsonl ...]
 
 ``accuracy`` prepares each graph (from ``../shared/datasets``), its METIS partition and
@@ -16,7 +17,10 @@ bf16's loss in points (fp32 - bf16 of the means, with the standard error of the 
 per-seed differences: the same seed starts both from the same weights), and per variant whether bf16 stayed within
 ``ACCURACY_HELD`` points everywhere: the evidence behind each model card's
 ``bfloat16_auto``. ``summary`` prints the same from the runs files of one or more
-``accuracy`` runs (``<out>.runs.jsonl``), with a Markdown table.
+``accuracy`` runs (``<out>.runs.jsonl``), with a Markdown table; where two files hold a run
+of the same graph, P, variant, precision and seed, the later file's stands. So a change to
+one precision's code of some variants reruns only those (``--variants``, ``--precisions``)
+and is summarised with the earlier files first: the other runs are the same code.
 """
 
 from __future__ import annotations
@@ -92,8 +96,9 @@ def accuracy(args) -> None:
             runs = []
             for dataset in args.datasets:
                 home = root / dataset
-                for name, (model, extra) in VARIANTS.items():
-                    for precision in PRECISIONS:
+                for name in args.variants:
+                    model, extra = VARIANTS[name]
+                    for precision in args.precisions:
                         for seed in range(args.seeds):
                             runs.append({"label": {"dataset": dataset, "parts": p, "variant": name,
                                                    "precision": precision, "seed": seed},
@@ -106,10 +111,13 @@ def accuracy(args) -> None:
             subprocess.run([str(Path(sys.executable).parent / "mpiexec"), "-n", str(p), sys.executable, __file__,
                             "job", "--runs", str(root / "runs.json"), "--results", str(results)], check=True)
     rows = [json.loads(line) for line in results.read_text().splitlines()]
-    print(json.dumps(summarise(rows), indent=2))
+    found = summarise(rows) if set(args.precisions) == set(PRECISIONS) else None
+    if found is None:
+        print(f"{results}: one precision only; compare it with `summary` and the other's runs files")
+    else:
+        print(json.dumps(found, indent=2))
     Path(args.out).write_text(json.dumps({"epochs": {d: epochs_of(args.epochs, d) for d in args.datasets},
-                                          "seeds": args.seeds, "summary": summarise(rows),
-                                          "runs": rows}, indent=2))
+                                          "seeds": args.seeds, "summary": found, "runs": rows}, indent=2))
 
 
 def epochs_of(given: list[str], dataset: str) -> int:
@@ -142,9 +150,19 @@ def summarise(rows: list[dict]) -> dict:
             "held": {v: bool(w <= ACCURACY_HELD) for v, w in worst.items()}}
 
 
+def merged_runs(paths: list[str]) -> list[dict]:
+    """The runs of ``paths``' runs files, a later file's run replacing an earlier one of the
+    same graph, P, variant, precision and seed."""
+    runs = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            run = json.loads(line)
+            runs[tuple(run[key] for key in ("dataset", "parts", "variant", "precision", "seed"))] = run
+    return list(runs.values())
+
+
 def summary(args) -> None:
-    rows = [json.loads(line) for path in args.runs for line in Path(path).read_text().splitlines()]
-    found = summarise(rows)
+    found = summarise(merged_runs(args.runs))
     print(json.dumps(found, indent=2))
     print("\n| graph | P | variant | fp32 (%) | bf16 (%) | bf16's loss (points, ± its standard error) |\n"
           "|---|---|---|---|---|---|")
@@ -162,10 +180,13 @@ def main() -> None:
     acc.add_argument("--seeds", type=int, default=5)
     acc.add_argument("--epochs", nargs="+", default=["200"], help="N, and/or dataset=N")
     acc.add_argument("--threads", type=int, default=1, help="threads per rank")
+    acc.add_argument("--variants", nargs="+", choices=tuple(VARIANTS), default=list(VARIANTS))
+    acc.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
     acc.add_argument("--out", default="precision-accuracy.json")
     acc.set_defaults(func=accuracy)
     table = commands.add_parser("summary")
-    table.add_argument("runs", nargs="+", help="runs files of accuracy runs")
+    table.add_argument("runs", nargs="+", help="runs files of accuracy runs (a later file's run of the same key "
+                                               "replaces an earlier one's)")
     table.set_defaults(func=summary)
     runner = commands.add_parser("job", help="(internal) the MPI job of one P")
     runner.add_argument("--runs", required=True)

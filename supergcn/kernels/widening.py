@@ -33,16 +33,29 @@ def _widening_add(a, b, out):
             row[f] = as_float32(left[f]) + as_float32(right[f])
 
 
+@njit(parallel=True, cache=True, nogil=True)
+def _widening_add_row(a, row_b, out):
+    for r in prange(out.shape[0]):
+        prefer_wide_vectors()
+        left, row = a[r], out[r]
+        for f in range(out.shape[1]):
+            row[f] = as_float32(left[f]) + as_float32(row_b[f])
+
+
 class _WideningAdd(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.dtypes = (a.dtype, b.dtype)
+        ctx.dtypes, ctx.broadcast = (a.dtype, b.dtype), b.dim() == 1
         out = torch.empty(a.shape, dtype=torch.float32)
-        _widening_add(kernel_array(a.detach().contiguous()), kernel_array(b.detach().contiguous()), out.numpy())
+        kernel = _widening_add_row if ctx.broadcast else _widening_add
+        kernel(kernel_array(a.detach().contiguous()), kernel_array(b.detach().contiguous()), out.numpy())
         return out
 
     @staticmethod
     def backward(ctx, grad):
+        a_dtype, b_dtype = ctx.dtypes
+        if ctx.broadcast:  # a row added to every row: its gradient is the column sums
+            return scaled_rounded(grad, None) if a_dtype == torch.bfloat16 else grad, grad.sum(0).to(b_dtype)
         rounded = scaled_rounded(grad, None) if torch.bfloat16 in ctx.dtypes else None
         return tuple(rounded if dtype == torch.bfloat16 else grad for dtype in ctx.dtypes)
 
@@ -50,7 +63,8 @@ class _WideningAdd(torch.autograd.Function):
 def widening_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``float32(a) + float32(b)`` of two float32 or bfloat16 tensors (module docstring).
 
-    Two 2-D tensors of one shape take the one-pass kernel; anything else takes torch's
+    Two 2-D tensors of one shape, or a 2-D ``a`` and a row ``b`` of its width added to
+    each of its rows (a bias), take the one-pass kernel; anything else takes torch's
     widening and addition, with the same bits.
 
     Args:
@@ -59,7 +73,8 @@ def widening_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     Returns:
         The float32 sum.
     """
-    if a.dim() == 2 and a.shape == b.shape and {a.dtype, b.dtype} <= {torch.float32, torch.bfloat16} \
+    fits = b.shape == a.shape or (b.dim() == 1 and b.shape[0] == a.shape[-1])
+    if a.dim() == 2 and fits and {a.dtype, b.dtype} <= {torch.float32, torch.bfloat16} \
             and torch.bfloat16 in (a.dtype, b.dtype):
         return _WideningAdd.apply(a, b)
     return a.float() + b.float()

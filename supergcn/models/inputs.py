@@ -177,6 +177,24 @@ def project(x: torch.Tensor | LabelledInput, weight: torch.Tensor, dtype: torch.
     return project_onto(base, x, weight, dtype)
 
 
+def plain_rows(x: torch.Tensor | LabelledInput) -> torch.Tensor | None:
+    """A layer's input as one tensor where that costs nothing: the tensor itself, or the
+    features of a first layer's input without label inputs or input norm; None for an
+    input that is kept factored."""
+    if not isinstance(x, LabelledInput):
+        return x
+    return x.x if not x.labelled and x.norm is None else None
+
+
+def stack_for_gemm(left: torch.Tensor, right: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Two row blocks side by side, ``[left | right]``, in ``dtype``: the input of one GEMM
+    over their concatenation. float32 blocks are rounded on the way to bfloat16 as
+    :func:`linear` rounds its input."""
+    def converted(part):
+        return rounded_rows(part) if part.dtype == torch.float32 and dtype == torch.bfloat16 else part.to(dtype)
+    return torch.cat([converted(left), converted(right)], dim=1)
+
+
 def written_out(x: torch.Tensor | LabelledInput) -> torch.Tensor:
     """A layer's input as one n x F tensor."""
     return x.dense() if isinstance(x, LabelledInput) else x
@@ -188,6 +206,11 @@ def written_out(x: torch.Tensor | LabelledInput) -> torch.Tensor:
 projected = phase("dense")(project)
 #: ``x W^T + b`` (:func:`linear`).
 affine = phase("dense")(linear)
+#: The GEMM's input blocks side by side (:func:`stack_for_gemm`): its input's layout.
+stacked_for_gemm = phase("dense")(stack_for_gemm)
+#: ``float32(a) + float32(b)``, a bias or a root term added to a bfloat16 GEMM's product
+#: (:func:`~supergcn.kernels.widening.widening_add`).
+widened_sum = phase("dense")(widening_add)
 #: ``a + b``, a bias or a root term.
 add = phase("dense")(torch.add)
 #: ``base + a b``.

@@ -1,11 +1,39 @@
-"""The GraphSAGE layer (:mod:`supergcn.models.sage`) and its PyG counterpart."""
+"""The GraphSAGE layer (:mod:`supergcn.models.sage`) and its PyG counterpart.
+
+    h'_v = W_n mean_{u in N(v)} h_u + b + W_s h_v.
+
+In float32 the two projections are two GEMMs, the root term's fused into an accumulating
+one, as PyG's ``SAGEConv`` computes them (the exactness tests hold ours to PyG's). Where
+the GEMMs run in bfloat16 they are one GEMM over the concatenation, as GraphSAGE's paper
+writes the layer, ``W · CONCAT(h_N(v), h_v)``:
+
+* aggregating first: ``[mean(h) | h] [W_n | W_s]^T`` (K = 2F), whose float32 accumulator
+  sums both terms before one rounding to bfloat16, then ``+ b`` in float32
+  (:func:`~supergcn.kernels.widening.widening_add`);
+* projecting first: ``h [W_n; W_s]^T`` (N = 2 out), one read of h for both terms, whose
+  first half is aggregated and the second added to it in float32.
+
+A bfloat16 GEMM as tall as a rank's rows is bound by memory (reading h) more than by its
+arithmetic, and its weight gradient ``G^T [mean(h) | h]`` costs about what one of the two
+separate ones costs, so the epoch makes one pass over h and G where two GEMMs made two
+(measured on the arxiv shape: docs/results.md, "In bfloat16").
+"""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from supergcn.models.inputs import LabelledInput, add, aggregate_and_project, projected
+from supergcn.models.inputs import (
+    LabelledInput,
+    add,
+    affine,
+    aggregate_and_project,
+    plain_rows,
+    projected,
+    stacked_for_gemm,
+    widened_sum,
+)
 from supergcn.models.ops import Ops
 from supergcn.models.sage import CARD
 
@@ -40,11 +68,25 @@ class Layer(nn.Module):
             n x ``out_dim`` float32 rows.
         """
         weight, bias, dtype = self.lin_neigh.weight, self.lin_neigh.bias, self.dense_dtype
+        rows = plain_rows(x)
+        if dtype == torch.bfloat16 and rows is not None:
+            return self._concatenated(rows, ops)
         if self.transform_first:
             neigh = add(ops.mean(projected(x, weight, dtype)), bias)
         else:
             neigh = aggregate_and_project(x, ops, ops.mean, weight, bias, dtype, widen=False)
         return projected(ops.destinations(x), self.lin_self.weight, dtype, neigh)
+
+    def _concatenated(self, rows: torch.Tensor, ops: Ops) -> torch.Tensor:
+        """The layer with one bfloat16 GEMM for both projections (module docstring)."""
+        neigh, own, bias = self.lin_neigh.weight, self.lin_self.weight, self.lin_neigh.bias
+        if self.transform_first:
+            width = neigh.shape[0]
+            both = affine(rows, torch.cat([neigh, own]), None, self.dense_dtype, False)
+            aggregated = add(ops.mean(both[:, :width]), bias)
+            return widened_sum(aggregated, ops.destinations(both)[:, width:])
+        stacked = stacked_for_gemm(ops.mean(rows), ops.destinations(rows), self.dense_dtype)
+        return widened_sum(affine(stacked, torch.cat([neigh, own], dim=1), None, self.dense_dtype, False), bias)
 
 
 def pyg_conv(in_dim: int, out_dim: int, last: bool, heads: int) -> nn.Module:
