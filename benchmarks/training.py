@@ -15,7 +15,7 @@ at the best-validation epoch (mean ± std over seeds).
 T threads, in a child process under glibc's malloc and under the allocator training uses
 (mimalloc from the project's dependencies; ``--allocators`` adds others), and under
 bfloat16 autocast (the peer at its best on a CPU with bfloat16); the floors (the model's
-dense layers alone in float32 and under bfloat16 autocast, the aggregation kernels alone,
+dense layers alone in float32 and in bfloat16, as each runs them, the aggregation kernels alone,
 their rooflines and their reads alone, on float32 and on bfloat16 rows, same threads); ``supergcn train``
 at P = 1 with T threads under each allocator, with its breakdown and the CPU time per epoch, with
 bfloat16 GEMMs, and with ``--precision bf16``, with what each bf16 target leaves beside the
@@ -178,27 +178,47 @@ def layer_dims(graph, hidden: int, layers: int) -> list[tuple[int, int]]:
 
 
 def dense_floor(graph, hidden: int, layers: int, repeats: int, bfloat16: bool = False) -> float:
-    """Seconds of the model's linear layers alone, forward and backward, on all N rows:
-    each SAGE layer's ``lin_neigh(h) + lin_self(h)`` (one GEMM with bias, one accumulating
-    GEMM, as :class:`supergcn.models.sage.layer.Layer` runs them) with every weight gradient and the
-    input gradients from layer 2 on (the input features need none), as in training. With
-    ``bfloat16``, under bfloat16 autocast: the GEMMs in bfloat16 from float32 weights (the
-    floor of bfloat16 training, and of PyG under autocast)."""
+    """Seconds of the model's linear layers alone, forward and backward, on all N rows, as
+    :class:`supergcn.models.sage.layer.Layer` runs them, with every weight gradient and the
+    input gradients from layer 2 on (the input features need none), as in training.
+
+    In float32, each layer's ``lin_neigh(h) + lin_self(h)``: one GEMM with bias, one
+    accumulating GEMM. With ``bfloat16``, the one bfloat16 GEMM (from float32 weights) a bf16
+    layer runs for both projections: ``[h' | h] [W_n | W_s]^T`` where it aggregates first,
+    ``h [W_n; W_s]^T`` where it projects first, each fed its input in that layout (the
+    concatenation's copy, the bias and the float32 sums are not GEMMs and are left out). PyG
+    under autocast runs two GEMMs a layer, so this is a floor for it too."""
     n = graph.num_nodes
     torch.manual_seed(0)
-    linears = [(torch.nn.Linear(a, b), torch.nn.Linear(a, b, bias=False)) for a, b in layer_dims(graph, hidden, layers)]
+    dims = layer_dims(graph, hidden, layers)
+    if bfloat16:
+        return timed(_concatenated_gemms(n, dims), repeats)[1]
+    linears = [(torch.nn.Linear(a, b), torch.nn.Linear(a, b, bias=False)) for a, b in dims]
     x = torch.randn(n, graph.features.shape[1])
 
     def step():
         h = x  # needs no gradient, so autograd skips layer 1's input gradient, as in training
         for neigh, own in linears:
             h = torch.addmm(neigh(h), h, own.weight.t())  # the sum fused into the GEMM, as in training
-        h.float().sum().backward()
+        h.sum().backward()
+    return timed(step, repeats)[1]
 
-    def floor_step():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
-            step()
-    return timed(floor_step, repeats)[1]
+
+def _concatenated_gemms(n: int, dims: list[tuple[int, int]]):
+    """The step of :func:`dense_floor`'s bfloat16 GEMMs: each layer's one GEMM on an input
+    of its own (the first layer's without a gradient), backward from a given gradient."""
+    sage = card("sage")
+    layers = []
+    for k, (a, b) in enumerate(dims):
+        first = sage.layer_transforms_first(a, b)
+        rows = torch.randn(n, a if first else 2 * a).bfloat16().requires_grad_(k > 0)
+        weight = torch.nn.Parameter(torch.randn(2 * b, a) if first else torch.randn(b, 2 * a))
+        layers.append((rows, weight, torch.ones(n, 2 * b if first else b, dtype=torch.bfloat16)))
+
+    def step():
+        for rows, weight, grad in layers:
+            torch.nn.functional.linear(rows, weight.to(torch.bfloat16)).backward(grad)
+    return step
 
 
 def aggregation_floor(root: Path, graph, hidden: int, layers: int, threads: int, allocator: str = "auto",

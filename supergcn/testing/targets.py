@@ -263,7 +263,8 @@ def _widening_digests() -> dict[str, str]:
     for width in (7, 256):
         torch.manual_seed(width)
         a, b = torch.randn(3000, width) * 1e3, torch.randn(3000, width).bfloat16()
-        digests[f"widening F={width}"] = _digest(widening_add(a, b).numpy(), widening_add(a.bfloat16(), b).numpy())
+        digests[f"widening F={width}"] = _digest(widening_add(a, b).numpy(), widening_add(a.bfloat16(), b).numpy(),
+                                                 widening_add(b, a[0]).numpy())  # a bias row
     return digests
 
 

@@ -38,6 +38,23 @@ def test_each_term_gets_the_sums_gradient_in_its_own_type(dtype_a, dtype_b):
         assert torch.equal(mine, reference)
 
 
+@pytest.mark.parametrize("dtype_b", [torch.float32, torch.bfloat16])
+def test_a_row_added_to_every_row_has_torchs_bits_and_gradients(dtype_b):
+    """A bias ``b`` (one row) added to a bfloat16 GEMM's product: torch's broadcast sum, and
+    autograd's gradients of it (a's rounded to bfloat16, b's the column sums)."""
+    a, rows = terms(torch.bfloat16, torch.float32)
+    b = rows[1].to(dtype_b)
+    a.requires_grad_(), b.requires_grad_()
+    out, expected = widening_add(a, b), a.float() + b.float()
+    assert torch.equal(out[1:], expected[1:]) and torch.equal(out.isnan(), expected.isnan())
+    grad = torch.randn(a.shape)
+    ours = torch.autograd.grad(out, (a, b), grad)
+    theirs = torch.autograd.grad(expected, (a, b), grad)
+    assert [g.dtype for g in ours] == [torch.bfloat16, dtype_b]
+    assert torch.equal(ours[0], theirs[0])
+    torch.testing.assert_close(ours[1], theirs[1], rtol=1e-6, atol=1e-5)  # a sum: torch's order may differ
+
+
 def test_other_shapes_take_torchs_sum():
-    a, b = torch.randn(5, 3), torch.randn(3).bfloat16()  # broadcast: not the kernel's case
+    a, b = torch.randn(5, 3), torch.randn(5, 1).bfloat16()  # a column: not the kernel's case
     assert torch.equal(widening_add(a, b), a + b.float())
