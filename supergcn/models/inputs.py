@@ -41,6 +41,7 @@ respect to X, and each equals the written-out X' up to float rounding. Two cases
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -76,6 +77,23 @@ def project_onto(base: torch.Tensor | None, x: torch.Tensor, weight: torch.Tenso
             base = base + bias
         return torch.addmm(base, x, weight.t())
     return widening_add(base, linear(x, weight, bias, dtype))
+
+
+@dataclass(frozen=True)
+class BiasedProduct:
+    """A hidden layer's bfloat16 GEMM product with the float32 bias it has still to add,
+    ``float32(product) + bias``: left to the activation, whose kernel adds it as it reads the
+    rows (:func:`~supergcn.kernels.activation.dropout_norm_relu`, called by
+    :func:`supergcn.train.gnn.activate`), where the sum written out would cost a float32
+    pass forward and a rounding pass backward.
+
+    Args:
+        product: n x H bfloat16 rows.
+        bias: H float32 values.
+    """
+
+    product: torch.Tensor
+    bias: torch.Tensor
 
 
 class InputNorm(nn.LayerNorm):

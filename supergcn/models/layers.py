@@ -2,7 +2,9 @@
 
 Each model's layer module holds ``Layer`` (an ``nn.Module`` built as ``Layer(in_dim,
 out_dim, last=..., dense_dtype=..., aggregate_first=..., heads=..., attention_dropout=...)``,
-each taking the options its model reads and ignoring the others, with ``forward(x, ops)``),
+each taking the options its model reads and ignoring the others, with ``forward(x, ops)``
+returning the rows, or for a hidden layer a :class:`~supergcn.models.inputs.BiasedProduct`
+that the activation sums as it reads it),
 ``pyg_conv(in_dim, out_dim, last, heads)``, PyG's counterpart of one layer, and
 ``copy_to_pyg(layer, conv)``, which gives it our parameters. The rerun hashes count every
 model's layer in the code of whatever imports this module (:data:`supergcn.sources.LOADED_BY_NAME`).

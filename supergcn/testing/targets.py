@@ -251,6 +251,14 @@ def _activation_digests() -> dict[str, str]:
                 grads = torch.autograd.grad(out, leaves, torch.randn(out.shape).to(out.dtype))
                 digests[f"activation F={width} p={p} affine={affine} bfloat16={bfloat16}"] = _digest(
                     out.detach().view(torch.int16 if bfloat16 else torch.int32).numpy(), *(g.numpy() for g in grads))
+            # A bfloat16 GEMM's product with its bias still to add (a hidden GraphSAGE layer's).
+            product, shift = (x.detach() * 3).bfloat16().requires_grad_(), torch.randn(width, requires_grad=True)
+            out = dropout_norm_relu(product, norm, p, training=True, seed=99, bfloat16=True, row_bias=shift)
+            leaves = [product, shift] + ([norm.weight, norm.bias] if affine else [])
+            grads = torch.autograd.grad(out, leaves, torch.randn(out.shape).to(out.dtype))
+            digests[f"activation F={width} p={p} affine={affine} biased bfloat16 product"] = _digest(
+                out.detach().view(torch.int16).numpy(), grads[0].view(torch.int16).numpy(),
+                *(g.numpy() for g in grads[1:]))
     return digests
 
 

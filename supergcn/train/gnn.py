@@ -21,7 +21,7 @@ from torch import nn
 
 from supergcn.distributed.timing import phase
 from supergcn.kernels.activation import dropout_norm_relu
-from supergcn.models.inputs import InputNorm, LabelledInput
+from supergcn.models.inputs import BiasedProduct, InputNorm, LabelledInput
 from supergcn.models.layers import layer_module
 from supergcn.models.ops import Ops
 from supergcn.naming import DENSE_DTYPES
@@ -117,15 +117,16 @@ class GNN(nn.Module):
         x = LabelledInput(layers[0].layer_input(x), self.input_norm, self.label_embedding, label_nodes, labels)
         for layer, (conv, layer_ops) in enumerate(zip(self.convs, layers)):
             if layer > 0:
-                x = layer_ops.layer_input(activate(x, self.norms[layer - 1], self.dropout, self.training,
-                                                   self.row_dtype))
+                rows, bias = (x.product, x.bias) if isinstance(x, BiasedProduct) else (x, None)
+                x = layer_ops.layer_input(activate(rows, self.norms[layer - 1], self.dropout, self.training,
+                                                   self.row_dtype, bias))
             x = conv(x, layer_ops)
         return _log_softmax(x, -1)
 
 
 @phase("elementwise")
 def activate(x: torch.Tensor, norm: nn.Module, dropout: float, training: bool,
-             dtype: torch.dtype = torch.float32) -> torch.Tensor:
+             dtype: torch.dtype = torch.float32, bias: torch.Tensor | None = None) -> torch.Tensor:
     """A hidden layer's output through dropout, LayerNorm (``norm``, or none) and ReLU, fused
     (:func:`~supergcn.kernels.activation.dropout_norm_relu`), the dropout mask drawn from the
     rank's torch stream; stored in ``dtype``.
@@ -137,6 +138,8 @@ def activate(x: torch.Tensor, norm: nn.Module, dropout: float, training: bool,
         training: whether dropout applies.
         dtype: what the result is stored in (bfloat16: rounded once, to nearest even, and
             kept for backward in bfloat16, :func:`~supergcn.kernels.activation.dropout_norm_relu`).
+        bias: a bias the rows have still to add (a bfloat16 product's:
+            :class:`~supergcn.models.inputs.BiasedProduct`), or None.
 
     Returns:
         n x hidden rows.
@@ -144,7 +147,7 @@ def activate(x: torch.Tensor, norm: nn.Module, dropout: float, training: bool,
     drawing = training and 0 < dropout < 1
     seed = int(torch.randint(2**62, ()).item()) if drawing else 0  # from the rank's torch stream
     return dropout_norm_relu(x, norm if isinstance(norm, nn.LayerNorm) else None, dropout, training, seed,
-                             bfloat16=dtype == torch.bfloat16)
+                             bfloat16=dtype == torch.bfloat16, row_bias=bias)
 
 
 _log_softmax = phase("elementwise")(F.log_softmax)

@@ -57,6 +57,45 @@ def test_bfloat16_rows_are_the_float32_rows_rounded_and_backward_keeps_only_bflo
         assert float((mine - reference).norm() / reference.norm()) < 1e-2
 
 
+@pytest.mark.parametrize("p", [0.0, 0.5])
+@pytest.mark.parametrize("bfloat16", [True, False])
+def test_a_bfloat16_product_and_its_bias_are_summed_as_they_are_read(p, bfloat16):
+    """A hidden layer's bfloat16 GEMM product with its bias still to add: the forward has the
+    bits of the float32 sum written out first (the widening kernel's) and activated; backward
+    keeps the product itself, not a copy, and gives torch's gradients of
+    ``relu(norm(dropout(x.float() + b)))`` with the same mask: the product's in bfloat16, the
+    bias's and the norm's in float32."""
+    from supergcn.kernels.widening import widening_add
+
+    torch.manual_seed(2)
+    x = (torch.randn(700, 37) * 3).bfloat16().requires_grad_()
+    bias = torch.randn(37, requires_grad=True)
+    norm = layer_norm(37)
+    got = dropout_norm_relu(x, norm, p, training=True, seed=11, bfloat16=bfloat16, row_bias=bias)
+    written_out = dropout_norm_relu(widening_add(x, bias).detach(), norm, p, training=True, seed=11, bfloat16=bfloat16)
+    assert got.dtype == (torch.bfloat16 if bfloat16 else torch.float32) and torch.equal(got, written_out)
+    assert got.grad_fn.saved_tensors[0].data_ptr() == x.data_ptr()
+
+    mask = torch.from_numpy(dropout_mask(11, tuple(x.shape), p))
+    expected = F.relu(norm((x.float() + bias) * mask / (1 - p)))
+    upstream = torch.randn(expected.shape).bfloat16().float()
+    leaves = [x, bias, norm.weight, norm.bias]
+    mine = torch.autograd.grad(got, leaves, upstream.to(got.dtype))
+    reference = torch.autograd.grad(expected, leaves, upstream)
+    assert mine[0].dtype == torch.bfloat16
+    assert float((mine[0].float() - reference[0]).norm() / reference[0].norm()) < 2 ** -8
+    for ours, theirs in zip(mine[1:], reference[1:]):
+        assert ours.dtype == torch.float32
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_a_bias_is_taken_beside_bfloat16_rows_only():
+    with pytest.raises(ValueError, match="bias of 4 float32 values to bfloat16 rows only"):
+        dropout_norm_relu(torch.randn(3, 4), None, 0.0, training=True, row_bias=torch.zeros(4))
+    with pytest.raises(ValueError, match="bias of 4 float32"):
+        dropout_norm_relu(torch.randn(3, 4).bfloat16(), None, 0.0, training=True, row_bias=torch.zeros(3))
+
+
 def test_mask_drops_at_the_rate_asked_and_depends_on_the_seed_only():
     shape = (2000, 64)
     before = numba.get_num_threads()

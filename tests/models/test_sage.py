@@ -52,16 +52,19 @@ def test_in_bf16_both_projections_are_one_gemm_over_the_concatenation(in_dim, ou
     docstring), written out here with torch: aggregating first, ``[mean(h) | h]`` against
     ``[W_n | W_s]`` with one rounding of the sum and the bias added in float32; projecting
     first (narrower output), ``h [W_n; W_s]^T`` whose first half is aggregated. Same bits;
-    and within bfloat16's rounding of the float32 layer (PyG's formula), gradients too."""
+    and within bfloat16's rounding of the float32 layer (PyG's formula), gradients too. A
+    hidden layer aggregating first leaves the bias to the activation (``BiasedProduct``)."""
     import torch
 
+    from supergcn.kernels.widening import widening_add
+    from supergcn.models.inputs import BiasedProduct
     from supergcn.models.sage.layer import Layer
 
     torch.manual_seed(in_dim)
     ops = DenseMean(50)
     exact = Layer(in_dim, out_dim)
-    low = Layer(in_dim, out_dim, dense_dtype=torch.bfloat16)
-    low.load_state_dict(exact.state_dict())
+    low, hidden = (Layer(in_dim, out_dim, last=last, dense_dtype=torch.bfloat16) for last in (True, False))
+    low.load_state_dict(exact.state_dict()), hidden.load_state_dict(exact.state_dict())
     assert low.transform_first == (out_dim < in_dim)
     x = torch.randn(50, in_dim).bfloat16()
     w_n, w_s, b = exact.lin_neigh.weight.detach(), exact.lin_self.weight.detach(), exact.lin_neigh.bias.detach()
@@ -73,6 +76,11 @@ def test_in_bf16_both_projections_are_one_gemm_over_the_concatenation(in_dim, ou
         expected = (stacked @ torch.cat([w_n, w_s], dim=1).bfloat16().t()).float() + b
     got = low(x.clone(), ops).detach()
     assert got.dtype == torch.float32 and torch.equal(got, expected)
+    left = hidden(x.clone(), ops)
+    if not low.transform_first:
+        assert isinstance(left, BiasedProduct) and left.bias is hidden.lin_neigh.bias
+        left = widening_add(left.product, left.bias)
+    assert torch.equal(left.detach(), expected)
 
     reference_input, input_ = x.float().requires_grad_(), x.clone().requires_grad_()
     reference = exact(reference_input, ops)

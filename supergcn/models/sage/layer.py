@@ -8,8 +8,9 @@ the GEMMs run in bfloat16 they are one GEMM over the concatenation, as GraphSAGE
 writes the layer, ``W · CONCAT(h_N(v), h_v)``:
 
 * aggregating first: ``[mean(h) | h] [W_n | W_s]^T`` (K = 2F), whose float32 accumulator
-  sums both terms before one rounding to bfloat16, then ``+ b`` in float32
-  (:func:`~supergcn.kernels.widening.widening_add`);
+  sums both terms before one rounding to bfloat16, then ``+ b`` in float32: by the
+  activation kernel as it reads the product, in a hidden layer (:class:`BiasedProduct`),
+  else by :func:`~supergcn.kernels.widening.widening_add`;
 * projecting first: ``h [W_n; W_s]^T`` (N = 2 out), one read of h for both terms, whose
   first half is aggregated and the second added to it in float32.
 
@@ -25,6 +26,7 @@ import torch
 from torch import nn
 
 from supergcn.models.inputs import (
+    BiasedProduct,
     LabelledInput,
     add,
     affine,
@@ -44,7 +46,8 @@ class Layer(nn.Module):
     Args:
         in_dim: input features.
         out_dim: output features.
-        last: whether it is the model's last layer (nothing differs).
+        last: whether it is the model's last layer (a hidden one computing in bfloat16 leaves
+            its bias to the activation: :class:`~supergcn.models.inputs.BiasedProduct`).
         dense_dtype: the type the linear layers' GEMMs run in.
         aggregate_first: aggregate input-width rows even where the output is narrower.
     """
@@ -56,6 +59,7 @@ class Layer(nn.Module):
         self.lin_self = nn.Linear(in_dim, out_dim, bias=False)
         self.dense_dtype = dense_dtype
         self.transform_first = CARD.layer_transforms_first(in_dim, out_dim, aggregate_first)
+        self.last = last
 
     def forward(self, x: torch.Tensor | LabelledInput, ops: Ops) -> torch.Tensor:
         """The layer on the rank's rows.
@@ -65,7 +69,8 @@ class Layer(nn.Module):
             ops: the rank's aggregations.
 
         Returns:
-            n x ``out_dim`` float32 rows.
+            n x ``out_dim`` float32 rows; for a hidden layer aggregating first in bfloat16,
+            its GEMM's bfloat16 product and the bias still to add (:class:`BiasedProduct`).
         """
         weight, bias, dtype = self.lin_neigh.weight, self.lin_neigh.bias, self.dense_dtype
         rows = plain_rows(x)
@@ -77,7 +82,7 @@ class Layer(nn.Module):
             neigh = aggregate_and_project(x, ops, ops.mean, weight, bias, dtype, widen=False)
         return projected(ops.destinations(x), self.lin_self.weight, dtype, neigh)
 
-    def _concatenated(self, rows: torch.Tensor, ops: Ops) -> torch.Tensor:
+    def _concatenated(self, rows: torch.Tensor, ops: Ops) -> torch.Tensor | BiasedProduct:
         """The layer with one bfloat16 GEMM for both projections (module docstring)."""
         neigh, own, bias = self.lin_neigh.weight, self.lin_self.weight, self.lin_neigh.bias
         if self.transform_first:
@@ -86,7 +91,8 @@ class Layer(nn.Module):
             aggregated = add(ops.mean(both[:, :width]), bias)
             return widened_sum(aggregated, ops.destinations(both)[:, width:])
         stacked = stacked_for_gemm(ops.mean(rows), ops.destinations(rows), self.dense_dtype)
-        return widened_sum(affine(stacked, torch.cat([neigh, own], dim=1), None, self.dense_dtype, False), bias)
+        product = affine(stacked, torch.cat([neigh, own], dim=1), None, self.dense_dtype, False)
+        return widened_sum(product, bias) if self.last else BiasedProduct(product, bias)
 
 
 def pyg_conv(in_dim: int, out_dim: int, last: bool, heads: int) -> nn.Module:
