@@ -204,13 +204,45 @@ def plain_rows(x: torch.Tensor | LabelledInput) -> torch.Tensor | None:
     return x.x if not x.labelled and x.norm is None else None
 
 
-def stack_for_gemm(left: torch.Tensor, right: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Two row blocks side by side, ``[left | right]``, in ``dtype``: the input of one GEMM
-    over their concatenation. float32 blocks are rounded on the way to bfloat16 as
-    :func:`linear` rounds its input."""
+class _ConcatenatedProduct(torch.autograd.Function):
+    """``[a | b] W^T`` of bfloat16 blocks, as ``F.linear`` on their concatenation computes it
+    (the same GEMMs, so the same bits), keeping ``a`` and ``b`` for backward instead of the
+    concatenation: the next layer keeps ``b`` (its activation's output) anyway, so the
+    concatenation is built again in backward rather than held from forward to backward."""
+
+    @staticmethod
+    def forward(ctx, a, b, weight):
+        low = weight.to(torch.bfloat16)
+        ctx.save_for_backward(a, b, low)
+        return torch.mm(torch.cat([a, b], dim=1), low.t())
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, low = ctx.saved_tensors
+        grad_weight = grad.t().mm(torch.cat([a, b], dim=1)).float()
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            grad_rows = grad.mm(low)
+            grad_a, grad_b = grad_rows[:, :a.shape[1]], grad_rows[:, a.shape[1]:]
+        return grad_a, grad_b, grad_weight
+
+
+def concatenated_product(a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``[a | b] W^T``, one bfloat16 GEMM over two row blocks side by side, from the float32
+    weight ``W``; float32 blocks are rounded to bfloat16 first as :func:`linear` rounds its
+    input. The result is bfloat16; backward gives each block its gradient in bfloat16 and
+    ``W`` its gradient in float32.
+
+    Args:
+        a, b: n x F_a and n x F_b rows, float32 or bfloat16.
+        weight: out x (F_a + F_b) float32.
+
+    Returns:
+        n x out bfloat16 rows.
+    """
     def converted(part):
-        return rounded_rows(part) if part.dtype == torch.float32 and dtype == torch.bfloat16 else part.to(dtype)
-    return torch.cat([converted(left), converted(right)], dim=1)
+        return rounded_rows(part) if part.dtype == torch.float32 else part
+    return _ConcatenatedProduct.apply(converted(a), converted(b), weight)
 
 
 def written_out(x: torch.Tensor | LabelledInput) -> torch.Tensor:
@@ -224,8 +256,8 @@ def written_out(x: torch.Tensor | LabelledInput) -> torch.Tensor:
 projected = phase("dense")(project)
 #: ``x W^T + b`` (:func:`linear`).
 affine = phase("dense")(linear)
-#: The GEMM's input blocks side by side (:func:`stack_for_gemm`): its input's layout.
-stacked_for_gemm = phase("dense")(stack_for_gemm)
+#: ``[a | b] W^T`` in bfloat16 (:func:`concatenated_product`).
+concatenated = phase("dense")(concatenated_product)
 #: ``float32(a) + float32(b)``, a bias or a root term added to a bfloat16 GEMM's product
 #: (:func:`~supergcn.kernels.widening.widening_add`).
 widened_sum = phase("dense")(widening_add)

@@ -17,7 +17,9 @@ writes the layer, ``W · CONCAT(h_N(v), h_v)``:
 A bfloat16 GEMM as tall as a rank's rows is bound by memory (reading h) more than by its
 arithmetic, and its weight gradient ``G^T [mean(h) | h]`` costs about what one of the two
 separate ones costs, so the epoch makes one pass over h and G where two GEMMs made two
-(measured on the arxiv shape: docs/results.md, "In bfloat16").
+(measured on the arxiv shape: docs/results.md, "In bfloat16"). Autograd keeps the two
+blocks, not their concatenation (built again in backward), so a rank holds no more than
+with two GEMMs.
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ from supergcn.models.inputs import (
     add,
     affine,
     aggregate_and_project,
+    concatenated,
     plain_rows,
     projected,
-    stacked_for_gemm,
     widened_sum,
 )
 from supergcn.models.ops import Ops
@@ -90,8 +92,7 @@ class Layer(nn.Module):
             both = affine(rows, torch.cat([neigh, own]), None, self.dense_dtype, False)
             aggregated = add(ops.mean(both[:, :width]), bias)
             return widened_sum(aggregated, ops.destinations(both)[:, width:])
-        stacked = stacked_for_gemm(ops.mean(rows), ops.destinations(rows), self.dense_dtype)
-        product = affine(stacked, torch.cat([neigh, own], dim=1), None, self.dense_dtype, False)
+        product = concatenated(ops.mean(rows), ops.destinations(rows), torch.cat([neigh, own], dim=1))
         return widened_sum(product, bias) if self.last else BiasedProduct(product, bias)
 
 
