@@ -207,8 +207,9 @@ def plain_rows(x: torch.Tensor | LabelledInput) -> torch.Tensor | None:
 class _ConcatenatedProduct(torch.autograd.Function):
     """``[a | b] W^T`` of bfloat16 blocks, as ``F.linear`` on their concatenation computes it
     (the same GEMMs, so the same bits), keeping ``a`` and ``b`` for backward instead of the
-    concatenation: the next layer keeps ``b`` (its activation's output) anyway, so the
-    concatenation is built again in backward rather than held from forward to backward."""
+    concatenation: ``b``, the layer's input, is the activation's output, which the activation
+    keeps anyway, so the concatenation is built again in backward rather than held from
+    forward to backward."""
 
     @staticmethod
     def forward(ctx, a, b, weight):

@@ -14,6 +14,9 @@ writes the layer, ``W · CONCAT(h_N(v), h_v)``:
 * projecting first: ``h [W_n; W_s]^T`` (N = 2 out), one read of h for both terms, whose
   first half is aggregated and the second added to it in float32.
 
+A first layer whose input is kept factored (label inputs or an input norm:
+:class:`~supergcn.models.inputs.LabelledInput`) keeps the two GEMMs of the factored form.
+
 A bfloat16 GEMM as tall as a rank's rows is bound by memory (reading h) more than by its
 arithmetic, and its weight gradient ``G^T [mean(h) | h]`` costs about what one of the two
 separate ones costs, so the epoch makes one pass over h and G where two GEMMs made two
