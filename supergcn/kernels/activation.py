@@ -222,6 +222,7 @@ class _DropoutNormReLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, p, training, eps, seed, bfloat16, row_bias):
         x = x.contiguous()
+        ctx.input_dtype = x.dtype  # the gradient's: bfloat16 rows get a bfloat16 gradient
         normalize = weight is not None
         drop, threshold, scale = _mask_parameters(p, training)
         gamma = weight.detach().numpy() if normalize else np.empty(0, np.float32)
@@ -241,7 +242,6 @@ class _DropoutNormReLU(torch.autograd.Function):
             x, out = x if rounded_x is None else rounded_x, rounded_out
         # The output is saved too (the next layer keeps it anyway): ReLU's gate in backward.
         ctx.save_for_backward(x, out)
-        ctx.input_dtype = x.dtype if rounded_x is None else torch.float32
         ctx.state = (shift, gamma, mean, rstd, np.uint64(seed), threshold, np.float32(scale), drop, normalize)
         return out
 
@@ -252,7 +252,7 @@ class _DropoutNormReLU(torch.autograd.Function):
         shift, gamma, mean, rstd, seed, threshold, scale, drop, normalize = ctx.state
         num_rows, width = x.shape
         chunks = np.append(np.arange(0, num_rows, ROWS_PER_CHUNK, dtype=np.int64), num_rows)
-        grad_x = torch.empty(x.shape, dtype=ctx.input_dtype)  # bfloat16 rows get a bfloat16 gradient
+        grad_x = torch.empty(x.shape, dtype=ctx.input_dtype)
         parts = np.zeros((2, len(chunks) - 1, width if normalize else 0), np.float64)
         bias_parts = np.zeros((len(chunks) - 1, len(shift)), np.float64)
         _backward(kernel_array(x), shift, kernel_array(out), gamma, kernel_array(grad.to(out.dtype).contiguous()),

@@ -241,9 +241,7 @@ def concatenated_product(a: torch.Tensor, b: torch.Tensor, weight: torch.Tensor)
     Returns:
         n x out bfloat16 rows.
     """
-    def converted(part):
-        return rounded_rows(part) if part.dtype == torch.float32 else part
-    return _ConcatenatedProduct.apply(converted(a), converted(b), weight)
+    return _ConcatenatedProduct.apply(rounded_rows(a), rounded_rows(b), weight)
 
 
 def written_out(x: torch.Tensor | LabelledInput) -> torch.Tensor:
