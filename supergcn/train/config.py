@@ -183,11 +183,11 @@ class RunOptions:
         "fp32", "what the model computes in: fp32; bf16 (GEMMs in bfloat16 from float32 master weights, features "
         "and activations stored in bfloat16, aggregations reading bfloat16 rows and summing them in float32 in the "
         "fixed order; LayerNorm's statistics, the loss and the optimizer in float32); auto (bf16 where the CPU has "
-        "bfloat16 instructions and the model's bf16 accuracy held, fp32 elsewhere; the run's header says which "
+        "AMX-BF16, with which bf16 was measured faster, and the model's bf16 accuracy held, fp32 elsewhere; the run's header says which "
         "and why)", choices=COMPUTE_PRECISIONS, study=True, trajectory=True)
     dense_dtype: str = option(
         "float32", "type the linear layers' GEMMs run in, the rest in float32; bfloat16 is about 3x faster where "
-        "the CPU has bf16 matrix instructions (AVX512_BF16, AMX, SVE BF16), at bf16 precision",
+        "the CPU has AMX-BF16 (slower than float32 with AVX512_BF16 alone), at bf16 precision",
         choices=DENSE_DTYPES, study=True, trajectory=True, read_when=lambda values: values["precision"] == "fp32",
         read_hint="--precision fp32: under bf16 every GEMM runs in bfloat16")
     aggregate_first: bool = option(

@@ -11,8 +11,11 @@ after the mean's scale, before the transposed gathers read them.
 
 ``auto`` picks bf16 where both hold, fp32 otherwise, and says why:
 
-* the CPU has bfloat16 instructions (:func:`bfloat16_instructions`: x86 AVX512_BF16 or
-  AMX-BF16, Arm BF16 or SVE BF16; Fugaku's A64FX has none), on every rank of the job;
+* the CPU has the bfloat16 instructions bf16 training was measured faster with
+  (:data:`BFLOAT16_FASTER`: AMX-BF16), on every rank of the job. A CPU with bfloat16
+  arithmetic but not those (:func:`bfloat16_instructions`: AVX512_BF16 alone, as AMD Zen 4
+  or a Xeon whose hypervisor hides AMX; Arm BF16 or SVE BF16, not measured) runs fp32, and
+  so does one with none (Fugaku's A64FX);
 * the model's card allows it (:attr:`~supergcn.models.card.ModelCard.bfloat16_auto`):
   its test accuracy in bf16 stayed within :data:`ACCURACY_HELD` points of float32's on
   every graph measured (docs/results.md);
@@ -30,6 +33,10 @@ from supergcn.models import card
 ACCURACY_HELD = 0.3
 #: The /proc/cpuinfo flags of bfloat16 arithmetic: x86's and Arm's.
 BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16", "svebf16"})
+#: Those with which a bf16 epoch was measured faster than fp32's (docs/results.md): AMX's
+#: bfloat16 tiles. With AVX512_BF16 alone (an Emerald Rapids whose hypervisor hides AMX),
+#: torch's bfloat16 GEMMs ran slower than its float32 ones and so did the bf16 epoch.
+BFLOAT16_FASTER = frozenset({"amx_bf16"})
 
 
 def bfloat16_instructions(cpuinfo: str | Path = "/proc/cpuinfo") -> list[str]:
@@ -93,6 +100,10 @@ def choose(asked: str, model: str, method=None, instructions: list[str] | None =
         return Precision(asked, "fp32", f"{method.title} computes in float32")
     if not instructions:
         return Precision(asked, "fp32", "this CPU has no bfloat16 instructions")
+    if not BFLOAT16_FASTER & set(instructions):
+        return Precision(asked, "fp32", f"this CPU has {', '.join(instructions)} but not "
+                                        f"{', '.join(sorted(BFLOAT16_FASTER))}, without which bf16 was not measured "
+                                        "faster than fp32 (docs/results.md)")
     if not model_card.bfloat16_auto:
         return Precision(asked, "fp32", f"{model_card.title}'s accuracy in bf16 is not shown within "
                                         f"{ACCURACY_HELD} points of fp32 (docs/results.md)")
@@ -102,7 +113,7 @@ def choose(asked: str, model: str, method=None, instructions: list[str] | None =
 
 def eligible(model: str, method=None) -> bool:
     """Whether ``auto`` picks bf16 for runs of ``model`` (and ``method``) on a CPU with
-    bfloat16 instructions."""
+    :data:`BFLOAT16_FASTER`'s instructions."""
     return card(model).bfloat16_auto and (method is None or "bf16" in method.precisions)
 
 
@@ -124,14 +135,14 @@ def study_conflicts(asked: str, runs) -> list[str]:
         return []
     low = ", ".join(name for name, bf16 in picks.items() if bf16)
     high = ", ".join(name for name, bf16 in picks.items() if not bf16)
-    return [f"precision: auto would compute {low} in bf16 and {high} in fp32 on a CPU with bfloat16, and the "
+    return [f"precision: auto would compute {low} in bf16 and {high} in fp32 on a CPU with AMX-BF16, and the "
             "variants of a study compare at one precision — set training.precision: fp32, or leave out the "
             "variants that compute in float32"]
 
 
 def agreed(precision: Precision, communicator) -> Precision:
     """``precision`` as every rank runs it: bf16 only where every rank picked it (a job
-    across CPUs with and without bfloat16 runs float32 everywhere). Collective.
+    across CPUs with and without AMX-BF16 runs float32 everywhere). Collective.
 
     Args:
         precision: this rank's choice.
@@ -145,5 +156,6 @@ def agreed(precision: Precision, communicator) -> Precision:
     votes = communicator.allreduce_sum(np.array([int(precision.bfloat16)], dtype=np.int64))
     if precision.bfloat16 and int(votes[0]) < communicator.size:
         return Precision(precision.asked, "fp32", f"{communicator.size - int(votes[0])} of {communicator.size} "
-                                                  "ranks' CPUs have no bfloat16 instructions")
+                                                  "ranks' CPUs have no "
+                                                  f"{', '.join(sorted(BFLOAT16_FASTER))}")
     return precision

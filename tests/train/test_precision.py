@@ -12,7 +12,7 @@ from supergcn.models import card
 from supergcn.naming import GNN_MODELS
 from supergcn.train import precision as module
 from supergcn.train.config import TrainConfig
-from supergcn.train.precision import ACCURACY_HELD, bfloat16_instructions, choose
+from supergcn.train.precision import ACCURACY_HELD, agreed, bfloat16_instructions, choose
 
 PATHS = {name: "x" for name in ("graph", "partition", "plan", "out")}
 SAPPHIRE_RAPIDS = ["amx_bf16", "avx512_bf16"]
@@ -40,6 +40,37 @@ def test_auto_picks_fp32_on_a_cpu_without_bfloat16(monkeypatch):
     with_auto(monkeypatch, "sage", True)
     picked = choose("auto", "sage", instructions=[])
     assert picked.picked == "fp32" and picked.reason == "this CPU has no bfloat16 instructions"
+
+
+@pytest.mark.parametrize("instructions", [
+    ["avx512_bf16"],  # AMD Zen 4, or a Xeon whose hypervisor hides AMX
+    ["bf16", "svebf16"],  # Graviton 3: not measured
+])
+def test_auto_picks_fp32_where_bf16_was_not_measured_faster(monkeypatch, instructions):
+    """bfloat16 arithmetic without AMX's tiles: the bf16 epoch ran slower than fp32's."""
+    with_auto(monkeypatch, "sage", True)
+    picked = choose("auto", "sage", instructions=instructions)
+    assert picked.picked == "fp32", picked
+    assert f"has {', '.join(instructions)} but not amx_bf16" in picked.reason and "docs/results.md" in picked.reason
+
+
+class Votes:
+    """A communicator whose all-reduce sums what every rank votes."""
+
+    def __init__(self, votes):
+        self.votes, self.size = votes, len(votes)
+
+    def allreduce_sum(self, mine):
+        return np.array([sum(self.votes)], dtype=mine.dtype)
+
+
+def test_a_job_computes_in_bf16_only_where_every_rank_picked_it(monkeypatch):
+    with_auto(monkeypatch, "sage", True)
+    on_amx, elsewhere = choose("auto", "sage", instructions=SAPPHIRE_RAPIDS), choose("auto", "sage", instructions=[])
+    assert agreed(on_amx, Votes([1, 1, 1])) == on_amx
+    mixed = agreed(on_amx, Votes([1, 0, 1]))
+    assert mixed.picked == "fp32" and mixed.reason == "1 of 3 ranks' CPUs have no amx_bf16"
+    assert agreed(elsewhere, Votes([1, 0, 1])) == elsewhere
 
 
 def test_auto_picks_fp32_for_a_model_whose_bf16_accuracy_did_not_hold(monkeypatch):
