@@ -183,8 +183,8 @@ class RunOptions:
         "fp32", "what the model computes in: fp32; bf16 (GEMMs in bfloat16 from float32 master weights, features "
         "and activations stored in bfloat16, aggregations reading bfloat16 rows and summing them in float32 in the "
         "fixed order; LayerNorm's statistics, the loss and the optimizer in float32); auto (bf16 where the CPU has "
-        "AMX-BF16, with which bf16 was measured faster, and the model's bf16 accuracy held, fp32 elsewhere; the run's header says which "
-        "and why)", choices=COMPUTE_PRECISIONS, study=True, trajectory=True)
+        "AMX-BF16, with which bf16 was measured faster, and the model's bf16 accuracy held, fp32 elsewhere; the "
+        "run's header says which and why)", choices=COMPUTE_PRECISIONS, study=True, trajectory=True)
     dense_dtype: str = option(
         "float32", "type the linear layers' GEMMs run in, the rest in float32; bfloat16 is about 3x faster where "
         "the CPU has AMX-BF16 (slower than float32 with AVX512_BF16 alone), at bf16 precision",
