@@ -22,6 +22,36 @@ from supergcn.distributed.rank_operators import RankOperators
 from supergcn.distributed.timing import PhaseTimer
 
 
+class _DistinctRows(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, rows, index):
+        ctx.save_for_backward(index)
+        ctx.shape = rows.shape
+        return rows.index_select(0, index)
+
+    @staticmethod
+    def backward(ctx, grad):
+        index, = ctx.saved_tensors
+        return grad.new_zeros(ctx.shape).index_copy_(0, index, grad), None
+
+
+def distinct_rows(rows: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``rows[index]`` for an index whose entries are distinct (a rank's loss nodes): the
+    same values, and the same gradient but for a -0.0 (which indexing's 0 + g makes +0.0;
+    the loss's gradient has none). Its backward copies each gradient row into zeros, where
+    torch's indexing adds it, as indices that may repeat need: 5-9 ms against 24-26 ms for
+    91k of 169k rows of 40 classes on 2 threads of an Intel Xeon.
+
+    Args:
+        rows: a 2-D tensor.
+        index: distinct int64 row numbers.
+
+    Returns:
+        The selected rows, differentiable with respect to ``rows``.
+    """
+    return _DistinctRows.apply(rows, index)
+
+
 def nll_share(logits: torch.Tensor, labels: torch.Tensor, denominator: float) -> torch.Tensor:
     """This rank's share of a global loss: the NLL of its rows summed, over the rows of all
     ranks (so that the summed gradient is that of the mean over all of them).
@@ -144,4 +174,5 @@ class FullBatchStep:
         Returns:
             A scalar tensor; summed over the ranks, the global loss.
         """
-        return nll_share(logits[loss_nodes], self.context.data.y[loss_nodes], self.labels.loss_denominator)
+        return nll_share(distinct_rows(logits, loss_nodes), self.context.data.y[loss_nodes],
+                         self.labels.loss_denominator)
