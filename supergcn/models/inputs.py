@@ -155,8 +155,11 @@ class LabelledInput:
         if self.norm is None:
             out = project_onto(base, self.x, weight, dtype)
             if self.labelled:
-                out.index_add_(0, self.label_nodes,
-                               linear(self.embedding.weight, weight, None, dtype)[self.labels].to(out.dtype))
+                # index_select, not [labels]: the labels repeat, and float32 indexing's backward adds
+                # them with atomic adds in whatever order the threads take (bits differ run to run);
+                # index_select's adds them in the index's order.
+                label_part = linear(self.embedding.weight, weight, None, dtype).index_select(0, self.labels)
+                out.index_add_(0, self.label_nodes, label_part.to(out.dtype))
             return out
         scaled = weight * self.norm.weight  # W diag(gamma)
         shift = weight @ self.norm.bias     # W beta

@@ -80,3 +80,31 @@ def test_the_input_norm_standardises_the_features_once_while_they_are_unchanged(
     x[5, :20].add_(2.0)  # an in-place edit of the features (not an affine map of the row, which X_hat ignores)
     torch.testing.assert_close(gnn(x, RowMixing(), nodes, labels), fresh_output())
     assert gnn.input_norm.standardised_features(x) is not standardised
+
+
+def test_the_label_parts_gradient_has_the_same_bits_every_run():
+    """The labels repeat (a few classes over many label rows): the label part's gradient must
+    add them in a fixed order, on two threads as on one, not in whatever order the threads
+    take (float32 indexing's backward adds with atomics past 32,768 elements)."""
+    from supergcn.models.inputs import LabelledInput
+
+    generator = torch.Generator().manual_seed(0)
+    n, width, out, classes = 40_000, 16, 128, 5
+    x, weight = torch.randn(n, width, generator=generator), torch.randn(out, width, generator=generator)
+    nodes = torch.randperm(n, generator=generator)[:30_000]
+    labels, grad = torch.randint(0, classes, (30_000,), generator=generator), torch.randn(n, out, generator=generator)
+    embedding = torch.nn.Embedding(classes, width)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        grads = []
+        for _ in range(4):
+            embedding.weight.grad = None
+            LabelledInput(x, None, embedding, nodes, labels).project(weight, torch.float32).backward(grad)
+            grads.append(embedding.weight.grad.clone())
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(grads[0].view(torch.int32), g.view(torch.int32)) for g in grads[1:])
+    label_rows = grad[nodes].double() @ weight.double()  # dL/d(E[y]) of each label row, E W^T's chain rule
+    reference = torch.zeros(classes, width, dtype=torch.float64).index_add_(0, labels, label_rows)
+    torch.testing.assert_close(grads[0].double(), reference, rtol=1e-4, atol=1e-3)
