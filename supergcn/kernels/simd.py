@@ -352,7 +352,8 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
 def kernel_target() -> dict:
     """What the kernels are built for on this host: the CPU (its name, and the one Numba
     targets), its vector features, the SVE length, the float32 lanes of the kernels'
-    vectors and their bits."""
+    vectors and their bits, and the threading layer they run on (the one asked for, until
+    a parallel kernel has started it; :mod:`supergcn.kernels.jit`)."""
     import llvmlite.binding as llvm
 
     features = host_features()
@@ -360,7 +361,15 @@ def kernel_target() -> dict:
     return {"cpu_model": cpu_model(), "cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
             "vector_features": sorted(f for f in features if re.match(r"avx|sve|neon|asimd|fma", f)),
             "sve_vector_bits": sve_vector_bits(), "lanes": lanes, "vector_bits": 32 * lanes,
-            "register_block": ACCUMULATOR_VECTORS * lanes}
+            "register_block": ACCUMULATOR_VECTORS * lanes, "threading_layer": threading_layer()}
+
+
+def threading_layer() -> str:
+    """numba's threading layer: the one running, else the one asked for."""
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel kernel has started numba's threads yet
+        return str(numba.config.THREADING_LAYER)
 
 
 def compiled_for() -> dict:
