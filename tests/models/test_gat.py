@@ -33,3 +33,36 @@ def test_heads_must_divide_the_hidden_width():
     # a model without heads reads neither option
     assert not TrainConfig(graph="g", partition="p", plan="q", out="o", model="sage", hidden=30,
                            heads=4).conflicts()
+
+
+def test_attention_on_torch_has_the_same_gradient_bits_every_run():
+    """The torch path (attention dropout, ``--kernel torch``) gathers each edge's ends, which
+    repeat: on two threads its gradient must still add them in a fixed order (float32
+    indexing's backward adds with atomics past 32,768 elements), and it agrees with the
+    fused kernels."""
+    import numpy as np
+    import torch
+
+    from supergcn.models.gat.block_attention import BlockAttention
+
+    generator = np.random.default_rng(0)
+    num_dst, num_src, heads, width, degree = 2_000, 3_000, 4, 16, 12
+    indptr = np.arange(0, (num_dst + 1) * degree, degree)
+    indices = generator.integers(0, num_src, num_dst * degree)
+    inputs = [torch.from_numpy(generator.standard_normal(shape).astype(np.float32))
+              for shape in ((num_src, heads, width), (num_src, heads), (num_dst, heads), (num_dst, heads, width))]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        grads = {}
+        for kernel in ("torch", "torch", "torch", "numba"):
+            z, source, destination = (t.clone().requires_grad_() for t in inputs[:3])
+            BlockAttention(indptr, indices, num_src, kernel)(z, source, destination, 0).backward(inputs[3])
+            grads.setdefault(kernel, []).append([z.grad, source.grad, destination.grad])
+    finally:
+        torch.set_num_threads(threads)
+    first, *others = grads["torch"]
+    for other in others:
+        assert all(torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in zip(first, other))
+    for ours, fused in zip(first, grads["numba"][0]):
+        torch.testing.assert_close(ours, fused, rtol=1e-4, atol=1e-5)

@@ -102,9 +102,13 @@ def _fused_attention(z, source_score, destination_score, csr, negative_slope):
 def _edge_attention(z, source_score, destination_score, destination, source, negative_slope, dropout):
     """Edge by edge on torch: E x H weights, dropped on the numerator's side (none at 0)."""
     num_dst, heads = destination_score.shape
-    scores = F.leaky_relu(destination_score[destination] + source_score[source], negative_slope)
+    # index_select, not [...]: the edges repeat their ends, and float32 indexing's backward
+    # adds with atomics on several threads (bits that change from run to run)
+    scores = F.leaky_relu(destination_score.index_select(0, destination) + source_score.index_select(0, source),
+                          negative_slope)
     weights = torch.exp(scores - segment_max(scores, destination, num_dst)[destination])
     denominator = weights.new_zeros((num_dst, heads)).index_add_(0, destination, weights)
     kept = F.dropout(weights, dropout, True) if dropout > 0 else weights
-    numerator = z.new_zeros((num_dst, *z.shape[1:])).index_add_(0, destination, kept[..., None] * z[source])
+    numerator = z.new_zeros((num_dst, *z.shape[1:])).index_add_(0, destination,
+                                                                 kept[..., None] * z.index_select(0, source))
     return numerator / denominator[..., None]

@@ -313,12 +313,16 @@ class DistributedAttention:
         """The PRE rows' (s, m) and the rows to send: each PRE row's r, then each POST source's z."""
         routes = self.routes
         rows, sources = routes.pre_edge_row, routes.pre_edge_source
-        scores = F.leaky_relu(pre_destination_score[rows] + source_score[sources], negative_slope)
+        # index_select, not [...]: the edges repeat their ends, and float32 indexing's backward
+        # adds with atomics on several threads (bits that change from run to run)
+        scores = F.leaky_relu(pre_destination_score.index_select(0, rows) + source_score.index_select(0, sources),
+                              negative_slope)
         maxima = segment_max(scores, rows, routes.num_pre_rows)
         weights = torch.exp(scores - maxima[rows])
         sums = weights.new_zeros((routes.num_pre_rows, weights.shape[1])).index_add_(0, rows, weights)
         kept = F.dropout(weights, dropout, training)
-        partial = z.new_zeros((routes.num_pre_rows, *z.shape[1:])).index_add_(0, rows, kept[..., None] * z[sources])
+        edge_values = kept[..., None] * z.index_select(0, sources)
+        partial = z.new_zeros((routes.num_pre_rows, *z.shape[1:])).index_add_(0, rows, edge_values)
         sent = torch.cat([partial, z[routes.post_sources]])[routes.send_order]
         return torch.cat([sums, maxima], 1), sent
 
@@ -334,14 +338,15 @@ class DistributedAttention:
         values = torch.cat([z, received[routes.post_buffer_rows]])
         source_scores = torch.cat([source_score, scalars[post_positions]])
         destination, source = routes.direct_destination, routes.direct_source
-        scores = F.leaky_relu(destination_score[destination] + source_scores[source], negative_slope)
+        scores = F.leaky_relu(destination_score.index_select(0, destination) + source_scores.index_select(0, source),
+                              negative_slope)  # index_select: see _partial_states
         maxima = segment_max(torch.cat([scores, pre_maxima]), torch.cat([destination, routes.pre_destination]), n)
         weights = torch.exp(scores - maxima[destination])
         rescale = torch.exp(pre_maxima - maxima[routes.pre_destination])
         denominator = (weights.new_zeros((n, heads)).index_add_(0, destination, weights)
                        .index_add_(0, routes.pre_destination, rescale * pre_sums))
         kept = F.dropout(weights, dropout, training)
-        numerator = (z.new_zeros(z.shape).index_add_(0, destination, kept[..., None] * values[source])
+        numerator = (z.new_zeros(z.shape).index_add_(0, destination, kept[..., None] * values.index_select(0, source))
                      .index_add_(0, routes.pre_destination, rescale[..., None] * received[routes.pre_buffer_rows]))
         return numerator / denominator[..., None]
 
