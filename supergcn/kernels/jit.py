@@ -9,11 +9,11 @@ goes to ``$XDG_CACHE_HOME/supergcn/numba`` (default ``~/.cache``).
 The parallel kernels run on numba's ``workqueue`` threading layer unless
 ``NUMBA_THREADING_LAYER`` says otherwise. numba's default picks ``omp`` wherever the
 system has a GNU OpenMP (Debian's libgomp1), and its ``omp`` layer loads that libgomp by
-file name beside the one torch ships: with two OpenMP runtimes in the process and two
-threads per rank, float32 training gave different losses from run to run (1 run in 3 at
-the eighth epoch; a parameter's first Adam step differed in about half the processes),
-where ``workqueue`` gave the same bits in every run. ``workqueue`` is also what a machine
-without libgomp gets, so every machine now runs the same layer.
+file name beside the one torch ships: two OpenMP runtimes in one process. With them and two
+threads per rank, a process's first Adam step gave a parameter different bits in 9 of 21
+processes, on ``workqueue`` in 2 of 23 (docs/results.md, "numba's threading layer and the
+first Adam step": the cause is not established). ``workqueue`` is also what a machine
+without libgomp gets, so every machine runs the same layer.
 """
 
 from __future__ import annotations

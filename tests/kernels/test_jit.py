@@ -30,8 +30,7 @@ def probe(**environment) -> dict:
 @pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads the process's maps (Linux)")
 def test_the_kernels_run_on_the_workqueue_layer_beside_torchs_openmp_alone():
     """Without the workqueue layer numba's default loads the system's libgomp where there is
-    one, a second OpenMP runtime beside torch's, under which float32 training gave different
-    bits from run to run (jit.py)."""
+    one, a second OpenMP runtime beside torch's (jit.py)."""
     found = probe()
     assert found["layer"] == found["recorded"] == "workqueue", found
     assert all("torch" in path for path in found["libgomp"]), found
