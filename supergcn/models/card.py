@@ -103,10 +103,10 @@ class ModelCard:
             (DistGNN-MB, :mod:`supergcn.methods.distgnn_mb`: its paper's GraphSAGE and GAT).
         conflicts: ``(settings) -> list[str]``: what it cannot train with, one message and
             fix each.
-        bfloat16_auto: ``--precision auto`` picks bf16 for it (where the CPU has
-            AMX-BF16, :data:`supergcn.train.precision.BFLOAT16_FASTER`): its test accuracy in bf16 stayed within
-            :data:`supergcn.train.precision.ACCURACY_HELD` points of float32's on every graph
-            measured (docs/results.md, "bfloat16 against float32: accuracy").
+        bfloat16_auto: ``--precision auto`` picks bf16 for it (where the CPU has AMX-BF16,
+            :data:`supergcn.train.precision.BFLOAT16_FASTER`): its test accuracy in bf16
+            stayed within :data:`supergcn.train.precision.ACCURACY_HELD` points of float32's
+            on every graph measured (docs/results.md, "bfloat16 against float32: accuracy").
     """
 
     name: str
