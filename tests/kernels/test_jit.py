@@ -1,5 +1,6 @@
 """numba as the kernels run it (supergcn/kernels/jit.py): its threading layer."""
 
+import json
 import os
 import subprocess
 import sys
@@ -18,8 +19,6 @@ print(json.dumps({"layer": numba.threading_layer(), "recorded": kernel_target()[
 
 
 def probe(**environment) -> dict:
-    import json
-
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_THREADING_LAYER"}
     result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300,
                             env={**env, "NUMBA_NUM_THREADS": "2", **environment})

@@ -1,7 +1,11 @@
 """GAT's card, by hand (its layer is held to PyG's GATConv and its bytes to these costs in
-tests/train/test_models.py)."""
+tests/train/test_models.py), and its torch path's gradient bits, run after run."""
+
+import numpy as np
+import torch
 
 from supergcn.models import card
+from supergcn.models.gat.block_attention import BlockAttention
 from supergcn.plan.costs import row_costs
 from supergcn.train.config import TrainConfig
 
@@ -40,11 +44,6 @@ def test_attention_on_torch_has_the_same_gradient_bits_every_run():
     repeat: on two threads its gradient must still add them in a fixed order (float32
     indexing's backward adds with atomics past 32,768 elements), and it agrees with the
     fused kernels."""
-    import numpy as np
-    import torch
-
-    from supergcn.models.gat.block_attention import BlockAttention
-
     generator = np.random.default_rng(0)
     num_dst, num_src, heads, width, degree = 2_000, 3_000, 4, 16, 12
     indptr = np.arange(0, (num_dst + 1) * degree, degree)

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from supergcn.models.inputs import LabelledInput
 from supergcn.testing.ops import StandInOps
 from supergcn.train.gnn import GNN, activate
 
@@ -86,8 +87,6 @@ def test_the_label_parts_gradient_has_the_same_bits_every_run():
     """The labels repeat (a few classes over many label rows): the label part's gradient must
     add them in a fixed order, on two threads as on one, not in whatever order the threads
     take (float32 indexing's backward adds with atomics past 32,768 elements)."""
-    from supergcn.models.inputs import LabelledInput
-
     generator = torch.Generator().manual_seed(0)
     n, width, out, classes = 40_000, 16, 128, 5
     x, weight = torch.randn(n, width, generator=generator), torch.randn(out, width, generator=generator)
