@@ -92,10 +92,11 @@ def pyg_child(args) -> None:
     import torch
     import torch.nn.functional as F
 
+    from supergcn.distributed.threads import set_threads
     from supergcn.testing.pyg import PyGModel, edge_index_of
 
     graph = load_graph(args.graph, mmap=True)
-    torch.set_num_threads(2)
+    set_threads(2)
     model = PyGModel("sage", graph.features.shape[1], args.hidden, graph.num_classes)
     x = torch.from_numpy(np.asarray(graph.features))
     y = torch.from_numpy(np.asarray(graph.labels))

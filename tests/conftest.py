@@ -35,6 +35,15 @@ LONGEST_FILES = (
 )
 
 
+def pytest_configure(config):
+    """Settle torch's MKL vector math before any test runs it on two threads: a process's
+    first VML call can race between them (supergcn.distributed.threads), and the tests that
+    compare bits or outputs in this process must not meet it."""
+    from supergcn.distributed.threads import settle_mkl_vml_dispatch
+
+    settle_mkl_vml_dispatch()
+
+
 def pytest_collection_modifyitems(config, items):
     """The tests of :data:`LONGEST_FILES` first, file by file in that order; the others
     after them in their own order (tests/test_layout.py holds the list to files that exist)."""

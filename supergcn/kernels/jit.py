@@ -9,11 +9,10 @@ goes to ``$XDG_CACHE_HOME/supergcn/numba`` (default ``~/.cache``).
 The parallel kernels run on numba's ``workqueue`` threading layer unless
 ``NUMBA_THREADING_LAYER`` says otherwise. numba's default picks ``omp`` wherever the
 system has a GNU OpenMP (Debian's libgomp1), and its ``omp`` layer loads that libgomp by
-file name beside the one torch ships: two OpenMP runtimes in one process. With them and two
-threads per rank, a process's first Adam step gave a parameter different bits in 9 of 21
-processes, on ``workqueue`` in 2 of 23 (docs/results.md, "numba's threading layer and the
-first Adam step": the cause is not established). ``workqueue`` is also what a machine
-without libgomp gets, so every machine runs the same layer.
+file name beside the one torch ships: two OpenMP runtimes in one process, each with its
+own pool. ``workqueue`` is also what a machine without libgomp gets, so every machine runs
+the same layer. (The first Adam step that gave a parameter different bits more often on
+``omp`` was MKL's first-call race, whichever layer ran: supergcn.distributed.threads.)
 """
 
 from __future__ import annotations
