@@ -1,10 +1,12 @@
 """The single place that imports numba, after making sure its cache can be written, and
-that picks its threading layer.
+that picks its threading layer and has cached kernels compile one process at a time.
 
 ``@njit(cache=True)`` stores compiled machine code beside the sources; a read-only
 install (a site-packages on a cluster) would recompile in every MPI rank at every launch.
 When ``NUMBA_CACHE_DIR`` is unset and the package directory is not writable, the cache
-goes to ``$XDG_CACHE_HOME/supergcn/numba`` (default ``~/.cache``).
+goes to ``$XDG_CACHE_HOME/supergcn/numba`` (default ``~/.cache``). The ranks that first
+call a kernel together would each compile it; :func:`njit` has them take turns, so one
+compiles and the others load its cache.
 
 The parallel kernels run on numba's ``workqueue`` threading layer unless
 ``NUMBA_THREADING_LAYER`` says otherwise. numba's default picks ``omp`` wherever the
@@ -17,6 +19,7 @@ the same layer. (The first Adam step that gave a parameter different bits more o
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -31,5 +34,60 @@ if "NUMBA_THREADING_LAYER" not in os.environ:
     # module imported numba before this one.
     numba.config.THREADING_LAYER = "workqueue"
 
-njit = numba.njit
 prange = numba.prange
+
+# The lock files this process holds: a kernel whose compilation needs another's (a helper
+# it calls) takes that one's lock inside its own, and a kernel's lock is never taken twice.
+_held: set[str] = set()
+
+
+def njit(function=None, **options):
+    """``numba.njit``, whose cached kernels compile one process at a time.
+
+    Where ``cache=True``, each new signature's compilation (or load from the cache) holds an
+    exclusive ``flock`` on a file beside the kernel's cache index, inside numba's own
+    compiler lock. So when the ranks of a job, or the processes of a node, first call a
+    kernel together, one compiles it and the others load what it saved, where each would
+    otherwise compile it, every one at once. The order (numba's lock, then the file's) is
+    the same in every thread and process, and a process that dies drops its lock. Where the
+    file cannot be locked (a read-only cache, a file system without locks), the kernel
+    compiles as numba would.
+
+    Args:
+        function: the Python function, or None when called with options alone.
+        **options: numba.njit's options.
+
+    Returns:
+        The dispatcher, or a decorator that makes one.
+    """
+    if function is None:
+        return lambda function: njit(function, **options)
+    dispatcher = numba.njit(**options)(function)
+    if options.get("cache"):
+        dispatcher.compile = _compiled_in_turn(dispatcher.compile, dispatcher._cache._cache_file._index_path + ".lock")
+    return dispatcher
+
+
+def _compiled_in_turn(compile_here, lock_path: str):
+    def compile(signature):
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock:
+            if lock_path in _held:
+                return compile_here(signature)
+            try:
+                handle = open(lock_path, "a")  # noqa: SIM115 (closed below, after the lock is dropped)
+            except OSError:
+                return compile_here(signature)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except OSError:
+                handle.close()
+                return compile_here(signature)
+            _held.add(lock_path)
+            try:
+                return compile_here(signature)
+            finally:
+                _held.discard(lock_path)
+                handle.close()
+    return compile
