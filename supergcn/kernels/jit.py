@@ -28,6 +28,7 @@ if "NUMBA_CACHE_DIR" not in os.environ and not os.access(Path(__file__).parent, 
     os.environ["NUMBA_CACHE_DIR"] = str(cache_home / "supergcn" / "numba")
 
 import numba  # noqa: E402
+from numba.core.compiler_lock import global_compiler_lock  # noqa: E402
 
 if "NUMBA_THREADING_LAYER" not in os.environ:
     # Read when the first parallel kernel starts numba's threads, so this holds even where a
@@ -63,15 +64,15 @@ def njit(function=None, **options):
     if function is None:
         return lambda function: njit(function, **options)
     dispatcher = numba.njit(**options)(function)
-    if options.get("cache"):
-        dispatcher.compile = _compiled_in_turn(dispatcher.compile, dispatcher._cache._cache_file._index_path + ".lock")
+    # numba keeps the index's path on a private attribute; a numba without it compiles as before.
+    index = getattr(getattr(getattr(dispatcher, "_cache", None), "_cache_file", None), "_index_path", None)
+    if options.get("cache") and index is not None:
+        dispatcher.compile = _compiled_in_turn(dispatcher.compile, index + ".lock")
     return dispatcher
 
 
 def _compiled_in_turn(compile_here, lock_path: str):
     def compile(signature):
-        from numba.core.compiler_lock import global_compiler_lock
-
         with global_compiler_lock:
             if lock_path in _held:
                 return compile_here(signature)
