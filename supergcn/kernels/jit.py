@@ -77,18 +77,17 @@ def _compiled_in_turn(compile_here, lock_path: str):
             if lock_path in _held:
                 return compile_here(signature)
             try:
-                handle = open(lock_path, "a")  # noqa: SIM115 (closed below, after the lock is dropped)
+                handle = open(lock_path, "a")  # noqa: SIM115 (a with block below closes it)
             except OSError:
                 return compile_here(signature)
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            except OSError:
-                handle.close()
-                return compile_here(signature)
-            _held.add(lock_path)
-            try:
-                return compile_here(signature)
-            finally:
-                _held.discard(lock_path)
-                handle.close()
+            with handle:  # closing the file drops its lock
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX)
+                except OSError:
+                    return compile_here(signature)
+                _held.add(lock_path)
+                try:
+                    return compile_here(signature)
+                finally:
+                    _held.discard(lock_path)
     return compile
