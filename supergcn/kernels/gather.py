@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from supergcn.kernels.jit import njit, numba, prange
+from supergcn.kernels.jit import njit, numba, prange, read_only
 from supergcn.kernels.simd import (
     ACCUMULATOR_VECTORS,
     block_accumulate,
@@ -237,9 +237,11 @@ class GatherCsr:
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, num_cols: int, weights: np.ndarray | None = None,
                  chunks_per_thread: int = 8) -> None:
-        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
-        self.indices = np.ascontiguousarray(indices, dtype=np.int64)
-        self.weights = np.empty(0, np.float32) if weights is None else np.ascontiguousarray(weights)
+        # Read-only whatever the caller had (a memory-mapped graph or arrays in memory), as
+        # every input of the kernel is: one compilation per dtype (jit.read_only).
+        self.indptr = read_only(np.ascontiguousarray(indptr, dtype=np.int64))
+        self.indices = read_only(np.ascontiguousarray(indices, dtype=np.int64))
+        self.weights = read_only(np.empty(0, np.float32) if weights is None else np.ascontiguousarray(weights))
         self.shape = (len(self.indptr) - 1, int(num_cols))
         check_csr(self.indptr, self.indices, self.shape[1])
         if weights is not None and len(self.weights) != len(self.indices):
@@ -259,7 +261,7 @@ class GatherCsr:
         """
         key = (numba.get_num_threads(), pieces)
         if key not in self._chunks:
-            self._chunks[key] = balanced_chunks(self.indptr, key[0] * self.chunks_per_thread * pieces)
+            self._chunks[key] = read_only(balanced_chunks(self.indptr, key[0] * self.chunks_per_thread * pieces))
         return self._chunks[key]
 
     def matmul(self, x: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False,
@@ -297,9 +299,10 @@ class GatherCsr:
             raise ValueError(f"a {x.dtype} input is summed into {sums_in(x.dtype)}, not {out.dtype}")
         if self.shape[0] == 0 or x.shape[1] == 0:
             return out
-        weights = self.weights.astype(out.dtype, copy=False)
+        weights = read_only(self.weights.astype(out.dtype, copy=False))
         scale = np.empty(0, out.dtype) if row_scale is None else np.ascontiguousarray(row_scale, dtype=out.dtype)
-        x = np.ascontiguousarray(x)
+        scale = read_only(scale)
+        x = read_only(np.ascontiguousarray(x))
         for chunks, row_segments, groups in self.schedule(x.shape[1], pieces):
             _gather_spmm(self.indptr, self.indices, weights, scale, x, out, chunks, row_segments, groups, accumulate,
                          False)
@@ -324,30 +327,36 @@ class GatherCsr:
         key = (threads, pieces, num_features)
         if key not in self._schedules:
             chunks = self.chunks(pieces)
-            row_segments = segments(num_features)
+            row_segments = read_only(segments(num_features))
             bounds = np.unique(np.linspace(0, len(chunks) - 1, pieces + 1).astype(np.int64))
             self._schedules[key] = [(chunks[first:last + 1], row_segments,
-                                     column_groups(len(row_segments), last - first, threads))
+                                     read_only(column_groups(len(row_segments), last - first, threads)))
                                     for first, last in zip(bounds[:-1], bounds[1:])]
         return self._schedules[key]
 
     def pure_gather(self, x: np.ndarray, scratch: np.ndarray) -> None:
         """Read every row :meth:`matmul` reads, in its order and the same way, but write each
-        chunk's rows over one row of ``scratch`` (chunks x F, in cache): the product's reads
-        without its output (:mod:`supergcn.bench.roofline`).
+        chunk's rows over the first F columns of one row of ``scratch`` (in cache): the
+        product's reads without its output (:mod:`supergcn.bench.roofline`). The compiled
+        kernel is :meth:`matmul`'s: ``scratch`` is C-contiguous like its output, and may be
+        wider than F (rows a cache line apart, so that threads do not share lines).
 
         Args:
-            x: the dense input, as :meth:`matmul` takes it.
-            scratch: chunks x F, written over.
+            x: the dense input, as :meth:`matmul` takes it (F columns).
+            scratch: C-contiguous, one row per chunk and at least F columns, of
+                :func:`sums_in` ``x``'s dtype; written over.
 
         Raises:
-            ValueError: ``scratch`` does not have one row per chunk of ``x``'s width.
+            ValueError: ``scratch`` is not C-contiguous, not of that dtype, or lacks a row
+                per chunk or F columns.
         """
         [(chunks, row_segments, groups)] = self.schedule(x.shape[1])
-        if scratch.shape != (len(chunks) - 1, x.shape[1]):
-            raise ValueError(f"scratch must have one row per chunk: {len(chunks) - 1} x {x.shape[1]}")
-        _gather_spmm(self.indptr, self.indices, self.weights.astype(scratch.dtype, copy=False),
-                     np.empty(0, scratch.dtype), x,
+        if (scratch.ndim != 2 or scratch.shape[0] != len(chunks) - 1 or scratch.shape[1] < x.shape[1]
+                or not scratch.flags.c_contiguous or scratch.dtype != sums_in(x.dtype)):
+            raise ValueError(f"scratch must be a C-contiguous {sums_in(x.dtype)} array of {len(chunks) - 1} rows "
+                             f"(one per chunk) and at least {x.shape[1]} columns, not {scratch.dtype} {scratch.shape}")
+        _gather_spmm(self.indptr, self.indices, read_only(self.weights.astype(scratch.dtype, copy=False)),
+                     read_only(np.empty(0, scratch.dtype)), read_only(np.ascontiguousarray(x)),
                      scratch, chunks, row_segments, groups, False, True)
 
     def transpose(self) -> "GatherCsr":

@@ -46,7 +46,7 @@ import numpy as np
 
 from supergcn.data.graph import Graph, adjacency_blocks
 from supergcn.data.storage import release_pages
-from supergcn.kernels.jit import njit
+from supergcn.kernels.jit import njit, read_only
 from supergcn.kernels.ranges import even_bounds
 from supergcn.partition.partition import Partition, check_num_parts
 from supergcn.progress import running
@@ -76,9 +76,11 @@ def degrees(graph: Graph) -> np.ndarray:
     return degree
 
 
-@njit(cache=True, nogil=True)
-def cuthill_mckee(indptr, indices, degree, seeds):
+def cuthill_mckee(indptr: np.ndarray, indices: np.ndarray, degree: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     """The Cuthill–McKee order (module docstring) of the CSR ``indptr``, ``indices``.
+
+    The arrays reach the compiled search read-only, whether the graph was memory-mapped
+    or built in memory: one compilation per index width (jit.read_only).
 
     Args:
         indptr: n + 1 row offsets.
@@ -90,6 +92,11 @@ def cuthill_mckee(indptr, indices, degree, seeds):
     Returns:
         The node at each position (int64, n), not reversed.
     """
+    return _cuthill_mckee(*map(read_only, (indptr, indices, degree, seeds)))
+
+
+@njit(cache=True, nogil=True)
+def _cuthill_mckee(indptr, indices, degree, seeds):
     n = len(indptr) - 1
     visited = np.zeros(n, dtype=np.bool_)
     order = np.empty(n, dtype=np.int64)

@@ -10,6 +10,7 @@ from supergcn.kernels.gather import (
     BLOCK,
     LANES,
     GatherCsr,
+    _gather_spmm,
     balanced_chunks,
     column_groups,
     index_add,
@@ -179,11 +180,36 @@ def test_pure_gather_reads_the_rows_of_the_product_into_one_row_per_chunk(thread
     op = GatherCsr(m.indptr, m.indices, m.shape[1])
     x = rng.standard_normal((m.shape[1], 40)).astype(np.float32)
     chunks = op.chunks()
-    scratch = np.full((len(chunks) - 1, 40), np.nan, np.float32)
+    scratch = np.full((len(chunks) - 1, 48), np.nan, np.float32)  # rows wider than x's: the last 8 stay
     op.pure_gather(x, scratch)
-    np.testing.assert_array_equal(scratch, op.matmul(x)[chunks[1:] - 1])
-    with pytest.raises(ValueError, match="one row per chunk"):
-        op.pure_gather(x, scratch[:-1])
+    np.testing.assert_array_equal(scratch[:, :40], op.matmul(x)[chunks[1:] - 1])
+    assert np.isnan(scratch[:, 40:]).all()
+    for wrong in (scratch[:-1], scratch[:, :39], scratch[:, ::2], scratch.astype(np.float64)):
+        with pytest.raises(ValueError, match="one per chunk"):
+            op.pure_gather(x, wrong)
+
+
+def test_memory_mapped_and_in_memory_inputs_share_one_compilation(tmp_path, threads):
+    """A graph read from disk (read-only arrays) and one built in memory (writable), their
+    rows either way, through the product and the pure gather: numba types the two kinds of
+    array apart, so without the read-only views each mix would compile on its own."""
+    rng = np.random.default_rng(5)
+    m = awkward_matrix(rng)
+    x = rng.standard_normal((m.shape[1], 24)).astype(np.float32)
+    for name, array in (("indptr", m.indptr.astype(np.int64)), ("indices", m.indices.astype(np.int64)), ("x", x)):
+        np.save(tmp_path / f"{name}.npy", array)
+    mapped = {name: np.load(tmp_path / f"{name}.npy", mmap_mode="r") for name in ("indptr", "indices", "x")}
+    assert not any(array.flags.writeable for array in mapped.values())
+    in_memory = GatherCsr(m.indptr.astype(np.int64), m.indices.astype(np.int64), m.shape[1])
+    from_disk = GatherCsr(mapped["indptr"], mapped["indices"], m.shape[1])
+    expected = in_memory.matmul(x)
+    compiled = len(_gather_spmm.signatures)
+    for op in (in_memory, from_disk):
+        for rows in (x, mapped["x"]):
+            np.testing.assert_array_equal(op.matmul(rows), expected)
+            scratch = np.empty((len(op.chunks()) - 1, 32), np.float32)
+            op.pure_gather(rows, scratch)
+    assert len(_gather_spmm.signatures) == compiled
 
 
 def test_index_add_matches_torch(threads):
