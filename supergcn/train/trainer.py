@@ -58,6 +58,7 @@ from supergcn.train.metrics import (
     run_line,
     summary_record,
 )
+from supergcn.train.optimizer import adam
 from supergcn.train.precision import agreed, choose
 from supergcn.train.steps import FullBatchStep, OptimizerStep, RankContext, nll_share
 
@@ -119,7 +120,7 @@ class Trainer:
         if config.init_weights is not None:
             agree(comm, lambda: self.load_weights(config.init_weights))
         broadcast_parameters(self.model, comm)  # identical start on every rank
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.parameters = list(self.model.parameters())
         context = RankContext(config, self.data, self.operators, self.communicator, self.timer, self.model, nll_share,
                               OptimizerStep(self.parameters, self.communicator, self.optimizer, config.grad_clip,
