@@ -9,17 +9,18 @@ development machine, in every rank of every run, from the shared file system at 
 
 Nothing can be under compilation while ``torch._dynamo`` has not been imported
 (``torch.compile`` imports it), and until then the wrappers do nothing but import it. So
-:func:`adam` returns a :class:`Adam` whose guarded methods call torch's own functions
-directly while ``torch._dynamo`` is not in ``sys.modules``, and go through torch's
-guards, as ``torch.optim.Adam`` does, once it is. The update is torch's, unchanged:
-``step`` is ``torch.optim.Adam.step`` unwrapped, under the grad mode its guard sets.
+:func:`adam` returns a subclass of ``torch.optim.Adam`` whose guarded methods call torch's
+own functions directly while ``torch._dynamo`` is not in ``sys.modules``, and go through
+torch's guards, as ``torch.optim.Adam`` does, once it is. The update is torch's,
+unchanged: ``step`` is ``torch.optim.Adam.step`` unwrapped, under the grad mode its guard
+sets.
 
 It leans on three private details of torch (``_disable_dynamo``'s wrapper caching its
 guard as ``fn.__dynamo_disable``, ``step``'s ``__wrapped__`` chain, and
 ``torch.optim.optimizer._use_grad_for_differentiable``); where one is missing, the methods
 it concerns keep torch's guards (:func:`adam` then returns ``torch.optim.Adam``) and
-import the compiler as before (``tests/train/test_optimizer.py``
-shows the import skipped and the bits unchanged).
+import the compiler as before (``tests/train/test_optimizer.py`` shows the import
+skipped and the bits unchanged).
 """
 
 from __future__ import annotations
@@ -61,8 +62,10 @@ def _guard_when_loaded(function, recursive: bool):
 def _defer_guards(cls) -> None:
     """Give each method of ``cls`` wrapped by ``torch._disable_dynamo`` a guard that waits
     for the compiler: the wrapper calls what it finds cached on the wrapped function."""
-    from torch._compile import _disable_dynamo
-
+    try:
+        from torch._compile import _disable_dynamo
+    except ImportError:  # another torch: its guards stay as they are
+        return
     wrapper_code = _disable_dynamo(lambda: None).__code__
     for member in vars(cls).values():
         if getattr(member, "__code__", None) is not wrapper_code or not hasattr(member, "__wrapped__"):
@@ -76,13 +79,15 @@ def _defer_guards(cls) -> None:
 def _unguarded_step():
     """``torch.optim.Adam.step`` without its wrappers, and the grad-mode guard it had; None
     where torch's wrapping is not the one this module knows."""
-    from torch.optim.optimizer import _use_grad_for_differentiable
-
+    try:
+        from torch.optim.optimizer import _use_grad_for_differentiable
+    except ImportError:
+        return None
     step = inspect.unwrap(torch.optim.Adam.step)
     return (step, _use_grad_for_differentiable(step)) if step is not torch.optim.Adam.step else None
 
 
-class Adam(torch.optim.Adam):
+class _Adam(torch.optim.Adam):
     """``torch.optim.Adam`` (module docstring): the same update, in the same order, on the
     same state; its ``step`` skips the compiler's guard while the compiler is not loaded."""
 
@@ -108,8 +113,9 @@ _STEP = _unguarded_step()
 
 
 def adam(parameters, lr: float, weight_decay: float) -> torch.optim.Adam:
-    """The trainer's Adam over ``parameters`` (module docstring): :class:`Adam`, or
-    ``torch.optim.Adam`` itself where its ``step`` is not wrapped as this module knows.
+    """The trainer's Adam over ``parameters`` (module docstring): ``torch.optim.Adam``
+    stepped without the compiler's guard, or ``torch.optim.Adam`` itself where its
+    ``step`` is not wrapped as this module knows.
 
     Args:
         parameters: the tensors to optimise.
@@ -119,4 +125,4 @@ def adam(parameters, lr: float, weight_decay: float) -> torch.optim.Adam:
     Returns:
         A ``torch.optim.Adam``.
     """
-    return (Adam if _STEP is not None else torch.optim.Adam)(parameters, lr=lr, weight_decay=weight_decay)
+    return (_Adam if _STEP is not None else torch.optim.Adam)(parameters, lr=lr, weight_decay=weight_decay)
