@@ -108,8 +108,10 @@ def _signed(n):
 @njit(cache=True)
 def _decode(data, num_nodes, window, min_interval, zeta_k, indptr, successors):
     """Every node's successors into ``successors`` (rows sorted), ``indptr`` filled;
-    returns the bits read, or -1 - x if node x codes more successors than there is room for
-    or a successor outside the graph."""
+    returns the bits read, or -1 - x if node x codes more successors than its degree or
+    than there is room for, or a successor outside the graph. Each is checked before the
+    writes it would cause: compiled, ``successors`` has no bounds check, and a damaged
+    stream would write past it."""
     pos = 0
     cursor = 0
     total = len(successors)
@@ -134,7 +136,7 @@ def _decode(data, num_nodes, window, min_interval, zeta_k, indptr, successors):
                     length, pos = _gamma(data, pos)
                     if b > 0:
                         length += 1
-                    if index + length > ref_stop:
+                    if index + length > ref_stop or (copy and cursor - start + length > degree):
                         return -1 - x
                     if copy:
                         for i in range(index, index + length):
@@ -143,11 +145,11 @@ def _decode(data, num_nodes, window, min_interval, zeta_k, indptr, successors):
                     index += length
                     copy = not copy
                 if copy:  # the rest of the list
+                    if cursor - start + ref_stop - index > degree:
+                        return -1 - x
                     for i in range(index, ref_stop):
                         successors[cursor] = successors[i]
                         cursor += 1
-                if cursor - start > degree:
-                    return -1 - x
         left_over = degree - (cursor - start)
         if min_interval > 0 and left_over > 0:
             intervals, pos = _gamma(data, pos)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from supergcn.data.datasets.webgraph import decode_bvgraph
+from supergcn.data.datasets.webgraph import _decode, decode_bvgraph
 from supergcn.errors import SuperGCNError
-from supergcn.testing.bvgraph import encode_bvgraph
+from supergcn.testing.bvgraph import _BitWriter, encode_bvgraph
 
 PROPERTIES = ("version=0\nnodes=4\narcs=6\nwindowsize=7\nminintervallength=2\nzetak=3\ncompressionflags=\n")
 # Worked by hand from the codes (module docstring), nodes 0..3:
@@ -61,4 +61,30 @@ def test_damage_and_other_codes_are_refused_in_one_line(tmp_path):
     properties = (tmp_path / "g.properties").read_text()
     (tmp_path / "g.properties").write_text(properties.replace("compressionflags=", "compressionflags=RESIDUALS_GAMMA"))
     with pytest.raises(SuperGCNError, match="compressionflags='RESIDUALS_GAMMA'.*recompress it"):
+        decode_bvgraph(tmp_path / "g")
+
+
+def test_a_copied_list_longer_than_the_degree_is_refused_before_it_is_written(tmp_path):
+    """Node 1 declares one successor, then copies all four of node 0's: the copy would run
+    past the arcs the properties give room for (5), and is refused before writing."""
+    stream = _BitWriter()
+    stream.gamma(4)  # node 0: degree 4,
+    stream.unary(0)  # no reference,
+    stream.gamma(1)  # one interval: from 0 + 0,
+    stream.gamma(0)
+    stream.gamma(2)  # of 2 + 2 nodes
+    stream.gamma(1)  # node 1: degree 1,
+    stream.unary(1)  # node 0's list,
+    stream.gamma(0)  # no blocks: copy it all
+    stream.gamma(0)  # nodes 2 and 3: degree 0
+    stream.gamma(0)
+    # Room for 5 successors, followed by guards that the decoder must leave alone.
+    room = np.full(9, -7, dtype=np.int32)
+    indptr = np.zeros(5, dtype=np.int64)
+    data = np.frombuffer(stream.to_bytes(), dtype=np.uint8)
+    assert _decode(data, 4, 7, 2, 3, indptr, room[:5]) == -1 - 1
+    assert room[5:].tolist() == [-7] * 4
+    (tmp_path / "g.graph").write_bytes(stream.to_bytes())
+    (tmp_path / "g.properties").write_text(PROPERTIES.replace("arcs=6", "arcs=5"))
+    with pytest.raises(SuperGCNError, match="is damaged: node 1's"):
         decode_bvgraph(tmp_path / "g")
