@@ -100,6 +100,10 @@ def test_what_a_card_says_its_method_cannot_run_with_is_refused_with_its_fix(nam
     for precision in {"fp32", "bf16"} - set(method.precisions):
         found = settings(method, precision=precision).conflicts()
         assert any(f"--precision {method.precisions[0]}" in m and off in m for m in found), found
+    for ignored in method.ignores:
+        flag = "--" + ignored.replace("_", "-")
+        found = settings(method, **{ignored: not default(ignored)}).conflicts()
+        assert any(m.startswith(f"{flag} ") and "is not read by this run" in m for m in found), found
 
 
 @pytest.mark.parametrize("first, second", [

@@ -89,4 +89,4 @@ CARD = MethodCard(
                          "epoch, added r epochs later; cd-0 = sync) or 0c (never)")},
     naming=VariantNaming(key="schedule", suffix=lambda schedule: f"-{schedule}", pattern=f"-(?:{DELAYED_PATTERN})",
                          read=lambda suffix: suffix[1:]),
-    model_needs="delayable", strategies=("pre",), precompute="refused")
+    model_needs="delayable", strategies=("pre",), precompute="refused", ignores=("overlap",))

@@ -243,4 +243,5 @@ CARD = MethodCard(
     naming=VariantNaming(key="minibatch", group=True, on={"minimum": 1}, value=MiniBatch.from_entry, options=asdict,
                          suffix=lambda settings: settings.suffix, pattern=MINIBATCH_PATTERN, read=MiniBatch.from_suffix,
                          after_model=True),
-    model_needs="trains_on_blocks", plain_input=True, precompute="refused", conflicts=_fanouts_per_layer)
+    model_needs="trains_on_blocks", plain_input=True, precompute="refused", ignores=("overlap",),
+    conflicts=_fanouts_per_layer)

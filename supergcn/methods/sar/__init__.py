@@ -128,5 +128,6 @@ CARD = MethodCard(
     options=OPTIONS, options_title="SAR's sequential aggregation",
     naming=VariantNaming(key="sar", suffix=lambda mode: f"-{mode}", pattern="-(?:sar|sa)",
                          read=lambda suffix: suffix[1:]),
-    model_strategies=_plans, conflicts=_conflicts, header_key="sequential_aggregation",
+    model_strategies=_plans, precompute="refused", ignores=("overlap",), conflicts=_conflicts,
+    header_key="sequential_aggregation",
     performance=PerformanceTerms("sar", "sequential"))
