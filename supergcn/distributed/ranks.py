@@ -14,6 +14,7 @@ import time
 import traceback
 from collections.abc import Callable
 
+from supergcn.distributed.comm import unlink_shared_memory
 from supergcn.errors import USER_ERROR, SuperGCNError, launched_rank, report
 
 #: Seconds a failing rank waits between printing its message and aborting the job: the
@@ -51,6 +52,7 @@ def run_ranked(work: Callable[[object], None], comm, command: str, debug: bool =
     ``debug`` shows the traceback behind a user error too."""
     rank, size = comm.Get_rank(), comm.Get_size()
     try:
+        unlink_shared_memory(comm)  # so that an abort, or a kill, leaves none behind
         work(comm)
         return 0
     except CollectiveError as exc:
