@@ -147,6 +147,8 @@ class MethodCard:
             input LayerNorm).
         precompute: how it treats ``precompute_input`` (:data:`PRECOMPUTE_RULES`).
         aggregates_first: its layers aggregate before they transform.
+        rounding: how it rounds quantized rows as published (:data:`~supergcn.naming.ROUNDINGS`):
+            what ``--rounding auto`` picks in its runs.
         ignores: general training options its runs do not read.
         conflicts: ``(settings) -> list[str]``, what else it cannot run with, each with its fix.
         runtime: the module of its room whose ``build(context)`` makes its state on one rank
@@ -178,6 +180,7 @@ class MethodCard:
     plain_input: bool = False
     precompute: str = "allowed"
     aggregates_first: bool = False
+    rounding: str = "nearest"
     ignores: tuple[str, ...] = ()
     conflicts: Callable[[Any], list[str]] = no_conflicts
     header_key: str | None = None

@@ -47,6 +47,9 @@ _SHARE = Range(float, 0, 1, high_open=True)
 #: ``precompute_input``'s values: ``auto`` is on for the runs of a method whose published
 #: scripts precompute layer 0 (BNS-GCN's, PipeGCN's).
 PRECOMPUTE_CHOICES = ("auto", "on", "off")
+#: ``rounding``'s values: ``auto`` is the run's compared method's rounding as published
+#: (its card's), nearest for SuperGCN's own exchange (upstream's).
+ROUNDING_CHOICES = ("auto", *ROUNDINGS)
 #: Everything ``bits`` may be: a precision, or a word a method adds (AdaQP's ``adaptive``).
 BIT_CHOICES = (*PRECISIONS, *(word for words, _ in added_values("bits") for word in words))
 #: Every exchange schedule: the synchronous one, or one a method adds.
@@ -207,9 +210,12 @@ class RunOptions:
                        "8, 4, 2 = per-row quantized embeddings and gradients",
                        *(meaning for _, meaning in added_values("bits"))]), values=parse_bits, choices=BIT_CHOICES,
         group="exchange", trajectory=True)
-    rounding: str = option("nearest", "quantization rounding: nearest (upstream) or stochastic (unbiased, AdaQP)",
-                           choices=ROUNDINGS, group="exchange", study=True, trajectory=True, read_when=_quantized,
-                           read_hint="--bits 8, 4, 2 or a method's widths")
+    rounding: str = option("auto", "quantization rounding: nearest (upstream SuperGCN), stochastic (unbiased), or "
+                           "auto = the compared method's as published (" + ", ".join(
+                               f"{method.title}: {method.rounding}" for method in method_cards()
+                               if method.rounding != "nearest") + "), else nearest",
+                           choices=ROUNDING_CHOICES, group="exchange", study=True, trajectory=True,
+                           read_when=_quantized, read_hint="--bits 8, 4, 2 or a method's widths")
     overlap: bool = option(True, "overlap the exchange with the local aggregation", group="exchange", study=True,
                            read_when=_not_ignored("overlap"), read_hint="an exchange that overlaps its local work")
     schedule: str = option(
@@ -285,6 +291,14 @@ class RunOptions:
     def input_is_plain(self) -> bool:
         """Whether layer 0's input is the features themselves (no label inputs, no input norm)."""
         return self.label_rate == 0 and not self.input_norm
+
+    @property
+    def quantization_rounding(self) -> str:
+        """How quantized rows are rounded (``rounding``; ``auto``: as the run's compared method
+        was published, nearest for SuperGCN's own exchange, as upstream)."""
+        if self.rounding != "auto":
+            return self.rounding
+        return "nearest" if self.method is None else self.method.rounding
 
     @property
     def precomputes_input(self) -> bool:

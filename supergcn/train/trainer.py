@@ -104,7 +104,7 @@ class Trainer:
             raise CollectiveError(f"{method.title} runs on a {' or '.join(plans)} plan with {model.title}, and "
                                   f"{config.plan} is {self.data.strategy}", f"plan with --strategy {plans[0]}, or "
                                   "train another method on this plan")
-        settings = ExchangeSettings(bits=config.bits, rounding=config.rounding, overlap=config.overlap,
+        settings = ExchangeSettings(bits=config.bits, rounding=config.quantization_rounding, overlap=config.overlap,
                                     parameter_dtype=config.parameter_dtype, seed=config.seed,
                                     bfloat16_gradients=bfloat16)
         self.operators = RankOperators(self.data.plan, self.communicator, self.timer, config.kernel, settings)

@@ -50,3 +50,12 @@ def test_lambda_one_and_zero_send_as_uniform_int8_and_int2(trained, weight, unif
     assert adaptive[0]["bytes"]["sent_total"] == int8[0]["bytes"]["sent_total"]
     sent = [[e["bytes"]["sent_total"] for e in run[1:]] for run in (adaptive, uniform)]
     assert sent[0] == sent[1] if uniform_bits == 2 else all(a <= u for a, u in zip(*sent))
+
+
+def test_adaqp_rounds_stochastically_as_published_unless_told_otherwise(trained):
+    """``--rounding auto`` (the default) rounds an AdaQP run's rows stochastically, as AdaQP
+    does: the run is the explicitly stochastic one's, loss for loss, and not the nearest one's."""
+    options = ("--bits", "adaptive", "--adaptive-weight", 0.0, "--adaptive-period", 3)
+    runs = [trained(*options, *rounding) for rounding in ((), ("--rounding", "stochastic"), ("--rounding", "nearest"))]
+    default, stochastic, nearest = ([epoch["loss"] for epoch in run] for run in runs)
+    assert default == stochastic != nearest

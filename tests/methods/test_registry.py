@@ -12,7 +12,7 @@ import pytest
 from supergcn.methods import METHODS, card, method_cards, method_of, selected_methods
 from supergcn.methods.card import MODEL_NEEDS, PRECOMPUTE_RULES, MethodCard
 from supergcn.models import card as model_card
-from supergcn.naming import GNN_MODELS, STRATEGIES
+from supergcn.naming import GNN_MODELS, ROUNDINGS, STRATEGIES
 from supergcn.train.config import TrainConfig, default
 from supergcn.variants import Variant, display_name
 
@@ -51,6 +51,16 @@ def test_each_method_has_every_piece(name):
     rows = [line for line in (REPO / "docs" / "methods.md").read_text().splitlines()
             if line.startswith("|") and f"{{py:mod}}`supergcn.methods.{name}`" in line]
     assert len(rows) == 1, f"{name} has no row in docs/methods.md's table of methods"
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_rounding_auto_rounds_as_the_method_was_published_and_supergcn_as_upstream(name):
+    method = card(name)
+    assert method.rounding in ROUNDINGS
+    assert settings(method).quantization_rounding == method.rounding
+    for rounding in ROUNDINGS:
+        assert settings(method, rounding=rounding).quantization_rounding == rounding
+    assert TrainConfig(**PATHS, bits=2).quantization_rounding == "nearest"
 
 
 def test_no_method_is_a_run_at_the_defaults():

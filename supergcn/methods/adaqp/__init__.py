@@ -53,6 +53,12 @@ def _selected(values: dict) -> bool:
     return values.get("bits") == ADAPTIVE
 
 
+def _published(values: dict) -> bool:
+    """AdaQP's runs: GraphSAGE, its rows rounded stochastically (``--rounding auto`` in its
+    runs, or ``stochastic``: AdaQP §3, "we stochastically quantize messages")."""
+    return values["model"] == DEFAULT_MODEL and values.get("rounding", "auto") != "nearest"
+
+
 OPTIONS = (
     ("adaptive_weight", "float", option(
         ADAPTIVE_WEIGHT, "adaptive bits: lambda, the weight of quantization variance against exchange time (1 = all "
@@ -72,7 +78,7 @@ CARD = MethodCard(
     name="adaqp", title="AdaQP", option="bits", selects=_selected,
     example={"bits": ADAPTIVE},
     run_name=lambda values: "AdaQP w/ LP" if values["label_propagation"] else "AdaQP",
-    published=lambda values: values["model"] == DEFAULT_MODEL, runtime="codec", options=OPTIONS,
+    published=_published, runtime="codec", options=OPTIONS, rounding="stochastic",
     options_title="AdaQP's adaptive bit widths (--bits adaptive)",
     values={"bits": ((ADAPTIVE,), "adaptive = 2, 4 or 8 per message group, assigned by AdaQP's solver")},
     bits=(ADAPTIVE,))
