@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from supergcn.cli._args import positive_int
+from supergcn.options import Range
 
 HELP = "Fujitsu PJM (Fugaku) wrappers for Snakemake's cluster-generic executor"
 
@@ -16,6 +17,9 @@ def configure(parser) -> None:
     submit.add_argument("--procs", type=positive_int, required=True, help="MPI processes")
     submit.add_argument("--threads", type=positive_int, required=True, help="threads per process")
     submit.add_argument("--elapse-minutes", type=positive_int, required=True)
+    submit.add_argument("--ranks-per-node", type=Range(int, 0), default=0,
+                        help="ranks a node takes: the study's execution.ranks_per_node, which Snakemake hands a rank "
+                        "job as a resource (0 = the site file's)")
     submit.add_argument("--log-dir", default="logs/pjm")
     submit.add_argument("jobscript")
     status = actions.add_parser("status", help="print running / success / failed for a job id")
@@ -33,6 +37,6 @@ def run(args) -> None:
 
     if args.action == "submit":
         print(pjm.submit(args.jobscript, args.site, args.name, args.nodes, args.procs, args.threads,
-                         args.elapse_minutes, args.log_dir))
+                         args.elapse_minutes, args.log_dir, ranks_per_node=args.ranks_per_node))
     else:
         print(pjm.status(args.job_id, args.state_dir, args.missing_timeout, args.max_age))

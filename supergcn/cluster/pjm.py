@@ -124,17 +124,20 @@ def elapse(minutes: int) -> str:
 
 
 def pjm_script(jobscript: str, site: dict, name: str, nodes: int, procs: int, threads: int, elapse_minutes: int,
-               log_dir: str) -> str:
-    """The PJM batch script that runs Snakemake's ``jobscript`` on the requested nodes."""
+               log_dir: str, ranks_per_node: int = 0) -> str:
+    """The PJM batch script that runs Snakemake's ``jobscript`` on the requested nodes, at
+    most ``ranks_per_node`` ranks on each (the study's, which a config overlay may have
+    changed; 0: the site file's)."""
+    per_node = ranks_per_node or site["ranks_per_node"]
     # A group job's resources are summed over its parallel steps; it needs no more nodes
     # than its processes fill.
-    nodes = min(nodes, -(-procs // site["ranks_per_node"]))
+    nodes = min(nodes, -(-procs // per_node))
     resources = [f"node={nodes}", f"rscgrp={site['resource_group']}", f"elapse={elapse(elapse_minutes)}",
                  *site.get("extra_resources", [])]
     lines = ["#!/bin/bash", f"#PJM --name {name}"]
     lines += [f'#PJM -L "{resource}"' for resource in resources]
     lines += [f"#PJM -g {site['group']}", f'#PJM --mpi "proc={procs}"',
-              f'#PJM --mpi "max-proc-per-node={site["ranks_per_node"]}"']
+              f'#PJM --mpi "max-proc-per-node={per_node}"']
     if site.get("gfscache"):
         lines.append(f"#PJM -x PJM_LLIO_GFSCACHE={':'.join(site['gfscache'])}")
     lines += [f"#PJM -o {log_dir}/%j.out", f"#PJM -e {log_dir}/%j.err", "#PJM -S", f"#PJM --spath {log_dir}/%j.stats"]
@@ -154,12 +157,13 @@ def pjm_command(run, command: list[str]) -> subprocess.CompletedProcess:
 
 
 def submit(jobscript: str, site_path: str, name: str, nodes: int, procs: int, threads: int, elapse_minutes: int,
-           log_dir: str, run=subprocess.run) -> str:
-    """pjsub a script that runs ``jobscript``; return the job id (a rejection raises, with a hint)."""
+           log_dir: str, run=subprocess.run, ranks_per_node: int = 0) -> str:
+    """pjsub a script that runs ``jobscript``, at most ``ranks_per_node`` ranks a node (0: the
+    site file's); return the job id (a rejection raises, with a hint)."""
     site = read_site(site_path)
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     script = Path(log_dir) / f"{Path(jobscript).stem}.pjm.sh"
-    script.write_text(pjm_script(jobscript, site, name, nodes, procs, threads, elapse_minutes, log_dir))
+    script.write_text(pjm_script(jobscript, site, name, nodes, procs, threads, elapse_minutes, log_dir, ranks_per_node))
     result = pjm_command(run, ["pjsub", *site.get("pjsub_args", []), str(script)])
     output = (result.stdout + result.stderr).strip()
     match = _SUBMITTED.search(output)

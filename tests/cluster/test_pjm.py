@@ -221,6 +221,16 @@ def test_a_group_job_asks_for_no_more_nodes_than_its_processes_fill(tmp_path):
     assert '#PJM -L "node=1"' in script.splitlines()
 
 
+def test_the_study_s_ranks_per_node_wins_over_the_site_file_s(tmp_path):
+    """An overlay's execution.ranks_per_node (2) reaches the job, not the site file's (4):
+    8 ranks on 4 nodes, 2 a node."""
+    run, calls = fake_run({"pjsub": (PJSUB_OK, 0)})
+    pjm.submit("job.sh", write_site(tmp_path), "t", nodes=4, procs=8, threads=24, elapse_minutes=10,
+               log_dir=tmp_path / "logs", run=run, ranks_per_node=2)
+    lines = open(calls[0][2]).read().splitlines()
+    assert '#PJM -L "node=4"' in lines and '#PJM --mpi "max-proc-per-node=2"' in lines
+
+
 def test_submit_notes_the_job_for_the_sidecar(tmp_path, monkeypatch):
     job_list = tmp_path / "sidecar.jobs"
     monkeypatch.setenv(pjm.SIDECAR_VARIABLE, str(job_list))

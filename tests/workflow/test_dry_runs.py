@@ -4,8 +4,10 @@ rule train_settings alone, in copies of the workflow), all forked from one start
 import json
 import math
 import re
+import shlex
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -151,6 +153,30 @@ def test_fugaku_profile_requests_nodes_and_processes_per_train_job(snakemake_run
         assert f'#PJM -L "node={math.ceil(procs / 4)}"' in script
         assert f'#PJM --mpi "proc={procs}"' in script
         assert '#PJM --mpi "max-proc-per-node=4"' in script
+
+
+FUGAKU_TWO_A_NODE = run_of("fugaku, 2 ranks a node", *FROM_SCRATCH, "--profile", "workflow/profiles/fugaku",
+                           "--configfiles", "config/config.yaml", "config/fugaku.yaml",
+                           overlay={"process_counts": [6], "execution": {"ranks_per_node": 2}})
+
+
+def test_an_overlay_s_ranks_per_node_reaches_pjm_through_the_profile(snakemake_runs):
+    """The profile's submit command, given a train job's resources, asks PJM for the
+    overlay's ranks a node, not the site file's (config/fugaku.yaml: 4)."""
+    from supergcn.cli import build_parser
+    from supergcn.cluster.pjm import pjm_script, read_site
+
+    result, _ = snakemake_runs[FUGAKU_TWO_A_NODE]
+    assert result.returncode == 0, result.stderr
+    profile = yaml.safe_load((REPO / "workflow" / "profiles" / "fugaku" / "config.yaml").read_text())
+    for job in train_jobs(result.stdout):
+        resources = {key: str(value) for key, value in job["resources"].items()}
+        command = profile["cluster-generic-submit-cmd"].format(name="t", resources=SimpleNamespace(**resources))
+        words = shlex.split(command)
+        args = build_parser(["pjm"]).parse_args([*words[1:], "job.sh"])
+        script = pjm_script(args.jobscript, read_site(REPO / args.site), args.name, args.nodes, args.procs,
+                            args.threads, args.elapse_minutes, args.log_dir, args.ranks_per_node).splitlines()
+        assert '#PJM -L "node=3"' in script and '#PJM --mpi "max-proc-per-node=2"' in script
 
 
 # The docs name profiles by path: no profile in the user's config folder is needed or read.

@@ -334,12 +334,14 @@ def launch_ranks(wildcards):
 
 #: What a job of P MPI ranks asks of a scheduler (train, bench comm). The
 #: launcher is a resource, not a parameter, so that moving a study between machines (mpiexec
-#: here, srun there) does not rerun its finished jobs.
+#: here, srun there) does not rerun its finished jobs. ranks_per_node reaches PJM's
+#: max-proc-per-node (the fugaku profile): the study's, which an overlay may change.
 RANK_JOB = dict(
     mpi=mpi_resource,
     launch=launch_ranks,
     tasks=lambda wildcards: int(wildcards.P),
     nodes=nodes_for,
+    ranks_per_node=EXECUTION["ranks_per_node"],
     cpus_per_task=EXECUTION["threads_per_rank"],
     runtime=EXECUTION["runtime_minutes"],
     mem_mb=memory_per_node,
