@@ -20,8 +20,13 @@ The public code (``GATECH-EIC/BNS-GCN``, ``train.py`` ``get_send_size``,
 the returned gradients by 1 / ratio the same way; normalisation keeps the full graph's
 degrees; evaluation exchanges every row (here: the exact exchange).
 
+Its layers aggregate before they transform, as the public code's GraphSAGE layer does
+(``module/layer.py``: ``linear1(feat) + linear2(ah)``, ``ah`` the mean of the raw rows), so a
+layer exchanges its input's rows, not its output's (the last layer's too).
+
 Bytes per epoch: 8 sum_ij k_ij for the ids, plus, at every layer that exchanges, forward
-and back, sum_ij k_ij rows of the layer's width in float32. p = 1 draws every row in
+and back, sum_ij k_ij rows of the layer's input width in float32 (layer 0's features forward
+only, where not precomputed: nothing needs their gradient). p = 1 draws every row in
 order, so it computes what the plain exchange does, bit for bit (but sends the ids);
 p = 0 calls no exchange at all.
 
@@ -86,5 +91,5 @@ CARD = MethodCard(
     options=OPTIONS, options_title="BNS-GCN's boundary sampling",
     naming=VariantNaming(key="boundary_rate", value=float, suffix=lambda rate: f"-bns{rate_text(rate)}",
                          pattern=f"-bns(?:{BOUNDARY_RATE_PATTERN})", read=lambda suffix: float(suffix[len("-bns"):])),
-    model_needs="linear_aggregation", precompute="published",
+    model_needs="linear_aggregation", precompute="published", aggregates_first=True,
     performance=PerformanceTerms("bns", "boundary", sampled=True))
