@@ -30,6 +30,8 @@ def configure(parser) -> None:
     parser.add_argument("--boundary-rates", type=Range(float, 0, 1, what="a boundary rate"), nargs="+",
                         default=list(DEFAULT_BOUNDARY_RATES),
                         help="BNS-GCN's rates p predicted beside SuperGCN (with --model sage)")
+    parser.add_argument("--aggregate-first", action="store_true",
+                        help="every layer aggregates before it projects, as upstream (training's --aggregate-first)")
     parser.add_argument("--out", required=True, type=output_file)
 
 
@@ -41,4 +43,4 @@ def run(args) -> None:
     profiles = [machines.load_profile(path) for path in args.machine]
     write_json(args.out, study.predict(args.graph, args.partition, args.plan, profiles, args.hidden, args.num_layers,
                                        args.bits, args.parameter_dtype, args.model, args.heads,
-                                       args.boundary_rates))
+                                       args.boundary_rates, args.aggregate_first))

@@ -48,9 +48,12 @@ PREDICTION_FORMAT = "supergcn-prediction/4"
 
 def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Path, machines: list[MachineProfile],
             hidden: int, num_layers: int, bits: list[int], parameter_dtype: str = DEFAULT_PARAMETER_DTYPE,
-            model: str = DEFAULT_MODEL, heads: int = 1, boundary_rates=methods.DEFAULT_BOUNDARY_RATES) -> dict:
+            model: str = DEFAULT_MODEL, heads: int = 1, boundary_rates=methods.DEFAULT_BOUNDARY_RATES,
+            aggregate_first: bool = False) -> dict:
     """Every strategy x bit width x machine prediction for one (graph, P, model);
-    quantization parameters travel as ``parameter_dtype`` (bfloat16 or float32).
+    quantization parameters travel as ``parameter_dtype`` (bfloat16 or float32); with
+    ``aggregate_first`` every layer aggregates before it projects, as upstream (the training
+    option's: wider exchanges where a layer narrows).
     For GraphSAGE, ``methods`` holds each machine's epoch of SuperGCN's hybrid + Int2 and
     post FP32, of BNS-GCN at each of ``boundary_rates``, PipeGCN and MixGCN's mixture of
     parallelism on the partition's parts as row blocks (:func:`method_records`).
@@ -79,7 +82,7 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
                 continue  # the paper quantizes the hybrid exchange only
             layer_load = perfmodel.ExchangeLoad.of(rows[strategy], hidden, width_bits, parameter_dtype)
             traffic = epoch_traffic(model, *kinds[strategy], meta["feature_dim"], hidden, meta["num_classes"],
-                                    num_layers, width_bits, heads)
+                                    num_layers, width_bits, heads, aggregate_first)
             loads = perfmodel.epoch_loads(traffic, parameter_dtype)
             # a forward hidden layer's score and scalar exchanges (GAT's; none for the others)
             first_layer = zip(traffic.exchanges[:len(card(model).messages)], loads)
@@ -109,7 +112,8 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     return {
         "format": PREDICTION_FORMAT, "graph": meta["name"], "graph_hash": meta["hash"],
         "num_nodes": meta["num_nodes"], "num_edges": meta["num_edges_directed"], "num_ranks": num_ranks,
-        "model": model, "hidden": hidden, "heads": heads, "cover": plan.get("cover"),
+        "model": model, "hidden": hidden, "heads": heads, "aggregate_first": aggregate_first,
+        "cover": plan.get("cover"),
         "parameter_dtype": parameter_dtype, "parameter_bytes": PARAMETER_DTYPES[parameter_dtype],
         "rows": {strategy: int(matrix.sum()) for strategy, matrix in rows.items()},
         "max_rows_by_rank": {strategy: int(matrix.sum(axis=1).max()) for strategy, matrix in rows.items()},
@@ -195,7 +199,10 @@ def hybrid_table(documents: list[dict]) -> pd.DataFrame:
 
 def prediction_table(documents: list[dict]) -> pd.DataFrame:
     """One row per dataset, P, machine, model, strategy and bit width: the model's per-layer and per-epoch times."""
-    records = [{"dataset": d["graph"], "P": d["num_ranks"], **p} for d in documents for p in d["predictions"]]
+    records = [{"dataset": d["graph"], "P": d["num_ranks"], **{key: p[key] for key in ("machine", "model", "strategy",
+                                                                                     "bits")},
+                "hidden": d["hidden"], "aggregate_first": d.get("aggregate_first", False), **p}
+               for d in documents for p in d["predictions"]]
     return pd.DataFrame.from_records(records).sort_values(["dataset", "machine", "model", "P", "strategy", "bits"],
                                                           kind="stable")
 
@@ -203,8 +210,9 @@ def prediction_table(documents: list[dict]) -> pd.DataFrame:
 def methods_table(documents: list[dict]) -> pd.DataFrame:
     """One row per dataset, P, machine and method (:mod:`supergcn.perf.methods`), from the
     GraphSAGE predictions, in the order the methods are predicted."""
-    records = [{"dataset": d["graph"], "P": d["num_ranks"], **m} for d in documents for m in d.get("methods", [])]
-    columns = ["dataset", "P", "machine", "method", "epoch_exchange_seconds", "epoch_aggregation_seconds",
+    records = [{"dataset": d["graph"], "P": d["num_ranks"], "hidden": d["hidden"], **m}
+               for d in documents for m in d.get("methods", [])]
+    columns = ["dataset", "P", "machine", "hidden", "method", "epoch_exchange_seconds", "epoch_aggregation_seconds",
                "epoch_dense_seconds", "epoch_seconds", "epoch_bytes", "epoch_calls", "memory_bytes_per_rank"]
     return pd.DataFrame.from_records(records, columns=columns).sort_values(["dataset", "machine", "P"],
                                                                            kind="stable")
@@ -381,13 +389,14 @@ def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir
     predictions = prediction_table(documents)
     compared = methods_table(documents)
     crossover = crossover_table(predictions, compared)
-    hidden = documents[0]["hidden"] if documents else 0
+    widths = sorted({d["hidden"] for d in documents})
+    hidden = f"width {widths[0]}" if len(widths) == 1 else "each graph's width (hidden)"
     written = {
         "perf_hybrid": (hybrid_table(documents),
                         "Rows sent per layer by pre, post and hybrid aggregation, and min(pre, post) / hybrid "
                         "(the paper's Table 5, mag240M at 2,048 ranks: 1,934.9 / 1,269.6 GB = 1.52x)."),
         "perf_predictions": (predictions,
-                             f"Model predictions at width {hidden}: per-layer exchange (s) at the bottleneck rank "
+                             f"Model predictions at {hidden}: per-layer exchange (s) at the bottleneck rank "
                              "and its transfer, latency and quantization parts; aggregation + exchange per epoch "
                              "(s)."),
         "perf_regime": (regime_table(predictions),
@@ -401,7 +410,7 @@ def write_tables(prediction_paths, validation: list[Path], profile_path, out_dir
         "perf_cost": (cost_table(documents),
                       "Partition and hybrid-plan wall time (s) and peak memory (MiB) per graph and P."),
         "perf_methods": (compared,
-                         f"GraphSAGE at width {hidden}: SuperGCN's hybrid + Int2 and post FP32 beside BNS-GCN "
+                         f"GraphSAGE at {hidden}: SuperGCN's hybrid + Int2 and post FP32 beside BNS-GCN "
                          "(boundary rate p) and PipeGCN, both on the post plan with layer 0 precomputed (vanilla: "
                          "their synchronous exchange), and MixGCN's mixture of parallelism on the parts as row "
                          "blocks. Per epoch: exchange, aggregation and dense seconds at the slowest rank (dense "

@@ -228,6 +228,8 @@ PREPROCESSING = (
 )
 
 _PREDICTED = "Predicted by the model at the bottleneck rank, for one hidden layer's forward exchange:"
+_HIDDEN = Column("hidden", "features", "The hidden width the graph is predicted at: its training.hidden "
+                 "(training_by_dataset may set one per graph).")
 PERF = {
     "perf_hybrid": (
         DATASET, MODEL, P,
@@ -240,7 +242,9 @@ PERF = {
         Column("post_over_hybrid_bytes", "x", "epoch_mib_post / epoch_mib_hybrid."),
     ),
     "perf_predictions": (
-        DATASET, P, MACHINE, MODEL, STRATEGY, BITS,
+        DATASET, P, MACHINE, MODEL, STRATEGY, BITS, _HIDDEN,
+        Column("aggregate_first", "", "Whether every layer aggregates before it projects, as upstream "
+               "(training.aggregate_first: wider exchanges where a layer narrows)."),
         Column("layer_seconds", "s", f"{_PREDICTED} its time."),
         Column("transfer_seconds", "s", f"{_PREDICTED} its bytes over the bandwidth."),
         Column("latency_seconds", "s", f"{_PREDICTED} its calls and per-peer message costs."),
@@ -302,7 +306,7 @@ PERF = {
         Column("plan_peak_mib", "MiB", "Peak resident memory of the plan's process."),
     ),
     "perf_methods": (
-        DATASET, P, MACHINE,
+        DATASET, P, MACHINE, _HIDDEN,
         Column("method", "", "hybrid-int2 / post-fp32: SuperGCN's GraphSAGE epoch as perf_predictions has it; "
                "vanilla: the synchronous post exchange BNS-GCN and PipeGCN start from (aggregate first, layer 0 "
                "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN; sar: SAR, vanilla's rows one "

@@ -95,3 +95,29 @@ def test_sages_prediction_holds_the_compared_methods_beside_supergcns(tiny_plans
     gat = study.predict(tiny_plans / "graph", tiny_plans / "P2", tiny_plans / "P2-hybrid-gat", machines[:1],
                         hidden=32, num_layers=3, bits=[2], model="gat", heads=4)
     assert gat["methods"] == [] and study.methods_table([gat]).empty
+
+
+def test_aggregate_first_predicts_the_wider_exchanges_upstream_sends(tiny_plans):
+    """With aggregate_first every SAGE layer exchanges its input's width: an epoch's bytes are
+    the traffic model's for the wider layers, more than by default where the last layer
+    narrows (hidden 32 to the graph's classes); the tables say which was predicted."""
+    from supergcn.perf.traffic import epoch_traffic
+
+    machines = [MachineProfile("fast", 1e-7, 1e10, 5e10, 5e10)]
+    documents = [study.predict(tiny_plans / "graph", tiny_plans / "P2", tiny_plans / "P2-hybrid", machines,
+                               hidden=32, num_layers=3, bits=[2], aggregate_first=first) for first in (False, True)]
+    meta = study.read_graph_meta(tiny_plans / "graph")
+    assert meta["num_classes"] < 32
+    for document, first in zip(documents, (False, True)):
+        assert document["aggregate_first"] is first
+        post = next(p for p in document["predictions"] if (p["strategy"], p["bits"]) == ("post", 32))
+        rows = document["rows"]["post"]
+        widths = [exchange.width for exchange in epoch_traffic("sage", 0, 0, meta["feature_dim"], 32,
+                                                               meta["num_classes"], 3, 32,
+                                                               aggregate_first=first).exchanges]
+        assert post["epoch_bytes"] == rows * 4 * sum(widths)
+    assert study.prediction_table(documents)["aggregate_first"].tolist().count(True) == len(
+        documents[1]["predictions"])
+    default, upstream = (next(p["epoch_bytes"] for p in d["predictions"] if (p["strategy"], p["bits"]) == ("post", 32))
+                         for d in documents)
+    assert upstream > default

@@ -97,6 +97,8 @@ rule predict:
         num_layers=TRAINING["num_layers"],
         bits=" ".join(str(bits) for bits in PERF["bits"]),
         parameter_dtype=TRAINING["parameter_dtype"],
+        aggregate_first=lambda wildcards: "--aggregate-first" if training_for(wildcards.dataset)["aggregate_first"]
+        else "",
         code=code("perf_predict"),
     conda:
         "../envs/supergcn.yaml"
@@ -106,7 +108,7 @@ rule predict:
         "python -m supergcn.cli perf predict --graph {input.graph:q} --partition {input.partition:q} "
         "--plan {input.plan:q} --machine {input.machines:q} --model {wildcards.gnn} --hidden {params.hidden} "
         "--heads {params.heads} --num-layers {params.num_layers} --bits {params.bits} "
-        "--parameter-dtype {params.parameter_dtype} --out {output:q} > {log:q} 2>&1"
+        "--parameter-dtype {params.parameter_dtype} {params.aggregate_first} --out {output:q} > {log:q} 2>&1"
 
 
 rule perf_tables:
