@@ -223,6 +223,17 @@ def test_slurm_profile_dry_run_launches_with_srun_pmi2_and_one_rank_jobs_without
                          rf"'SRUN_CPUS_PER_TASK=8 {re.escape(launcher)} -n {procs}' ", result.stdout, re.M)
 
 
+def test_on_a_cluster_the_machine_profile_asks_for_the_threads_it_runs(snakemake_runs):
+    """perf profile runs one rank's threads: on a cluster (perf.local.within_cores off) its
+    job asks the scheduler for those, not for every rank's cores of the largest bench comm."""
+    result, _ = snakemake_runs[SLURM]
+    threads = yaml.safe_load((REPO / "config" / "slurm.yaml").read_text())["execution"]["threads_per_rank"]
+    block = result.stdout.split("rule local_machine:")[1].split("\n\n")[0]
+    # The SLURM executor asks for cpus_per_task where a job sets it, else for its threads.
+    assert f"cpus_per_task={threads}" in re.search(r"resources: (.*)", block).group(1).split(", ")
+    assert f"--threads {threads} " in block
+
+
 SLURM_RESOURCES = run_of("slurm resources", *FROM_SCRATCH, "--profile", "workflow/profiles/slurm",
                          "--default-resources", "slurm_account=a")
 

@@ -54,11 +54,14 @@ rule local_machine:
         hidden=training_for(PERF["local"]["dataset"])["hidden"],
         threads=EXECUTION["threads_per_rank"],
         code=code("perf_profile"),
-    # Asks for as many cores as the largest measured MPI job, so that locally nothing
-    # else runs beside the single-rank benchmarks.
-    threads: max(MEASURED_COUNTS) * EXECUTION["threads_per_rank"]
+    # Locally, as many cores as the largest measured MPI job, so that nothing else runs
+    # beside the single-rank benchmarks. On a cluster (perf.local.within_cores off) it is a
+    # job of its own, and asks for the threads it runs (a scheduler would otherwise be asked
+    # for every rank's cores of that MPI job).
+    threads: (max(MEASURED_COUNTS) if PERF["local"].get("within_cores", True) else 1) * EXECUTION["threads_per_rank"]
     resources:
         runtime=EXECUTION["runtime_minutes"],
+        cpus_per_task=EXECUTION["threads_per_rank"],
     conda:
         "../envs/supergcn.yaml"
     log:
