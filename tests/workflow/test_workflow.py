@@ -148,6 +148,17 @@ def test_an_option_no_job_reads_reruns_nothing(finished_study):
         assert dry_run(finished_study) == {}
 
 
+def test_moving_the_study_to_another_machine_reruns_nothing(finished_study):
+    """The launcher, Fujitsu MPI's rank files, the memory a rank may use and where
+    checkpoints are kept are the machine's: a finished study moved to another keeps its runs."""
+    def moved(config):
+        config["execution"].update(mpi="srun --mpi=pmi2", rank_output="-std-proc {log}", mem_mb_per_rank=6000)
+        config["checkpoint_root"] = "elsewhere/checkpoints"
+
+    with edited_config(finished_study[0], moved):
+        assert dry_run(finished_study) == {}
+
+
 def test_partition_parameter_change_reruns_partition_and_downstream(finished_study):
     with edited_config(finished_study[0], lambda c: c["partition"].update(seed=3)):
         # P = 1, 2 (training) and 4 (perf study) are partitioned again: hybrid plans at

@@ -32,24 +32,26 @@ rule train:
     output:
         f"{RESULTS}/runs/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}.jsonl",
     params:
+        code=code("train"),
+    threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
+    # Where the job keeps its checkpoint, how its ranks' output is collected and what a rank
+    # may hold are the machine's, not the run's: resources, as the launcher, so that a study
+    # moved to another machine (another checkpoint_root, Fujitsu MPI's rank files, nodes of
+    # another size) does not rerun its finished jobs.
+    resources:
+        **RANK_JOB,
         # The code hash in the name keeps an interrupted run's checkpoint from being
         # resumed by changed training code.
-        checkpoint=f"{CHECKPOINTS}/{{dataset}}/P{{P}}/{{variant}}/seed{{seed}}-"
-        + code("train")
-        + ".pt",
-        code=code("train"),
+        checkpoint=lambda wildcards: f"{CHECKPOINTS}/{wildcards.dataset}/P{wildcards.P}/{wildcards.variant}/"
+        f"seed{wildcards.seed}-{code('train')}.pt",
         # Launchers that write each rank's output to files of its own (Fujitsu MPI) are
         # given execution.rank_output; supergcn train names the files from the log (its
         # {log}, so a function: Snakemake would take it for a wildcard) and appends them.
         rank_output=lambda wildcards: (
             f"--rank-output {shlex.quote(EXECUTION['rank_output'])}" if EXECUTION.get("rank_output") else ""
         ),
-    threads: lambda wildcards: int(wildcards.P) * EXECUTION["threads_per_rank"]
-    resources:
-        **RANK_JOB,
         # What supergcn train refuses a MixGCN copy of the adjacency beyond, before it starts
-        # the ranks. A resource, as the launcher, so that a study moved to a machine of
-        # another size does not rerun its finished jobs.
+        # the ranks.
         memory_per_rank=EXECUTION["mem_mb_per_rank"],
     conda:
         "../envs/supergcn.yaml"
@@ -62,6 +64,6 @@ rule train:
         # and says when the job was killed (a rerun resumes from the last checkpoint).
         "python -m supergcn.cli train --settings {input.settings:q} --graph {input.graph:q} "
         "--partition {input.partition:q} --plan {input.plan:q} --out {output:q} --seed {wildcards.seed} "
-        "--threads {resources.cpus_per_task} --checkpoint {params.checkpoint:q} --resume "
-        "--memory-per-rank {resources.memory_per_rank} --launcher {resources.launch:q} {params.rank_output} "
+        "--threads {resources.cpus_per_task} --checkpoint {resources.checkpoint:q} --resume "
+        "--memory-per-rank {resources.memory_per_rank} --launcher {resources.launch:q} {resources.rank_output} "
         "--log {log:q}"
