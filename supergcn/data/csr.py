@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from supergcn.data.keys import first_of_runs
+from supergcn.data.keys import check_pair_keys_fit, first_of_runs
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.jit import njit
 from supergcn.progress import progress, running
@@ -47,8 +47,10 @@ def symmetric_csr(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> tuple[np.
         ``(indptr int64, indices)`` with sorted rows, indices int32 below 2**31 nodes.
 
     Raises:
-        SuperGCNError: ``src`` and ``dst`` differ in length, or an id lies outside the nodes.
+        SuperGCNError: ``src`` and ``dst`` differ in length, an id lies outside the nodes, or
+            the nodes are too many for its keys (:func:`~supergcn.data.keys.check_pair_keys_fit`).
     """
+    check_pair_keys_fit(num_nodes)
     src = np.asarray(src)
     dst = np.asarray(dst)
     if len(src) != len(dst):

@@ -15,7 +15,29 @@ already sorted (a lexsort put them there), grouping needs no sort at all.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from supergcn.errors import SuperGCNError
+
+#: The most nodes whose pair keys ``a * n + b`` fit an int64: n^2 <= 2^63 - 1 (3.04 billion;
+#: R-MAT scale 31, not 32).
+MAX_PAIR_KEYED_NODES = math.isqrt(2**63 - 1)
+
+
+def check_pair_keys_fit(num_nodes: int) -> None:
+    """Refuse a graph too large for int64 pair keys (they would wrap, silently).
+
+    Args:
+        num_nodes: the graph's nodes.
+
+    Raises:
+        SuperGCNError: more than :data:`MAX_PAIR_KEYED_NODES` nodes.
+    """
+    if num_nodes > MAX_PAIR_KEYED_NODES:
+        raise SuperGCNError(f"{num_nodes:,} nodes: edges are keyed min * n + max in 64 bits, which holds at most "
+                            f"{MAX_PAIR_KEYED_NODES:,} nodes", "build a graph of fewer nodes (R-MAT: scale 31 or less)")
 
 
 def first_of_runs(sorted_keys: np.ndarray) -> np.ndarray:

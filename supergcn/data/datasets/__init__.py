@@ -26,12 +26,16 @@ from supergcn.data.datasets import synthetic
 from supergcn.data.datasets.igb import SIZES as IGB_SIZES
 from supergcn.data.datasets.pyg import PLANETOID_NAMES
 from supergcn.data.graph import Graph
+from supergcn.data.keys import MAX_PAIR_KEYED_NODES
 from supergcn.data.own_files import GraphFiles
 from supergcn.data.published import PUBLISHED, check_counts, check_files
 from supergcn.errors import SuperGCNError
 
 #: The R-MAT family's names (``rmat-<scale>``), as the config schema's dataset pattern spells it.
 RMAT_PATTERN = "rmat-[0-9]+"
+#: The largest R-MAT scale: 2^31 nodes, the most whose edge keys fit 64 bits
+#: (:data:`~supergcn.data.keys.MAX_PAIR_KEYED_NODES`).
+MAX_RMAT_SCALE = MAX_PAIR_KEYED_NODES.bit_length() - 1
 
 
 # Each loader takes (name, its folder under the raw root, seed) and imports its reader when
@@ -107,7 +111,7 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0,
     (:mod:`supergcn.data.published`; the provenance's ``source_check`` records what was).
 
     Args:
-        name: a name of :func:`dataset_names` (``rmat-<scale>`` with any scale 1..34).
+        name: a name of :func:`dataset_names` (``rmat-<scale>`` with any scale 1..31: its edge keys hold no more nodes).
         raw_root: where real datasets' original files are, or are downloaded to.
         seed: seed of synthetic generators and of random splits.
         accept_source_changes: read raw files or counts that differ from the published
@@ -124,8 +128,10 @@ def prepare_dataset(name: str, raw_root: str | Path = "data/raw", seed: int = 0,
         return synthetic.PLANTED_PRESETS[name].generate(name, seed)
     if re.fullmatch(RMAT_PATTERN, name):
         scale = int(name.removeprefix("rmat-"))
-        if not 1 <= scale <= 34:
-            raise SuperGCNError(f"R-MAT scale {scale} is out of range", "use rmat-<scale> with 1 <= scale <= 34")
+        if not 1 <= scale <= MAX_RMAT_SCALE:
+            raise SuperGCNError(f"R-MAT scale {scale} is out of range: 2^{scale} nodes' edge keys overflow 64 bits"
+                                if scale > MAX_RMAT_SCALE else f"R-MAT scale {scale} is out of range",
+                                f"use rmat-<scale> with 1 <= scale <= {MAX_RMAT_SCALE}")
         return synthetic.rmat_graph(name, scale, synthetic.RMAT_EDGE_FACTOR, synthetic.RMAT_FEATURES,
                                     synthetic.RMAT_CLASSES, (0.6, 0.2, 0.2), seed)
     if name not in REAL_DATASETS:

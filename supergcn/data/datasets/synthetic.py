@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from supergcn.data.graph import Graph, build_graph, random_split
-from supergcn.data.keys import unique_sorted
+from supergcn.data.keys import check_pair_keys_fit, unique_sorted
 from supergcn.progress import progress, running
 
 GRAPH500_ABC = (0.57, 0.19, 0.19)
@@ -53,6 +53,7 @@ def _weighted_draw(rng: np.random.Generator, cumulative: np.ndarray, count: int,
 
 def _unique_undirected(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> np.ndarray:
     """Sorted unique keys min*n+max of the non-loop undirected edges."""
+    check_pair_keys_fit(num_nodes)
     keep = src != dst
     src, dst = src[keep], dst[keep]
     keys = np.minimum(src, dst).astype(np.int64)
