@@ -318,6 +318,10 @@ CASES = [
      lambda ws, bad: config_overlay(bad, variants=[{"strategy": "pre", "bits": 2, "label_propagation": False,
                                                     "schedule": "cd-5"}]),
      "variant pre-int2-nolp-cd-5: --schedule cd-5 (DistGNN) sends float32 rows"),
+    ("config: a dataset's width GAT's heads do not divide", "snakemake",
+     lambda ws, bad: config_overlay(bad, datasets=["synthetic-tiny"], training_by_dataset={"synthetic-tiny": {
+         "hidden": 250}}, variants=[{"strategy": "hybrid", "bits": 32, "label_propagation": False, "model": "gat"}]),
+     "do not divide — choose --hidden a multiple of --heads (training_by_dataset.synthetic-tiny)"),
     ("config: KaMinPar asked to keep constraints separate", "snakemake",
      lambda ws, bad: config_overlay(bad, partition={"constraints": ["nodes", "train"], "seed": 0, "engine": "kaminpar",
                                                     "separate_constraints": True}),

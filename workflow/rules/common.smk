@@ -160,8 +160,15 @@ def variants():
 
 
 def variant_conflicts(variant):
-    """What a variant cannot run with: its options' conflicts, and a plan its method does not take."""
-    found = TrainConfig(**settings_of_variant(TRAINING, variant)).conflicts()
+    """What a variant cannot run with: its options' conflicts with each dataset's training
+    settings (training_by_dataset may set a dataset's own), and a plan its method does not take."""
+    found = []
+    by_dataset = config.get("training_by_dataset") or {}
+    for dataset in config["datasets"]:
+        where = f" (training_by_dataset.{dataset})" if dataset in by_dataset else ""
+        for problem in TrainConfig(**settings_of_variant(training_for(dataset), variant, dataset)).conflicts():
+            if problem + where not in found:
+                found.append(problem + where)
     method = variant.method
     plans = None if method is None else method.plans_for(card(variant.model))
     if plans is not None and variant.strategy not in plans:
