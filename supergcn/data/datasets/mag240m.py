@@ -59,14 +59,15 @@ def _load_pt(path: Path):
 
 
 def widened_features(source: Path) -> np.ndarray:
-    """``source``'s float16 rows as a float32 memory map beside it, written once."""
+    """``source``'s float16 rows as a float32 memory map beside it, written once (again where
+    ``source`` was replaced since: :func:`~supergcn.data.storage.array_written_once`)."""
     half = np.load(source, mmap_mode="r", allow_pickle=False)
 
     def widen(start, rows):
         rows[:] = half[start:start + len(rows)]
         release_pages(half)
     return array_written_once(source.with_name("node_feat.float32.npy"), half.shape, np.float32, widen, WIDEN_ROWS,
-                              what="prepare: widening the float16 features")
+                              what="prepare: widening the float16 features", made_from=source)
 
 
 def fetch_mag240m(root: Path) -> None:
