@@ -26,10 +26,14 @@ back to the rows' owners):
 * ``pipegcn``: vanilla's exchanges, each consumed one epoch after it is launched, so it
   runs behind the epoch's compute: T = max(compute, exchange), where every synchronous
   method pays T = compute + exchange;
-* ``sar``, SAR's sequential aggregation: vanilla's rows and bytes, each exchange as P - 1
-  pairwise steps in the runtime's ring order (:func:`sequential_epoch`), each timed by
-  :func:`pairwise_seconds`; 2 (L - 1)(P - 1) calls an epoch. Its memory is one peer's rows,
-  4 W max_ij POST[j][i] B, where vanilla's receive buffer holds 4 W max_i sum_j POST[j][i] B.
+* ``sar``, SAR's sequential aggregation: vanilla's rows, each exchange as P - 1 pairwise
+  steps in the runtime's ring order (:func:`sequential_epoch`), each timed by
+  :func:`pairwise_seconds`. SAR's runs precompute nothing and a narrowing layer projects
+  first (as DGL's ``SAGEConv``, and :mod:`supergcn.methods.sar`'s runs), so every layer
+  exchanges forward, at the width :meth:`Layers.one_shot_exchanges` gives it, and back
+  where its input needs the gradient: layer 0 only where it projects first. Its memory is
+  one peer's rows, 4 W max_ij POST[j][i] B (W the widest exchange), where vanilla's receive
+  buffer holds 4 W max_i sum_j POST[j][i] B.
 
 ``mixgcn``, MixGCN's mixture of parallelism (MoP, :mod:`supergcn.methods.mixgcn`), trains the
 same GraphSAGE without a plan's boundary: rank i holds the whole adjacency and, of a
@@ -71,6 +75,7 @@ import numpy as np
 
 from supergcn.kernels.ranges import even_bounds
 from supergcn.methods import MethodCard, method_cards
+from supergcn.models import card
 from supergcn.naming import DEFAULT_PARAMETER_DTYPE
 from supergcn.perf.prediction import ExchangeLoad, MachineProfile, epoch_loads, load_time
 from supergcn.perf.traffic import epoch_traffic
@@ -162,6 +167,12 @@ class Layers:
     def exchanged_widths(self) -> list[int]:
         """W_l of the layers l ≥ 1, which exchange with layer 0 precomputed: their input widths."""
         return self.dims[1:-1]
+
+    def one_shot_exchanges(self) -> list:
+        """What each layer exchanges where nothing is precomputed and a narrowing layer
+        projects first (the model card's rule, :meth:`~supergcn.models.card.ModelCard.exchanges`):
+        its rows' width, and whether it exchanges backward."""
+        return card(METHODS_MODEL).exchanges(self.in_features, self.hidden, self.out_features, self.num_layers)
 
     def dense_flops_per_node(self) -> int:
         """Φ = Σ_l 4 a_l b_l (2 + [l ≥ 1]) (module docstring)."""
@@ -282,11 +293,13 @@ def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: 
             loads.append(ExchangeLoad(num_ranks, 32, sent * width * _FP32_BYTES, np.zeros(num_ranks, dtype=np.int64),
                                       sent * width, received * width))
         return loads
-    widths = layers.exchanged_widths
-    forward = [load for width in widths for load in steps(False, width)]
-    backward = [load for width in reversed(widths) for load in steps(True, width)]
-    read = np.asarray(edges_read, dtype=np.float64) * 2 * sum(widths)
-    memory = _FP32_BYTES * max(widths) * int(rows.max(initial=0))
+    exchanges = layers.one_shot_exchanges()
+    forward_widths = [layer.width for layer in exchanges]
+    backward_widths = [layer.width for layer in reversed(exchanges) if layer.backward]
+    forward = [load for width in forward_widths for load in steps(False, width)]
+    backward = [load for width in backward_widths for load in steps(True, width)]
+    read = np.asarray(edges_read, dtype=np.float64) * (sum(forward_widths) + sum(backward_widths))
+    memory = _FP32_BYTES * max(forward_widths) * int(rows.max(initial=0))
     return MethodEpoch(method, forward + backward, read, memory_bytes=memory, pairwise=True)
 
 

@@ -309,8 +309,9 @@ PERF = {
         DATASET, P, MACHINE, _HIDDEN,
         Column("method", "", "hybrid-int2 / post-fp32: SuperGCN's GraphSAGE epoch as perf_predictions has it; "
                "vanilla: the synchronous post exchange BNS-GCN and PipeGCN start from (aggregate first, layer 0 "
-               "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN; sar: SAR, vanilla's rows one "
-               "peer at a time (P - 1 pairwise steps per exchange); mixgcn: MixGCN's mixture "
+               "precomputed); bns-<p>: BNS-GCN at boundary rate p; pipegcn: PipeGCN; sar: SAR, the post plan's "
+               "rows one peer at a time (P - 1 pairwise steps per exchange), at the widths its runs exchange (nothing "
+               "precomputed, narrowing layers projecting first); mixgcn: MixGCN's mixture "
                "of parallelism, the partition's parts as row blocks (two all-to-all transposes per layer)."),
         Column("epoch_exchange_seconds", "s", "A training epoch's Alltoallv calls, each at its bottleneck rank "
                "(BNS-GCN's id exchange included); sar: its pairwise steps, each a two-rank exchange's call and "

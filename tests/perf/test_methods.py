@@ -163,24 +163,31 @@ def test_profile_keeps_its_dense_terms_through_the_config():
     assert MachineProfile.from_config("test", MACHINE.to_config()).dense_flops_per_s is None
 
 
-def test_sar_sends_vanillas_bytes_in_pairwise_steps_and_holds_the_largest_peers_rows():
-    """P = 3, layers 1 and 2 exchange 5-wide rows. Forward step k = 1: rank i sends
-    POST[i][i+1] = 25, 0, 7 rows and receives POST[i-1][i] = 7, 25, 0; k = 2: 4, 10, 3 sent,
-    10, 3, 4 received; backward, step k sends back the gradients of what came from i - k
-    (7, 25, 0 rows at k = 1) and receives those of its rows to i + k. Each step is a two-rank exchange: g +
-    alpha (here alpha, g = 0) and its slowest rank's bytes over beta. Rank 1 receives 25 + 3
-    rows at once one-shot, 25 at most from one peer; rank 0 17, rank 2 4."""
+def test_sar_sends_its_one_shot_widths_in_pairwise_steps_and_holds_the_largest_peers_rows():
+    """P = 3, SAGE 6 -> 5 -> 5 -> 2 with nothing precomputed: layers 0 and 2 narrow, so they
+    project first, and the layers exchange 5, 5 and 2 wide rows forward and all three back
+    (layer 0's for its weight gradient). Forward step k = 1: rank i sends POST[i][i+1] =
+    25, 0, 7 rows and receives POST[i-1][i] = 7, 25, 0; k = 2: 4, 10, 3 sent, 10, 3, 4
+    received; backward, step k sends back the gradients of what came from i - k (7, 25, 0
+    rows at k = 1) and receives those of its rows to i + k. Each step is a two-rank
+    exchange: g + alpha (here alpha, g = 0) and its slowest rank's bytes over beta. Rank 1
+    receives 25 + 3 rows at once one-shot, 25 at most from one peer; rank 0 17, rank 2 4."""
     epochs = {epoch.method: epoch for epoch in methods.method_epochs(
         {"hybrid": (0 * POST, POST), "post": (0 * POST, POST)}, CUT, EDGES, LAYERS, [])}
     sar, vanilla = epochs["sar"], epochs[methods.VANILLA]
-    assert sar.bytes == vanilla.bytes and sar.calls == 2 * 2 * (3 - 1) == 2 * vanilla.calls
+    assert [(layer.width, layer.backward) for layer in LAYERS.one_shot_exchanges()] == [(5, True), (5, True),
+                                                                                         (2, True)]
+    assert sar.bytes == POST.sum() * 4 * (5 + 5 + 2) * 2 and vanilla.bytes == POST.sum() * 4 * (5 + 5) * 2
+    assert sar.calls == 2 * 3 * (3 - 1) == 3 * vanilla.calls
     assert [load.data_bytes.tolist() for load in sar.loads[:2]] == [[25 * 20, 0, 7 * 20], [4 * 20, 10 * 20, 3 * 20]]
     assert [load.values_received.tolist() for load in sar.loads[:2]] == [[7 * 5, 25 * 5, 0], [10 * 5, 3 * 5, 4 * 5]]
-    assert [load.data_bytes.tolist() for load in sar.loads[4:6]] == [[7 * 20, 25 * 20, 0], [10 * 20, 3 * 20, 4 * 20]]
+    assert [load.data_bytes.tolist() for load in sar.loads[4:6]] == [[25 * 8, 0, 7 * 8], [4 * 8, 10 * 8, 3 * 8]]
+    assert [load.data_bytes.tolist() for load in sar.loads[6:8]] == [[7 * 8, 25 * 8, 0], [10 * 8, 3 * 8, 4 * 8]]
     assert sar.memory_bytes == 25 * 5 * 4 and vanilla.memory_bytes == 28 * 5 * 4
     seconds = methods.method_seconds(sar, NODES, LAYERS, MACHINE)["exchange"]
-    # per layer and pass: step 1's slowest sends 500 B, step 2's 200 B; two latencies
-    assert seconds == pytest.approx(2 * 2 * (2 * 1e-3 + (500 + 200) / 1e6))
+    # per 5-wide layer and pass (4 of them): step 1's slowest sends 500 B, step 2's 200 B, two
+    # latencies; the 2-wide layer's two passes: 200 B and 80 B
+    assert seconds == pytest.approx(4 * (2 * 1e-3 + (500 + 200) / 1e6) + 2 * (2 * 1e-3 + (200 + 80) / 1e6))
     # vanilla: one Alltoallv per layer and pass, (P - 1) alpha; forward rank 0 sends the most (29 rows),
     # backward rank 1 (28)
     assert methods.method_seconds(vanilla, NODES, LAYERS, MACHINE)["exchange"] == pytest.approx(
