@@ -371,9 +371,11 @@ def check_against_manifest(graph: Graph, meta: dict, directory: Path) -> None:
                 **{mask: ((n,), np.bool_) for mask in _MASKS}}
     for name, (shape, dtype) in expected.items():
         array = getattr(graph, name)
-        if array.shape != shape or (dtype is not None and array.dtype != dtype):
+        # Neighbour ids are int32 or int64 (int32 below 2^31 nodes, :mod:`supergcn.data.csr`).
+        allowed = (np.dtype(np.int32), np.dtype(np.int64)) if dtype is None else (np.dtype(dtype),)
+        if array.shape != shape or array.dtype not in allowed:
             problems.append(f"{name}.npy is {array.dtype}{list(array.shape)}, the manifest says "
-                            f"{'' if dtype is None else np.dtype(dtype)}{list(shape)}")
+                            f"{' or '.join(map(str, allowed))}{list(shape)}")
     if not problems and (graph.indptr[0] != 0 or graph.indptr[-1] != len(graph.indices)):
         problems.append("indptr.npy does not run from 0 to the number of entries in indices.npy")
     if not problems:

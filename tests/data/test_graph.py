@@ -88,6 +88,7 @@ def test_the_manifest_says_which_self_loop_policy_made_the_graph(tmp_path):
     ("val_mask", lambda mask: np.ones_like(mask), "nodes are in more than one of the train, validation and test"),
     ("test_mask", lambda mask: np.zeros_like(mask), "the manifest's split says"),
     ("indptr", lambda indptr: indptr - 1, "indptr.npy does not run from 0"),
+    ("indices", lambda indices: indices.astype(np.float64), "the manifest says int32 or int64["),
 ])
 def test_a_prepared_graph_that_contradicts_its_manifest_is_refused_on_load(tmp_path, awkward_graph, name, change,
                                                                            message):

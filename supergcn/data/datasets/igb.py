@@ -101,19 +101,20 @@ def igb_files(root: str | Path, size: str) -> dict[str, Path]:
             "edges": processed / "paper__cites__paper" / "edge_index.npy"}
 
 
-def _open(path: Path, size: str, dtype, shape_of) -> np.ndarray:
+def _open(path: Path, size: str, dtype, row_items: int) -> np.ndarray:
     """A memory map of ``path``: a ``.npy`` file, or for raw sizes (IGB's loader reads
-    ``large`` and ``full`` either way) a headerless array of ``dtype`` whose shape
-    ``shape_of(number of items)`` gives."""
+    ``large`` and ``full`` either way) a headerless array of ``dtype``, ``row_items`` to a
+    row (a vector where 1); a raw file of part of a row more is refused, not cut short."""
     with open(path, "rb") as handle:
         has_header = handle.read(len(NUMPY_MAGIC)) == NUMPY_MAGIC
     if has_header or size not in RAW_NODES:
         return np.load(path, mmap_mode="r", allow_pickle=False)
-    items, remainder = divmod(path.stat().st_size, np.dtype(dtype).itemsize)
+    row_bytes = np.dtype(dtype).itemsize * row_items
+    rows, remainder = divmod(path.stat().st_size, row_bytes)
     if remainder:
-        raise SuperGCNError(f"{path} holds {path.stat().st_size:,} bytes, not a whole number of {np.dtype(dtype)}",
-                            "the file is truncated: download it again")
-    return np.memmap(path, dtype=dtype, mode="r", shape=shape_of(items))
+        raise SuperGCNError(f"{path} holds {path.stat().st_size:,} bytes, not a whole number of rows of {row_items} "
+                            f"{np.dtype(dtype)}", "the file is truncated or damaged: download it again")
+    return np.memmap(path, dtype=dtype, mode="r", shape=(rows, row_items) if row_items > 1 else (rows,))
 
 
 def load_igb(name: str, root: str | Path) -> Graph:
@@ -130,9 +131,9 @@ def load_igb(name: str, root: str | Path) -> Graph:
                             "paper__cites__paper/ (or pass --raw-root)")
     num_nodes = RAW_NODES.get(size)
     with reading_raw(name, Path(root) / size):
-        features = _open(files["features"], size, np.float32, lambda items: (items // FEATURES, FEATURES))
-        labels = _open(files["labels"], size, np.float32, lambda items: (items,))
-        edges = _open(files["edges"], size, np.int64, lambda items: (items // 2, 2))
+        features = _open(files["features"], size, np.float32, FEATURES)
+        labels = _open(files["labels"], size, np.float32, 1)
+        edges = _open(files["edges"], size, np.int64, 2)
     num_nodes = features.shape[0] if num_nodes is None else num_nodes
     problems = []
     if features.ndim != 2 or features.shape != (num_nodes, FEATURES) or features.dtype != np.float32:

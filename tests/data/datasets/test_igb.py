@@ -87,6 +87,19 @@ def test_raw_sizes_are_read_without_a_header(tmp_path, monkeypatch, raw_edges):
     assert graph.num_edges == expected_adjacency(edges).nnz
 
 
+@pytest.mark.parametrize("name", ["node_feat.npy", "edge_index.npy"])
+def test_a_raw_file_with_part_of_a_row_more_is_refused_not_cut_short(tmp_path, monkeypatch, name):
+    """Four bytes more than whole rows (one float32 feature, half an edge) end the raw file:
+    it is refused as damaged, not read as its whole rows."""
+    igb_fixture(tmp_path, "full", raw=True, raw_edges=True)
+    monkeypatch.setitem(igb.RAW_NODES, "full", NODES)
+    folder = tmp_path / "full" / "processed" / ("paper" if name == "node_feat.npy" else "paper__cites__paper")
+    with open(folder / name, "ab") as handle:
+        handle.write(b"\0" * 4)
+    with pytest.raises(SuperGCNError, match=f"{name} holds .* bytes, not a whole number of rows"):
+        igb.load_igb("igb260m", tmp_path)
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda processed: (processed / "paper__cites__paper" / "edge_index.npy").write_bytes(
         (processed / "paper__cites__paper" / "edge_index.npy").read_bytes()[:5_000]), "raw files of igb-tiny"),
