@@ -184,7 +184,7 @@ def _named(setting: tuple[str, Any]) -> MethodCard:
     return next(m for m in NAMED if m.naming.key == key and m.selects(m.naming.options_of(value)))
 
 
-def display_name(variant: str) -> str:
+def display_name(variant: str, options: dict | None = None) -> str:
     """What tables, figures and logs call a variant: its paper's name where it is SuperGCN's
     configuration of the paper (:data:`PAPER_NAMES`) or a compared method as published (the
     card's ``run_name``: "DistGNN (cd-5)", "BNS-GCN
@@ -192,6 +192,9 @@ def display_name(variant: str) -> str:
 
     Args:
         variant: a variant's name.
+        options: the run's training options (its metrics header's ``config``), which a
+            card's ``published`` may read beyond what the name says (AdaQP's rounding);
+            None: the name alone.
 
     Returns:
         The name to show.
@@ -200,7 +203,7 @@ def display_name(variant: str) -> str:
     method = parsed.method
     if method is None:
         return PAPER_NAMES.get(variant, variant)
-    values = parsed.values()
+    values = {**(options or {}), **parsed.values()}
     return method.run_name(values) if method.published(values) else variant
 
 

@@ -127,7 +127,7 @@ RUNS = (
            "SuperGCN's model selection); empty without validation nodes."),
     Column("final_test_acc", _FRACTION, "Test accuracy after the last epoch."),
     Column("metrics", "", "The run's metrics file (its header holds the options and the input hashes)."),
-    VARIANT,
+    VARIANT, NAME,
     Column("minibatch_steps", "steps", "A mini-batch run's (DistGNN-MB's) steps per epoch, the same on every rank: "
            "ceil(training nodes / batch size) of the rank with the most; empty for full-batch runs."),
     Column("hit_rate_layer_<layer>", _FRACTION, "A mini-batch run's historical embedding cache at that layer (0: the "
@@ -161,7 +161,8 @@ SCALING = (
     Column("speedup_vs_<variant>_sd", "x", "Its spread, as speedup_sd's."),
 )
 
-BREAKDOWN = (DATASET, VARIANT, P, *(Column(c.name, c.unit, f"{c.meaning} Mean over seeds.") for c in PHASE_SECONDS),
+BREAKDOWN = (DATASET, VARIANT, NAME, P,
+             *(Column(c.name, c.unit, f"{c.meaning} Mean over seeds.") for c in PHASE_SECONDS),
              Column(REFETCH.name, REFETCH.unit, f"{REFETCH.meaning} Mean over seeds."),
              Column("epoch_seconds", "s", f"{EPOCH_SECONDS.meaning} Mean over seeds."))
 

@@ -112,19 +112,21 @@ def _bar_positions(num_groups: int, num_bars: int):
     return np.arange(num_groups), width
 
 
-def shown_names(variants) -> dict[str, str]:
-    """What a figure calls each variant: the name tables show (:func:`supergcn.variants.display_name`,
-    its paper's where it is a published configuration), with its label beside it where two
-    variants of the figure would share one.
+def shown_names(table) -> dict[str, str]:
+    """What a figure calls each variant: the name its table shows (its ``name`` column, from
+    the runs' options: :func:`supergcn.variants.display_name`, its paper's where it is a
+    published configuration; a table without one, from the label), with its label beside it
+    where two variants of the figure would share one.
 
     Args:
-        variants: variant names, repeats allowed.
+        table: a table's rows, with its ``variant`` column (and ``name``, where it has one).
 
     Returns:
         Variant -> its name in the figure.
     """
-    unique = list(dict.fromkeys(variants))
-    names = {variant: _display_name(variant) for variant in unique}
+    unique = list(dict.fromkeys(table["variant"]))
+    given = dict(zip(table["variant"], table["name"])) if "name" in table else {}
+    names = {variant: given.get(variant) or _display_name(variant) for variant in unique}
     shared = {name for name in names.values() if list(names.values()).count(name) > 1}
     return {variant: f"{name} [{variant}]" if name in shared and name != variant else name
             for variant, name in names.items()}
@@ -164,7 +166,7 @@ def plot_scaling(scaling: pd.DataFrame, stem: Path) -> None:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
     styles = variant_styles(scaling["variant"])
-    names = shown_names(scaling["variant"])
+    names = shown_names(scaling)
     labels = {variant: _speedup_label(names[variant], {dataset: int(rows["speedup_base_P"].min()) for dataset, rows in
                                                  scaling[scaling["variant"] == variant].groupby("dataset", sort=False)})
               for variant in styles}
@@ -222,7 +224,7 @@ def plot_breakdown(breakdown: pd.DataFrame, stem: Path) -> None:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
     groups = list(dict.fromkeys(zip(breakdown["dataset"], breakdown["variant"])))
-    names = shown_names(breakdown["variant"])
+    names = shown_names(breakdown)
     columns = min(len(groups), BREAKDOWN_COLUMNS)
     rows_of_panels = -(-len(groups) // columns)
     width = max(3.2 * columns, 6)
@@ -264,7 +266,7 @@ def plot_accuracy_curves(runs: pd.DataFrame, stem: Path) -> None:
     """
     datasets = _datasets(runs)
     styles = variant_styles(runs["variant"])
-    names = shown_names(runs["variant"])
+    names = shown_names(runs)
     width = 6 * len(datasets)
     height = 8 + legend_inches(len(styles), legend_columns(styles, width))
     figure, axes = pyplot().subplots(2, len(datasets), figsize=(width, height), squeeze=False, layout="constrained")
@@ -355,7 +357,7 @@ def plot_memory(scaling: pd.DataFrame, stem: Path) -> None:
         SuperGCNError: a file cannot be written, or the disk filled.
     """
     styles = variant_styles(scaling["variant"])
-    names = shown_names(scaling["variant"])
+    names = shown_names(scaling)
     figure, panels = _panels(scaling, [names[variant] for variant in styles])
     handles = {}
     for ax, dataset in panels:

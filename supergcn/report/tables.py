@@ -103,7 +103,23 @@ def run_record(path: str | Path) -> dict:
         "final_test_acc": summary["final"]["test_acc"], "metrics": str(path),
     }
     record["variant"] = Variant.from_options(record["strategy"], config).name
+    record["name"] = display_name(record["variant"], config)
     return {**record, **minibatch_columns(epochs)}
+
+
+def run_names(runs: pd.DataFrame) -> dict[str, str]:
+    """What each variant's rows are called: the name its runs go by (their ``name``, from
+    their own options), or its label where its runs would name it apart (runs of one
+    variant under other settings, such as AdaQP's rounding).
+
+    Args:
+        runs: :func:`runs_table`'s rows.
+
+    Returns:
+        Variant -> name.
+    """
+    found = runs.groupby("variant")["name"].unique()
+    return {variant: names[0] if len(names) == 1 else variant for variant, names in found.items()}
 
 
 def refetch_seconds(timed: list[dict]) -> float | None:
@@ -200,7 +216,7 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
                         assignment_seconds_per_epoch=("assignment_seconds_per_epoch", "mean"))
              .join(spread.rename("epoch_seconds_sd")).reset_index().sort_values(["dataset", "variant", "P"]))
     table.insert(table.columns.get_loc("epoch_seconds") + 1, "epoch_seconds_sd", table.pop("epoch_seconds_sd"))
-    table.insert(2, "name", table["variant"].map(display_name))
+    table.insert(2, "name", table["variant"].map(run_names(runs)))
     # Rows are sorted by P: each variant's first is its P = 1 run where it has one.
     by_variant = table.groupby(["dataset", "variant"])
     table["speedup_base_P"] = by_variant["P"].transform("first")
@@ -293,8 +309,10 @@ def breakdown_table(runs: pd.DataFrame) -> pd.DataFrame:
     """
     columns = [*PHASE_COLUMNS.values(), "refetch_seconds", "epoch_seconds"]
     runs = runs.assign(refetch_seconds=pd.to_numeric(runs["refetch_seconds"]))  # None -> NaN: empty where none
-    return (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns].mean()
-            .sort_values(["dataset", "variant", "P"]).reset_index(drop=True))
+    table = (runs.groupby(["dataset", "variant", "P"], as_index=False)[columns].mean()
+             .sort_values(["dataset", "variant", "P"]).reset_index(drop=True))
+    table.insert(2, "name", table["variant"].map(run_names(runs)))
+    return table
 
 
 def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -323,7 +341,7 @@ def accuracy_table(runs: pd.DataFrame) -> pd.DataFrame:
         table[f"{stem}_std"] = table[f"{stem}_std"].fillna(0.0)
         table[stem] = [NOT_AVAILABLE if np.isnan(m) else f"{m:.2f} ± {s:.2f}"
                        for m, s in zip(table[f"{stem}_mean"], table[f"{stem}_std"])]
-    table.insert(2, "name", table["variant"].map(display_name))
+    table.insert(2, "name", table["variant"].map(run_names(runs)))
     return table[[*keys[:2], "name", keys[2], "test_acc_mean", "test_acc_std", "seeds", "test_acc",
                   "val_loss_test_acc_mean",
                   "val_loss_test_acc_std", "val_loss_test_acc"]]
@@ -385,7 +403,7 @@ def time_to_accuracy_table(runs: pd.DataFrame, absolute=(), relative=()) -> pd.D
              .reset_index()
              .sort_values(["dataset", "split", "target_acc", "variant", "P"], kind="stable"))
     table["seconds_std"] = table["seconds_std"].mask(table["epoch_mean"].notna() & table["seconds_std"].isna(), 0.0)
-    table.insert(2, "name", table["variant"].map(display_name))
+    table.insert(2, "name", table["variant"].map(run_names(runs)))
     table.insert(len(columns) + 1, "reached", [f"{k}/{n}" for k, n in zip(table.pop("reached_runs"),
                                                                            table.pop("runs"))])
     return table.reset_index(drop=True)

@@ -117,6 +117,23 @@ def test_scaling_names_the_papers_variants_and_shows_speedup_over_a_baseline(tmp
         scaling_table(runs, baseline="pre-fp32-nolp")
 
 
+def test_adaqp_runs_are_named_as_published_only_where_their_options_round_stochastically(tmp_path):
+    """The variant's name says adaptive bits; the runs' options say how they rounded: auto
+    (AdaQP's, stochastic) and stochastic runs are "AdaQP", nearest ones their label, in
+    every table, and a variant whose runs disagree goes by its label."""
+    def adaqp(rounding, seed, parts=2):
+        return write_run(tmp_path / f"{rounding}-{seed}-{parts}.jsonl", parts, {"dense": 1.0}, [1], bits="adaptive",
+                         rounding=rounding, seed=seed)
+
+    for roundings, expected in ((("auto", "stochastic"), "AdaQP"), (("nearest", "nearest"), "hybrid-adaptive-nolp"),
+                                (("auto", "nearest"), "hybrid-adaptive-nolp")):
+        runs = runs_table([adaqp(rounding, seed) for seed, rounding in enumerate(roundings)])
+        assert [display for display in runs["name"]] == [
+            "AdaQP" if rounding != "nearest" else "hybrid-adaptive-nolp" for rounding in roundings]
+        for table in (scaling_table(runs), breakdown_table(runs), accuracy_table(runs)):
+            assert set(table["name"]) == {expected}
+
+
 def test_speedup_is_against_p1_or_says_which_p_and_oversubscribed_runs_are_marked(tmp_path):
     """hybrid-fp32-nolp has a P = 1 run (4 s), post-fp32-nolp starts at P = 2 (3 s); epochs
     are the dense seconds plus 0.5 s of remainder. The P = 4 runs shared cores; one P = 2
