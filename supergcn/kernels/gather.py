@@ -299,10 +299,7 @@ class GatherCsr:
             raise ValueError(f"a {x.dtype} input is summed into {sums_in(x.dtype)}, not {out.dtype}")
         if self.shape[0] == 0 or x.shape[1] == 0:
             return out
-        weights = read_only(self.weights.astype(out.dtype, copy=False))
-        scale = np.empty(0, out.dtype) if row_scale is None else np.ascontiguousarray(row_scale, dtype=out.dtype)
-        scale = read_only(scale)
-        x = read_only(np.ascontiguousarray(x))
+        weights, scale, x = self._inputs(x, out.dtype, row_scale)
         for chunks, row_segments, groups in self.schedule(x.shape[1], pieces):
             _gather_spmm(self.indptr, self.indices, weights, scale, x, out, chunks, row_segments, groups, accumulate,
                          False)
@@ -355,9 +352,15 @@ class GatherCsr:
                 or not scratch.flags.c_contiguous or scratch.dtype != sums_in(x.dtype)):
             raise ValueError(f"scratch must be a C-contiguous {sums_in(x.dtype)} array of {len(chunks) - 1} rows "
                              f"(one per chunk) and at least {x.shape[1]} columns, not {scratch.dtype} {scratch.shape}")
-        _gather_spmm(self.indptr, self.indices, read_only(self.weights.astype(scratch.dtype, copy=False)),
-                     read_only(np.empty(0, scratch.dtype)), read_only(np.ascontiguousarray(x)),
-                     scratch, chunks, row_segments, groups, False, True)
+        weights, scale, x = self._inputs(x, scratch.dtype)
+        _gather_spmm(self.indptr, self.indices, weights, scale, x, scratch, chunks, row_segments, groups, False, True)
+
+    def _inputs(self, x: np.ndarray, sums: np.dtype, row_scale: np.ndarray | None = None) -> tuple:
+        """The kernel's weights and row scale in the sums' dtype (an empty scale for none) and
+        ``x`` contiguous, all read-only: one compilation per dtype (:func:`~supergcn.kernels.jit.read_only`)."""
+        scale = np.empty(0, sums) if row_scale is None else np.ascontiguousarray(row_scale, dtype=sums)
+        return (read_only(self.weights.astype(sums, copy=False)), read_only(scale),
+                read_only(np.ascontiguousarray(x)))
 
     def transpose(self) -> "GatherCsr":
         """The CSR of A^T, built once (a counting sort of the column indices).
