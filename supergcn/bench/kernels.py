@@ -34,6 +34,7 @@ import torch
 from supergcn.bench import roofline
 from supergcn.bench.harness import cache_sizes, interleaved, timed
 from supergcn.data.graph import load_graph
+from supergcn.data.keys import unique_sorted
 from supergcn.distributed.threads import set_threads
 from supergcn.errors import SuperGCNError
 from supergcn.kernels.bfloat16 import kernel_array
@@ -42,7 +43,7 @@ from supergcn.kernels.jit import njit, prange
 from supergcn.kernels.simd import compiled_for
 
 #: Synthetic CSR shapes (nodes, entries): degrees Zipf(2.2) scaled to the mean, neighbours
-#: uniform at random (:func:`zipf_csr`).
+#: distinct and uniform at random (:func:`zipf_csr`).
 SHAPES = {
     "papers100M-rank-8192": (13_500, 401_000),   # one rank's local graph at P = 8,192 on ogbn-papers100M
     "synthetic-small": (20_000, 244_000),
@@ -56,8 +57,9 @@ ROW_TYPES = ("float32", "bfloat16")
 
 def zipf_csr(num_nodes: int, entries: int, seed: int = 0, exponent: float = ZIPF_EXPONENT):
     """(indptr, indices) of a square CSR: row degrees Zipf(``exponent``) scaled to about
-    ``entries`` in all (at least one per row, none above ``num_nodes``), neighbours uniform
-    at random, sorted within each row.
+    ``entries`` in all, at least one per row and none above ``num_nodes`` (a row cut there
+    hands what it loses to the others), each row's neighbours distinct and uniform at
+    random, sorted: a graph's adjacency, which repeats no entry.
 
     Args:
         num_nodes: rows and columns.
@@ -69,12 +71,31 @@ def zipf_csr(num_nodes: int, entries: int, seed: int = 0, exponent: float = ZIPF
         ``(indptr, indices)``, both int64.
     """
     rng = np.random.default_rng(seed)
-    degrees = np.minimum(rng.zipf(exponent, num_nodes), num_nodes).astype(np.float64)
-    degrees = np.maximum(1, np.round(degrees / degrees.sum() * entries)).astype(np.int64)
+    degrees = rng.zipf(exponent, num_nodes).astype(np.float64)
+    degrees *= min(entries, num_nodes**2) / degrees.sum()
+    for _ in range(64):  # each pass cuts the rows past num_nodes and scales the others up to the total
+        cut = degrees >= num_nodes
+        degrees[cut] = num_nodes
+        rest = degrees[~cut].sum()
+        if not cut.any() or rest == 0 or degrees.sum() >= min(entries, num_nodes**2) * (1 - 1e-9):
+            break
+        degrees[~cut] *= (min(entries, num_nodes**2) - num_nodes * cut.sum()) / rest
+    degrees = np.clip(np.round(degrees), 1, num_nodes).astype(np.int64)
     indptr = np.concatenate([[0], np.cumsum(degrees)])
-    keys = np.repeat(np.arange(num_nodes, dtype=np.int64) * num_nodes, degrees)
-    keys += rng.integers(0, num_nodes, len(keys))
-    keys.sort()
+    # Rows of at most an eighth of the columns draw with replacement, then draw again what
+    # repeated (a round keeps 7/8 of its draws at least), merged into the sorted keys; the
+    # few denser rows take a permutation's head.
+    dense = degrees * 8 > num_nodes
+    rows = np.flatnonzero(~dense)
+    keys, missing = np.empty(0, dtype=np.int64), degrees[rows]
+    while missing.any():
+        drawn = unique_sorted(np.repeat(rows * num_nodes, missing) + rng.integers(0, num_nodes, int(missing.sum())))
+        at = np.searchsorted(keys, drawn)
+        new = keys[np.minimum(at, len(keys) - 1)] != drawn if len(keys) else np.ones(len(drawn), dtype=bool)
+        keys = np.insert(keys, at[new], drawn[new])
+        missing = degrees[rows] - np.bincount(keys // num_nodes, minlength=num_nodes)[rows]
+    keys = [keys, *(row * num_nodes + rng.permutation(num_nodes)[:degrees[row]] for row in np.flatnonzero(dense))]
+    keys = np.sort(np.concatenate(keys))
     return indptr, keys % num_nodes
 
 
