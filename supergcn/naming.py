@@ -72,7 +72,7 @@ DATASET_NAME = r"[A-Za-z0-9_\-]+"
 RENAMED_CONFIG_KEYS = {"model": "perf"}
 
 #: The study's result tables, in the order ``supergcn tables`` writes them (each as CSV,
-#: Markdown and LaTeX: :func:`supergcn.report.tables.write_table`). The workflow's rules,
+#: Markdown and LaTeX: :func:`supergcn.report.table_files.write_table`). The workflow's rules,
 #: the commands and the tests take the names from here.
 TABLES = ("runs", "scaling", "breakdown", "accuracy", "time_to_accuracy", "volume", "preprocessing")
 #: Tables written only when given their inputs: ``volume`` the plans, ``preprocessing`` the

@@ -43,7 +43,7 @@ def load_schema(schema_path: str | Path) -> dict:
     the ``partition`` section's from :class:`~supergcn.partition.config.PartitionConfig`
     (:func:`supergcn.partition.config.schema_section`), a variant's ``bits`` and the keys
     it names a method by from the methods' cards and options
-    (:func:`supergcn.train.config.variant_properties`), and an ``own_datasets`` entry's from
+    (:func:`_variant_properties`), and an ``own_datasets`` entry's from
     :class:`~supergcn.data.own_files.GraphFiles` (:func:`supergcn.data.own_files.schema_entry`)
     under a name of :data:`~supergcn.naming.DATASET_NAME`."""
     import yaml
@@ -52,7 +52,7 @@ def load_schema(schema_path: str | Path) -> dict:
     from supergcn.naming import DATASET_NAME
     from supergcn.options import schema_properties
     from supergcn.partition.config import schema_section
-    from supergcn.train.config import BIT_CHOICES, TrainConfig, variant_properties
+    from supergcn.train.config import BIT_CHOICES, TrainConfig
 
     schema = yaml.safe_load(Path(schema_path).read_text())
     properties = schema["properties"]
@@ -62,10 +62,40 @@ def load_schema(schema_path: str | Path) -> dict:
                                                                                                 per_dataset=True)
     variant = properties["variants"]["items"]["properties"]
     variant["bits"] = {"enum": list(BIT_CHOICES)}
-    variant.update(variant_properties())
+    variant.update(_variant_properties())
     properties["own_datasets"]["additionalProperties"].update(schema_entry())
     schema["$defs"]["own_dataset_name"]["pattern"] = f"^{DATASET_NAME}$"
     return schema
+
+
+def _variant_properties() -> dict:
+    """JSON schema properties of the keys a study's variant names a method by
+    (:attr:`~supergcn.methods.card.VariantNaming.key`): each the schema of the option it
+    sets, or, for a group, an object of the method's options, its selecting option required
+    and switched on.
+
+    Returns:
+        Key -> JSON schema.
+    """
+    from supergcn.methods import method_cards
+    from supergcn.options import declared, option_schema
+    from supergcn.train.config import TrainConfig
+
+    fields = {field.name: (field, spec) for field, spec in declared(TrainConfig)}
+    properties = {}
+    for method in method_cards():
+        naming = method.naming
+        if naming.key is None or naming.key in properties:
+            continue
+        if not naming.group:
+            properties[naming.key] = option_schema(*fields[naming.key])
+            continue
+        group = {name: option_schema(*fields[name]) for name in method.option_names}
+        selector = {key: value for key, value in group[method.option].items() if key != "default"}
+        group[method.option] = {**selector, **naming.on}
+        properties[naming.key] = {"type": "object", "additionalProperties": False, "required": [method.option],
+                                  "properties": group}
+    return properties
 
 
 def declare_own_datasets(schema: dict, config: dict) -> None:

@@ -8,7 +8,14 @@ import yaml
 
 from supergcn import naming
 from supergcn.methods.mixgcn import PARALLELISMS
-from supergcn.train.config import BIT_CHOICES, SCHEDULE_PATTERN, UPSTREAM_LABEL_RATE, TrainConfig, default
+from supergcn.train.config import (
+    BIT_CHOICES,
+    ROUNDING_CHOICES,
+    SCHEDULE_PATTERN,
+    UPSTREAM_LABEL_RATE,
+    TrainConfig,
+    default,
+)
 from supergcn.workflow_config import config_problems, load_schema
 
 from conftest import REPO
@@ -33,7 +40,7 @@ def schema_at(*path):
     (("variants", "[]", "parallelism"), PARALLELISMS),
     (("training", "model"), naming.GNN_MODELS),
     (("self_loops",), naming.SELF_LOOPS),
-    (("training", "rounding"), naming.ROUNDINGS),
+    (("training", "rounding"), ROUNDING_CHOICES),
     (("training", "label_draw"), naming.LABEL_DRAWS),
     (("training", "parameter_dtype"), tuple(naming.PARAMETER_DTYPES)),
     (("perf", "bits", "[]"), naming.NARROWER_BITS),

@@ -37,6 +37,7 @@ def run(args) -> None:
     from supergcn.data.storage import files_written_together
     from supergcn.naming import TABLES
     from supergcn.report import step_tables, tables
+    from supergcn.report.table_files import write_named_tables
 
     plans = [_pair(item, "--plans", "PLAN_DIR") for item in args.plans]
     widths = {}
@@ -81,7 +82,7 @@ def run(args) -> None:
                                     "partitions add the edge cut and the max/mean imbalance of nodes, edges and "
                                     "training nodes.")
     with files_written_together(args.out_dir):
-        tables.write_named_tables(written, TABLES, args.out_dir)
+        write_named_tables(written, TABLES, args.out_dir)
     print(f"wrote the tables {', '.join(name for name in TABLES if name in written)} (CSV, Markdown, LaTeX) "
           f"-> {args.out_dir}")
 

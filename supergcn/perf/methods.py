@@ -27,13 +27,10 @@ back to the rows' owners):
   runs behind the epoch's compute: T = max(compute, exchange), where every synchronous
   method pays T = compute + exchange;
 * ``sar``, SAR's sequential aggregation: vanilla's rows, each exchange as P - 1 pairwise
-  steps in the runtime's ring order (:func:`sequential_epoch`), each timed by
-  :func:`pairwise_seconds`. SAR's runs precompute nothing and a narrowing layer projects
-  first (as DGL's ``SAGEConv``, and :mod:`supergcn.methods.sar`'s runs), so every layer
-  exchanges forward, at the width :meth:`Layers.one_shot_exchanges` gives it, and back
-  where its input needs the gradient: layer 0 only where it projects first. Its memory is
-  one peer's rows, 4 W max_ij POST[j][i] B (W the widest exchange), where vanilla's receive
-  buffer holds 4 W max_i sum_j POST[j][i] B.
+  steps, each a two-rank exchange's call and latency and its slowest rank's bytes
+  (:func:`sequential_epoch`), at the widths its runs exchange: nothing precomputed,
+  narrowing layers projecting first. Its memory is one peer's rows, 4 W max_ij POST[j][i]
+  B, where vanilla's receive buffer holds 4 W max_i sum_j POST[j][i] B.
 
 ``mixgcn``, MixGCN's mixture of parallelism (MoP, :mod:`supergcn.methods.mixgcn`), trains the
 same GraphSAGE without a plan's boundary: rank i holds the whole adjacency and, of a
@@ -168,12 +165,6 @@ class Layers:
         """W_l of the layers l ≥ 1, which exchange with layer 0 precomputed: their input widths."""
         return self.dims[1:-1]
 
-    def one_shot_exchanges(self) -> list:
-        """What each layer exchanges where nothing is precomputed and a narrowing layer
-        projects first (the model card's rule, :meth:`~supergcn.models.card.ModelCard.exchanges`):
-        its rows' width, and whether it exchanges backward."""
-        return card(METHODS_MODEL).exchanges(self.in_features, self.hidden, self.out_features, self.num_layers)
-
     def dense_flops_per_node(self) -> int:
         """Φ = Σ_l 4 a_l b_l (2 + [l ≥ 1]) (module docstring)."""
         dims = self.dims
@@ -197,8 +188,6 @@ class MethodEpoch:
         memory_bytes: the largest rank's memory the method's layout costs, where the model
             has it (MixGCN's replicated adjacency and column slices; the exchange's receive
             buffer of vanilla and SAR; None for the others).
-        pairwise: each load is one step of a sequential exchange (:func:`pairwise_seconds`),
-            not an Alltoallv (SAR's).
     """
 
     method: str
@@ -206,7 +195,6 @@ class MethodEpoch:
     values_read: np.ndarray
     pipelined: bool = False
     memory_bytes: int | None = None
-    pairwise: bool = False
 
     @property
     def bytes(self) -> int:
@@ -267,10 +255,12 @@ def boundary_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np
 
 
 def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np.ndarray) -> MethodEpoch:
-    """SAR's epoch: :func:`boundary_epoch`'s rows, each exchange as P - 1 pairwise steps (at
-    step k rank i sends POST[i][i+k] rows and receives POST[i-k][i]; backward it sends the
-    gradients of those from i - k back and receives those of its rows to i + k, as
-    :mod:`supergcn.methods.sar` does), and the memory of the largest peer's rows.
+    """SAR's epoch: :func:`boundary_epoch`'s rows at its runs' widths (nothing precomputed, a
+    narrowing layer projecting first, as DGL's SAGEConv: every layer exchanges forward, and
+    back where its input needs the gradient), each exchange as P - 1 pairwise steps (at
+    step k rank i sends POST[i][i+k] rows and receives POST[i-k][i]; backward the
+    gradients of those from i - k go back, as :mod:`supergcn.methods.sar` does), and the
+    memory of the largest peer's rows.
 
     Args:
         method: its name in the table.
@@ -290,25 +280,17 @@ def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: 
         for k in range(1, num_ranks):
             ahead, behind = rows[ranks, (ranks + k) % num_ranks], rows[(ranks - k) % num_ranks, ranks]
             sent, received = (behind, ahead) if backward else (ahead, behind)
-            loads.append(ExchangeLoad(num_ranks, 32, sent * width * _FP32_BYTES, np.zeros(num_ranks, dtype=np.int64),
+            # A two-rank exchange's call and latency: every rank sends one peer and receives from another.
+            loads.append(ExchangeLoad(2, 32, sent * width * _FP32_BYTES, np.zeros(num_ranks, dtype=np.int64),
                                       sent * width, received * width))
         return loads
-    exchanges = layers.one_shot_exchanges()
-    forward_widths = [layer.width for layer in exchanges]
-    backward_widths = [layer.width for layer in reversed(exchanges) if layer.backward]
-    forward = [load for width in forward_widths for load in steps(False, width)]
-    backward = [load for width in backward_widths for load in steps(True, width)]
-    read = np.asarray(edges_read, dtype=np.float64) * (sum(forward_widths) + sum(backward_widths))
-    memory = _FP32_BYTES * max(forward_widths) * int(rows.max(initial=0))
-    return MethodEpoch(method, forward + backward, read, memory_bytes=memory, pairwise=True)
-
-
-def pairwise_seconds(load: ExchangeLoad, machine: MachineProfile) -> float:
-    """Seconds of one step of a sequential exchange (``load``: its bytes per rank): every rank
-    sends one peer and receives from another, a two-rank exchange's call and latency (the
-    ``machine`` profile at P = 2) and the slowest rank's bytes over its bandwidth."""
-    pair = machine.at(2)
-    return pair.call_s + pair.latency_s + float(load.data_bytes.max(initial=0)) / pair.bandwidth_bytes_per_s
+    exchanges = card(METHODS_MODEL).exchanges(layers.in_features, layers.hidden, layers.out_features, layers.num_layers)
+    widths = [(layer.width, False) for layer in exchanges]
+    widths += [(layer.width, True) for layer in reversed(exchanges) if layer.backward]
+    read = np.asarray(edges_read, dtype=np.float64) * sum(width for width, _ in widths)
+    memory = _FP32_BYTES * max(layer.width for layer in exchanges) * int(rows.max(initial=0))
+    return MethodEpoch(method, [load for width, back in widths for load in steps(back, width)], read,
+                       memory_bytes=memory)
 
 
 def sampled_edges(edges_per_rank: np.ndarray, cut_edges: np.ndarray, post_rows: np.ndarray,
@@ -447,8 +429,7 @@ def method_seconds(epoch: MethodEpoch, nodes_per_rank: np.ndarray, layers: Layer
         throughput), ``compute`` (their sum) and ``total``: compute + exchange, or their
         maximum where the method is pipelined.
     """
-    exchange = sum(pairwise_seconds(load, machine) if epoch.pairwise else load_time(load, machine).seconds
-                   for load in epoch.loads)
+    exchange = sum(load_time(load, machine).seconds for load in epoch.loads)
     aggregation = np.asarray(epoch.values_read, dtype=np.float64) * _FP32_BYTES / machine.aggregation_bytes_per_s
     if machine.dense_flops_per_s is None:
         dense = np.full_like(aggregation, np.nan)

@@ -54,10 +54,9 @@ transfer term (the paper's Fig. 7); Int2 reaches that point at fewer ranks than 
 
 Aggregation time per rank and layer is the rank's in-edges (local and remote) times
 F * 4 bytes over the measured aggregation throughput (bytes of neighbour rows gathered
-per second), so an epoch's aggregation + exchange time of the 3-layer GraphSAGE is
-predicted as well, at the widths it really exchanges; dense layers are left out (their
-cost per rank shrinks as 1 / P and needs no model).
-Each model's exchanges and aggregation passes per epoch: :mod:`supergcn.perf.traffic`.
+per second), so an epoch's aggregation + exchange time is predicted too, at the widths
+each model exchanges (:mod:`supergcn.perf.traffic`); dense layers are left out (their
+cost per rank shrinks as 1 / P).
 """
 
 from __future__ import annotations
@@ -239,7 +238,8 @@ class ExchangeLoad:
     half a GiB).
 
     Args:
-        num_ranks: P.
+        num_ranks: the ranks each call addresses, P (2 for one step of a sequential
+            exchange, in which every rank sends one peer and receives from another).
         bits: 32, or the quantized width.
         data_bytes: the data bytes each rank sends.
         param_bytes: the quantization parameters' bytes each rank sends.
@@ -320,7 +320,7 @@ def load_time(load: ExchangeLoad, machine: MachineProfile) -> ExchangePrediction
     machine = machine.at(num_ranks)
     transfer = (load.data_bytes + load.param_bytes) / machine.bandwidth_bytes_per_s
     if load.bits == 32:
-        messages, quantize, dequantize = 1, 0.0, np.zeros(num_ranks)
+        messages, quantize, dequantize = 1, 0.0, np.zeros(len(load.data_bytes))
     elif load.bits == 16:  # converted each side, one message, no parameters
         converted = FP32_BYTES + BF16_BYTES
         messages = 1

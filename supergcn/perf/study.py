@@ -40,7 +40,7 @@ from supergcn.perf.prediction import MachineProfile
 from supergcn.perf.traffic import epoch_traffic
 from supergcn.plan.statistics import strategy_row_kinds
 from supergcn.plan.store import plan_strategy_rows, read_plan_manifest, read_plan_pairs
-from supergcn.report.tables import write_named_tables
+from supergcn.report.table_files import write_named_tables
 
 # 2: per model; 3: the compared methods (GraphSAGE); 4: MixGCN's mixture of parallelism among them
 PREDICTION_FORMAT = "supergcn-prediction/4"

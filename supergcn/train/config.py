@@ -36,7 +36,7 @@ from supergcn.naming import (
     ROUNDINGS,
     SYNCHRONOUS,
 )
-from supergcn.options import GROUPS, Range, declared, is_read, option, option_schema, trajectory_keys
+from supergcn.options import GROUPS, Range, declared, is_read, option, trajectory_keys
 
 #: The share of training labels fed as inputs in the paper's label-propagation runs.
 UPSTREAM_LABEL_RATE = 0.62
@@ -418,32 +418,6 @@ def job_settings(training: dict, variant, given=()) -> dict:
         values["label_rate"] = 0.0
     return {field.name: values[field.name] for field, spec in declared(TrainConfig)
             if field.name in values and is_read(spec, values)}
-
-
-def variant_properties() -> dict:
-    """JSON schema properties of the keys a study's variant names a method by
-    (:attr:`~supergcn.methods.card.VariantNaming.key`): each the schema of the option it
-    sets, or, for a group, an object of the method's options, its selecting option required
-    and switched on.
-
-    Returns:
-        Key -> JSON schema.
-    """
-    fields = {field.name: (field, spec) for field, spec in declared(TrainConfig)}
-    properties = {}
-    for method in method_cards():
-        naming = method.naming
-        if naming.key is None or naming.key in properties:
-            continue
-        if not naming.group:
-            properties[naming.key] = option_schema(*fields[naming.key])
-            continue
-        group = {name: option_schema(*fields[name]) for name in method.option_names}
-        selector = {key: value for key, value in group[method.option].items() if key != "default"}
-        group[method.option] = {**selector, **naming.on}
-        properties[naming.key] = {"type": "object", "additionalProperties": False, "required": [method.option],
-                                  "properties": group}
-    return properties
 
 
 def default(name: str):

@@ -11,6 +11,7 @@ from supergcn.distributed.timing import DETAIL, PhaseTimer
 from supergcn.errors import SuperGCNError
 from supergcn.report import step_tables
 from supergcn.report.step_tables import preprocessing_table, volume_table
+from supergcn.report.table_files import write_table
 from supergcn.report.tables import (
     accuracy_table,
     breakdown_table,
@@ -19,7 +20,6 @@ from supergcn.report.tables import (
     scaling_caption,
     scaling_table,
     time_to_accuracy_table,
-    write_table,
 )
 from supergcn.train.metrics import METRICS_FORMAT, read_metrics, summary_record, write_metrics
 
