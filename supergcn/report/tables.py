@@ -215,10 +215,12 @@ def scaling_table(runs: pd.DataFrame, baseline: str | None = None) -> pd.DataFra
              .join(spread.rename("epoch_seconds_sd")).reset_index().sort_values(["dataset", "variant", "P"]))
     table.insert(table.columns.get_loc("epoch_seconds") + 1, "epoch_seconds_sd", table.pop("epoch_seconds_sd"))
     table.insert(2, "name", table["variant"].map(run_names(runs)))
-    # Rows are sorted by P: each variant's first is its P = 1 run where it has one.
+    # Rows are sorted by P: each variant's first is its P = 1 run where it has one. Its own
+    # values, missing ones too (pandas' "first" skips a missing sd for the next P's).
     by_variant = table.groupby(["dataset", "variant"])
-    table["speedup_base_P"] = by_variant["P"].transform("first")
-    base, base_sd = by_variant["epoch_seconds"].transform("first"), by_variant["epoch_seconds_sd"].transform("first")
+    base_P, base, base_sd = (by_variant[column].transform(lambda values: values.iloc[0])
+                             for column in ("P", "epoch_seconds", "epoch_seconds_sd"))
+    table["speedup_base_P"] = base_P
     table["speedup"] = base / table["epoch_seconds"]
     at_base = table["P"] == table["speedup_base_P"]  # the base against itself: 1 exactly
     table["speedup_sd"] = ratio_sd(table["speedup"], base, base_sd, table["epoch_seconds"],

@@ -230,6 +230,19 @@ def test_scaling_times_carry_their_spread_over_seeds_and_epochs(tmp_path):
     assert row["speedup"].strip() == f"{speedup:.2f}" and len(row["speedup_sd"].strip()) == 4
 
 
+def test_a_base_run_without_a_spread_leaves_the_speed_ups_spread_empty(tmp_path):
+    """P = 1 timed one epoch (no sd): the speed-ups at P = 2 and 4 have no spread either,
+    not one carried from P = 2's sd as if it were the base's."""
+    times = {1: [9, 4.0], 2: [9, 2.1, 2.5, 2.3], 4: [9, 1.2, 1.2, 1.2]}
+    runs = runs_table([write_curve(tmp_path / f"p{parts}.jsonl", 0.0, 0, seconds, [0.5] * len(seconds),
+                                   [0.5] * len(seconds), num_ranks=parts) for parts, seconds in times.items()])
+    table = scaling_table(runs).set_index("P")
+    assert pd.isna(table.loc[1, "epoch_seconds_sd"]) and table.loc[2, "epoch_seconds_sd"] > 0
+    assert table.loc[4, "speedup"] == pytest.approx(4.0 / 1.2)
+    assert pd.isna(table.loc[2, "speedup_sd"]) and pd.isna(table.loc[4, "speedup_sd"])
+    assert table.loc[1, "speedup_sd"] == 0.0
+
+
 def test_time_to_accuracy_gives_the_first_epoch_and_the_seconds_summed_until_then(tmp_path):
     runs = runs_table([
         write_curve(tmp_path / "a0.jsonl", 0.0, 0, [2, 1, 1, 1], [0.5, 0.8, 0.9, 0.85], [0.4, 0.7, 0.88, 0.9]),
