@@ -286,7 +286,8 @@ class GatherCsr:
             ``out``.
 
         Raises:
-            ValueError: ``x``'s rows are not A's columns, or ``pieces`` is below 1.
+            ValueError: ``x``'s rows are not A's columns, ``out`` is not a writable C-contiguous
+                rows x F array of that dtype, or ``pieces`` is below 1.
         """
         if x.shape[0] != self.shape[1]:
             raise ValueError(f"x has {x.shape[0]} rows, the matrix {self.shape[1]} columns")
@@ -297,6 +298,10 @@ class GatherCsr:
             accumulate = False
         if out.dtype != sums_in(x.dtype):
             raise ValueError(f"a {x.dtype} input is summed into {sums_in(x.dtype)}, not {out.dtype}")
+        # The kernel writes whole rows with no bounds check: out must be exactly rows x F, C order.
+        if out.shape != (self.shape[0], x.shape[1]) or not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError(f"out must be a writable C-contiguous {self.shape[0]} x {x.shape[1]} array, not "
+                             f"{list(out.shape)} ({'C' if out.flags.c_contiguous else 'not C'}-contiguous)")
         if self.shape[0] == 0 or x.shape[1] == 0:
             return out
         weights, scale, x = self._inputs(x, out.dtype, row_scale)
@@ -386,8 +391,13 @@ def index_add_plan(index: np.ndarray, num_rows: int) -> GatherCsr:
 
     Returns:
         The gather (``num_rows`` x ``len(index)``).
+
+    Raises:
+        ValueError: an index outside ``0 .. num_rows - 1``.
     """
     index = np.asarray(index, dtype=np.int64)
+    if len(index) and (index.min() < 0 or index.max() >= num_rows):
+        raise ValueError(f"index holds rows outside 0..{num_rows - 1}")
     order = np.argsort(index, kind="stable")
     indptr = np.concatenate([[0], np.cumsum(np.bincount(index, minlength=num_rows))])
     return GatherCsr(indptr, order, len(index))

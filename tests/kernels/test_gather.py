@@ -145,6 +145,23 @@ def test_a_bfloat16_product_is_written_in_float32_only():
         op.matmul(np.zeros((1, 4), np.uint16), out=np.zeros((1, 4), np.float64))
 
 
+def test_outputs_the_kernel_could_write_past_are_refused():
+    """The kernel writes whole C-order rows unchecked: an out of other rows, a Fortran-order
+    one, a read-only one, and an index_add into rows dst lacks are refused before it runs."""
+    op = GatherCsr(np.array([0, 1, 2, 3]), np.array([0, 1, 2]), 3)
+    x = np.ones((3, 4), np.float32)
+    for out in (np.zeros((2, 4), np.float32), np.zeros((3, 5), np.float32), np.zeros((3, 4), np.float32, order="F"),
+                np.zeros((3, 4), np.float32)[:, :4:1].copy()[::-1]):
+        with pytest.raises(ValueError, match="out must be a writable C-contiguous 3 x 4 array"):
+            op.matmul(x, out=out)
+    frozen = np.zeros((3, 4), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="out must be a writable"):
+        op.matmul(x, out=frozen)
+    with pytest.raises(ValueError, match="index holds rows outside 0..1"):
+        index_add(np.zeros((2, 4), np.float32), np.array([0, 5]), x[:2])
+
+
 @pytest.mark.parametrize("features", [1, 40, BLOCK, 2 * BLOCK + 3])
 def test_segments_tile_the_row(features):
     rows = segments(features)
