@@ -200,7 +200,7 @@ class RunOptions:
         "layers do not always aggregate first")
     threads: int = option(1, "torch and numba threads per rank", values=_AT_LEAST_1, group="execution")
     kernel: str = option("numba", "sparse kernels: numba (optimised, default) or torch (torch.sparse.mm "
-                         "reference)", choices=KERNELS, group="execution", study=True)
+                         "reference)", choices=KERNELS, group="execution", study=True, trajectory=True)
     memory_per_rank: int = option(
         0, "MiB each rank may use (a study hands execution.mem_mb_per_rank): a run of a method that holds more than "
         "its share (MixGCN's copy of the whole adjacency) whose holding does not fit, at its peak while built, is "
@@ -217,7 +217,8 @@ class RunOptions:
                            choices=ROUNDING_CHOICES, group="exchange", study=True, trajectory=True,
                            read_when=_quantized, read_hint="--bits 8, 4, 2 or a method's widths")
     overlap: bool = option(True, "overlap the exchange with the local aggregation", group="exchange", study=True,
-                           read_when=_not_ignored("overlap"), read_hint="an exchange that overlaps its local work")
+                           trajectory=True, read_when=_not_ignored("overlap"),
+                           read_hint="an exchange that overlaps its local work")
     schedule: str = option(
         SYNCHRONOUS, "; ".join([f"{SYNCHRONOUS} (every epoch)", *(meaning for _, meaning in added_values("schedule"))]),
         values=parse_schedule, pattern=SCHEDULE_PATTERN, group="exchange", trajectory=True)

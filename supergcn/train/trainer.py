@@ -138,8 +138,11 @@ class Trainer:
                                   "prepare it with a split that has some")
         self.labels = LabelInputSplit(self.data.train_mask, config.label_rate, self.communicator, config.label_draw)
         self.step = self.method.step or FullBatchStep(context, self.ops, self.labels)
+        # The precision picked here, not the option: auto picks per CPU, and a checkpoint of
+        # bf16 epochs must not be resumed in fp32 on a node without AMX.
         self.checkpointer = Checkpointer(config.checkpoint, config.checkpoint_every, comm,
-                                         config.trajectory_fingerprint(self.data.hashes))
+                                         config.trajectory_fingerprint({**self.data.hashes,
+                                                                        "compute": self.precision.picked}))
         self.allreduce_bytes = allreduce_bytes(self.parameters)  # per rank and epoch
         self.records: list[dict] = []
         self.best = dict(NO_BEST)
@@ -327,8 +330,9 @@ class Trainer:
             summary.update(summary_record(self.records, self.best, accuracy, hashes, peak_memory))
             text = metrics_text(header, self.records, summary)
             if keeps_finished(self.config):  # first, so that a finished --out always has its copy
-                keep_finished(self.config.checkpoint, text, run_identity(self.config, self.checkpointer.fingerprint),
-                              self.size)
+                # The identity a launcher computes without ranks (kept_run_identity).
+                identity = run_identity(self.config, self.config.trajectory_fingerprint(self.data.hashes))
+                keep_finished(self.config.checkpoint, text, identity, self.size)
             write_text(self.config.out, text)
         try:
             if self.config.save_logits is not None:

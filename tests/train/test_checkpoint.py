@@ -6,6 +6,7 @@ from mpi4py import MPI
 
 from supergcn.errors import SuperGCNError
 from supergcn.train.checkpoint import Checkpointer
+from supergcn.train.config import TrainConfig
 
 
 def model_and_optimizer(width=4, seed=0):
@@ -54,6 +55,17 @@ def test_a_checkpoint_of_another_run_is_ignored(tmp_path, capsys, fingerprint, w
     assert Checkpointer(path, 1, MPI.COMM_SELF, fingerprint).restore(other, other_optimizer, epochs) is None
     assert reason in capsys.readouterr().out
     assert all(torch.equal(a, b) for a, b in zip(other.state_dict().values(), before))
+
+
+@pytest.mark.parametrize("changed", [{"kernel": "torch"}, {"overlap": False}, {"model": "gat", "overlap": False}])
+def test_the_kernels_and_the_overlap_are_part_of_the_trajectory(changed):
+    """The torch kernels sum in another order than numba's, and GAT's owner merges its
+    softmax in another order without the overlap: a checkpoint of one is not resumed by the other."""
+    paths = {"graph": "g", "partition": "p", "plan": "q", "out": "o.jsonl"}
+    base = {key: value for key, value in changed.items() if key == "model"}
+    hashes = {"graph_hash": "a", "partition_hash": "b", "plan_hash": "c"}
+    assert (TrainConfig(**paths, **base).trajectory_fingerprint(hashes)
+            != TrainConfig(**paths, **changed).trajectory_fingerprint(hashes))
 
 
 def test_a_rank_state_of_another_checkpoint_is_refused(tmp_path):
