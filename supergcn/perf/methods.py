@@ -28,8 +28,8 @@ back to the rows' owners):
   method pays T = compute + exchange;
 * ``sar``, SAR's sequential aggregation: vanilla's rows, each exchange as P - 1 pairwise
   steps, each a two-rank exchange's call and latency and its slowest rank's bytes
-  (:func:`sequential_epoch`), at the widths its runs exchange: nothing precomputed,
-  narrowing layers projecting first. Its memory is one peer's rows, 4 W max_ij POST[j][i]
+  (:func:`sequential_epoch`), at the widths its runs exchange: nothing precomputed, narrowing
+  layers projecting first (but with aggregate_first). Its memory is one peer's rows, 4 W max_ij POST[j][i]
   B, where vanilla's receive buffer holds 4 W max_i sum_j POST[j][i] B.
 
 ``mixgcn``, MixGCN's mixture of parallelism (MoP, :mod:`supergcn.methods.mixgcn`), trains the
@@ -148,12 +148,15 @@ class Layers:
         hidden: hidden width.
         out_features: classes.
         num_layers: graph convolutions, L.
+        aggregate_first: the study's ``training.aggregate_first``: SuperGCN's and SAR's
+            layers aggregate first wherever they may (the others' layouts are their own).
     """
 
     in_features: int
     hidden: int
     out_features: int
     num_layers: int
+    aggregate_first: bool = False
 
     @property
     def dims(self) -> list[int]:
@@ -224,7 +227,7 @@ def supergcn_epoch(method: str, pre_rows: np.ndarray, post_rows: np.ndarray, lay
         The epoch.
     """
     traffic = epoch_traffic(METHODS_MODEL, pre_rows, post_rows, layers.in_features, layers.hidden,
-                            layers.out_features, layers.num_layers, bits)
+                            layers.out_features, layers.num_layers, bits, aggregate_first=layers.aggregate_first)
     read = np.asarray(edges_per_rank, dtype=np.int64) * sum(traffic.gather_widths)
     return MethodEpoch(method, epoch_loads(traffic, parameter_dtype), read)
 
@@ -255,9 +258,10 @@ def boundary_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np
 
 
 def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: np.ndarray) -> MethodEpoch:
-    """SAR's epoch: :func:`boundary_epoch`'s rows at its runs' widths (nothing precomputed, a
-    narrowing layer projecting first, as DGL's SAGEConv: every layer exchanges forward, and
-    back where its input needs the gradient), each exchange as P - 1 pairwise steps (at
+    """SAR's epoch: :func:`boundary_epoch`'s rows at its runs' widths (nothing precomputed; a
+    narrowing layer projects first, as DGL's SAGEConv, unless ``layers.aggregate_first``;
+    every layer exchanges forward, and back where its input needs the gradient), each
+    exchange as P - 1 pairwise steps (at
     step k rank i sends POST[i][i+k] rows and receives POST[i-k][i]; backward the
     gradients of those from i - k go back, as :mod:`supergcn.methods.sar` does), and the
     memory of the largest peer's rows.
@@ -284,7 +288,8 @@ def sequential_epoch(method: str, rows: np.ndarray, layers: Layers, edges_read: 
             loads.append(ExchangeLoad(2, 32, sent * width * _FP32_BYTES, np.zeros(num_ranks, dtype=np.int64),
                                       sent * width, received * width))
         return loads
-    exchanges = card(METHODS_MODEL).exchanges(layers.in_features, layers.hidden, layers.out_features, layers.num_layers)
+    exchanges = card(METHODS_MODEL).exchanges(layers.in_features, layers.hidden, layers.out_features, layers.num_layers,
+                                              aggregate_first=layers.aggregate_first)
     widths = [(layer.width, False) for layer in exchanges]
     widths += [(layer.width, True) for layer in reversed(exchanges) if layer.backward]
     read = np.asarray(edges_read, dtype=np.float64) * sum(width for width, _ in widths)

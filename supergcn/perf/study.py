@@ -106,7 +106,7 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
                     record.update(perfmodel.paper_ratios(rows[strategy], hidden, width_bits, machine))
                 predictions.append(record)
     peers = (rows["hybrid"] > 0).sum(axis=1)
-    layers = methods.Layers(meta["feature_dim"], hidden, meta["num_classes"], num_layers)
+    layers = methods.Layers(meta["feature_dim"], hidden, meta["num_classes"], num_layers, aggregate_first)
     compared = (method_records(kinds, pairs, totals, layers, machines, boundary_rates, parameter_dtype)
                 if model == methods.METHODS_MODEL else [])
     return {

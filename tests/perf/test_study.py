@@ -121,3 +121,8 @@ def test_aggregate_first_predicts_the_wider_exchanges_upstream_sends(tiny_plans)
     default, upstream = (next(p["epoch_bytes"] for p in d["predictions"] if (p["strategy"], p["bits"]) == ("post", 32))
                          for d in documents)
     assert upstream > default
+    # perf_methods' SuperGCN rows are those epochs, as its column says.
+    for document in documents:
+        post = next(p for p in document["predictions"] if (p["strategy"], p["bits"]) == ("post", 32))
+        (row,) = [m for m in document["methods"] if m["method"] == "post-fp32"]
+        assert row["epoch_bytes"] == post["epoch_bytes"]
