@@ -27,8 +27,10 @@ def run(args) -> None:
     """Partition ``args.graph`` into ``args.parts`` and write ``args.out``
     (:func:`supergcn.partition.store.run_partition`)."""
     from supergcn.data.graph import load_graph, read_graph_meta
-    from supergcn.partition.store import Engine, run_partition
+    from supergcn.data.storage import check_replaceable
+    from supergcn.partition.store import PARTITION_MANIFEST, Engine, run_partition
 
+    check_replaceable(args.out, PARTITION_MANIFEST)  # before the work, not after it
     options = PartitionConfig(**values_given(args, PartitionConfig))
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)

@@ -63,10 +63,12 @@ def run(args) -> None:
     """Plan ``args.strategy`` for the partition and write ``args.out``
     (:func:`supergcn.plan.store.run_plan`); print the rows each strategy sends."""
     from supergcn.data.graph import load_graph, read_graph_meta
+    from supergcn.data.storage import check_replaceable
     from supergcn.partition.store import load_partition
     from supergcn.plan.statistics import strategy_summary
-    from supergcn.plan.store import plan_strategy_rows, run_plan
+    from supergcn.plan.store import PLAN_MANIFEST, plan_strategy_rows, run_plan
 
+    check_replaceable(args.out, PLAN_MANIFEST)  # before the work, not after it
     meta = read_graph_meta(args.graph)
     graph = load_graph(args.graph, mmap=True)
     partition, part_manifest = load_partition(args.partition, meta["hash"], meta["num_nodes"])

@@ -48,8 +48,10 @@ def configure(parser) -> None:
 def run(args) -> None:
     """Prepare ``args.dataset`` (or your own graph, ``args.name`` from its files) and write
     it to ``args.out`` (:func:`supergcn.data.graph.save_graph`)."""
-    from supergcn.data.graph import save_graph, with_self_loop_policy
+    from supergcn.data.graph import GRAPH_MANIFEST, save_graph, with_self_loop_policy
+    from supergcn.data.storage import check_replaceable
 
+    check_replaceable(args.out, GRAPH_MANIFEST)  # before the work, not after it
     started = time.perf_counter()
     graph = with_self_loop_policy(_graph(args), args.self_loops)
     meta = save_graph(graph, args.out, seconds=time.perf_counter() - started,

@@ -38,6 +38,8 @@ from supergcn.naming import DROP_SELF_LOOPS, SELF_LOOPS
 from supergcn.progress import progress, tracked
 
 GRAPH_FORMAT = "supergcn-graph/1"
+#: The manifest of a prepared graph directory.
+GRAPH_MANIFEST = "meta.json"
 _ARRAYS = ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
 _MASKS = ("train_mask", "val_mask", "test_mask")
 
@@ -329,7 +331,7 @@ def save_graph(graph: Graph, out_dir: str | Path, seconds: float | None = None,
         "seconds": {"prepare": seconds, "hash": time.perf_counter() - started},
         "peak_memory_mib": peak_memory_mib(),
     }
-    with atomic_output_dir(out_dir) as staging:
+    with atomic_output_dir(out_dir, GRAPH_MANIFEST) as staging:
         for name in tracked(_ARRAYS, f"prepare {graph.name}: writing arrays", unit="array"):
             np.save(staging / f"{name}.npy", getattr(graph, name))
         write_json(staging / "meta.json", meta)

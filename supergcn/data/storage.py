@@ -27,12 +27,38 @@ from typing import Iterator, Mapping
 import numpy as np
 
 from supergcn.errors import SuperGCNError, first_line
-from supergcn.progress import progress
+
+
+def check_replaceable(path: str | os.PathLike, manifest: str) -> None:
+    """Refuse, before any work, an output directory a step would wrongly replace: one that
+    holds files but not the step's ``manifest`` (another step's output, its own input, or
+    a folder of the user's), or the working directory or a folder above it. A missing or
+    empty directory, or an earlier output of the same step, may be replaced.
+
+    Args:
+        path: the output directory.
+        manifest: the file every output of the step holds (``plan.json``).
+
+    Raises:
+        SuperGCNError: naming the directory and the fix.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        return
+    here = Path.cwd().resolve()
+    if path.resolve() in (here, *here.parents):
+        raise SuperGCNError(f"output directory {path} is the working directory or holds it",
+                            "name a new directory for the output")
+    if not (path / manifest).is_file() and any(path.iterdir()):
+        raise SuperGCNError(f"output directory {path} holds files but no {manifest}: it is not an earlier output of "
+                            "this step, and writing would replace all it holds",
+                            "name a new directory (or delete that one yourself if it is to go)")
 
 
 @contextlib.contextmanager
-def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
-    """Yield an empty temporary directory that replaces ``destination`` on success.
+def atomic_output_dir(destination: str | os.PathLike, manifest: str) -> Iterator[Path]:
+    """Yield an empty temporary directory that replaces ``destination`` on success, where
+    :func:`check_replaceable` allows it (``manifest``: the step's own manifest).
 
     On any exception the temporary directory is removed and ``destination`` is left
     exactly as it was.
@@ -46,6 +72,7 @@ def atomic_output_dir(destination: str | os.PathLike) -> Iterator[Path]:
     """
     destination = Path(destination)
     check_output_path(destination, directory=True)
+    check_replaceable(destination, manifest)
     destination.parent.mkdir(parents=True, exist_ok=True)
     # A killed step cannot remove its staging directory (or a scratch file named like one);
     # the next attempt does.
@@ -321,78 +348,6 @@ def _file_stamps(directory: Path) -> dict[Path, tuple[int, int, int]]:
         return {}
     return {path: (stat.st_ino, stat.st_size, stat.st_mtime_ns)
             for path in directory.rglob("*") if path.is_file() for stat in [path.stat()]}
-
-
-def _source_identity(source: Path) -> dict:
-    """What a file derived from ``source`` records of it: a replaced or rewritten source
-    differs in inode, size or modification time."""
-    stat = source.stat()
-    return {"source": source.name, "inode": stat.st_ino, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-
-
-def _made_from_current(path: Path, record: Path, source: Path) -> bool:
-    """Whether the array at ``path`` was made from ``source`` as it is now: its ``record``
-    says so, or, written before copies kept one, it is newer than the source (make's rule)."""
-    if record.is_file():
-        try:
-            return json.loads(record.read_text()) == _source_identity(source)
-        except (OSError, ValueError):
-            return False
-    return path.stat().st_mtime_ns >= source.stat().st_mtime_ns
-
-
-def array_written_once(path: str | os.PathLike, shape: tuple[int, int], dtype, fill_rows,
-                       block_rows: int, what: str | None = None, made_from: str | os.PathLike | None = None
-                       ) -> np.ndarray:
-    """A ``.npy`` array at ``path``, memory-mapped: the one there if its shape and dtype are
-    these (and it was made from ``made_from`` as that file is now), else written through
-    :func:`atomic_file` a block of rows at a time, each by ``fill_rows(start, rows)`` into
-    the mapped ``rows`` from row ``start`` on, the written pages released as it goes, so
-    that it is never whole in memory.
-
-    A copy of a source file records the source's inode, size and modification time beside
-    it (``<path>.source.json``): a source replaced or rewritten since is copied again, the
-    stale copy removed first (it holds nothing valid, and the disk may not hold two).
-
-    Args:
-        path: the ``.npy`` file.
-        shape: its (rows, columns).
-        dtype: its dtype.
-        fill_rows: ``fill_rows(start, rows)`` writes the block of rows from ``start`` into ``rows`` in place.
-        block_rows: rows per block.
-        what: the step it is, to show how far it is (:mod:`supergcn.progress`).
-        made_from: the file the rows are derived from, or None (drawn from a seed).
-
-    Returns:
-        The array, memory-mapped read-only.
-
-    Raises:
-        SuperGCNError: ``path`` cannot be written, or the disk filled.
-    """
-    path, dtype = Path(path), np.dtype(dtype)
-    record = path.with_name(path.name + ".source.json")
-    if path.is_file():
-        existing = np.load(path, mmap_mode="r", allow_pickle=False)
-        if existing.shape == tuple(shape) and existing.dtype == dtype and (
-                made_from is None or _made_from_current(path, record, Path(made_from))):
-            if made_from is not None and not record.is_file():
-                write_json(record, _source_identity(Path(made_from)))
-            return existing
-        del existing
-        path.unlink()
-        record.unlink(missing_ok=True)
-    with atomic_file(path) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=tuple(shape))
-        with progress(what, total=shape[0], unit="row", scale=True) as bar:
-            for start in range(0, shape[0], block_rows):
-                fill_rows(start, out[start:start + block_rows])
-                out.flush()
-                release_pages(out)
-                bar.update(min(block_rows, shape[0] - start))
-        del out
-    if made_from is not None:
-        write_json(record, _source_identity(Path(made_from)))
-    return np.load(path, mmap_mode="r", allow_pickle=False)
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -29,6 +29,8 @@ from supergcn.partition.rows import write_rank_rows
 #: Version 2 keeps the per-part totals in ``part_totals.npz`` and records the engine;
 #: version 3 adds the node arrays in rank order (:mod:`supergcn.partition.rows`).
 PARTITION_FORMAT = "supergcn-partition/3"
+#: The manifest of a partition directory.
+PARTITION_MANIFEST = "partition.json"
 _TOTALS_FILE = "part_totals.npz"
 
 
@@ -170,7 +172,7 @@ def save_partition(partition: Partition, graph: Graph, graph_hash: str, out_dir:
         "partition_hash": partition.content_hash(),
         "seconds": seconds,
     }
-    with atomic_output_dir(out_dir) as staging:
+    with atomic_output_dir(out_dir, PARTITION_MANIFEST) as staging:
         np.save(staging / "parts.npy", partition.parts)
         np.savez(staging / _TOTALS_FILE, **totals)
         manifest["row_hashes_hash"] = write_rank_rows(graph, partition.offsets, partition.new_to_old, staging)

@@ -28,6 +28,8 @@ from supergcn.plan.statistics import strategy_rows
 #: Version 3 keeps per-pair statistics and rank-file hashes in arrays beside ``plan.json``
 #: and the owned nodes' original ids in each rank file.
 PLAN_FORMAT = "supergcn-plan/3"
+#: The manifest of a plan directory.
+PLAN_MANIFEST = "plan.json"
 PAIRS_FILE = "pairs.npz"
 #: One hash per rank file, in rank order.
 RANK_HASHES_FILE = "rank_hashes.npy"
@@ -218,7 +220,7 @@ def run_plan(graph: Graph, graph_hash: str, partition: Partition, partition_hash
             full disk.
     """
     started = time.perf_counter()
-    with atomic_output_dir(out_dir) as staging:
+    with atomic_output_dir(out_dir, PLAN_MANIFEST) as staging:
         hashes = _empty_hashes(partition.num_parts)
         scratch = staging / ".scratch"
         scratch.mkdir()

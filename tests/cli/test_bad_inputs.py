@@ -74,6 +74,13 @@ def copy_of(source: Path, destination: Path) -> Path:
     return destination
 
 
+def users_folder(bad: Path) -> Path:
+    """A folder of the user's own files, which an output must not replace."""
+    (bad / "mine" / "sub").mkdir(parents=True)
+    (bad / "mine" / "notes.txt").write_text("important\n")
+    return bad / "mine"
+
+
 def truncate(path: Path, keep: float = 0.5) -> None:
     data = path.read_bytes()
     path.write_bytes(data[:int(len(data) * keep)])
@@ -306,6 +313,15 @@ CASES = [
      lambda ws, bad: ["pjm", "status", "--state-dir", bad / "pjm", "4242"], "pjstat: PJM is not available"),
     ("pjm status: no pjstat on PATH", "cli",
      lambda ws, bad: ["pjm", "status", "--state-dir", bad / "pjm", "4242"], "pjstat not found"),
+    # an output directory the step would wrongly replace (everything it holds would go)
+    ("partition: --out the graph it reads", "cli",
+     lambda ws, bad: ["partition", "--graph", copy_of(ws.graph, bad / "g"), "--parts", 2, "--out", bad / "g"],
+     "holds files but no partition.json: it is not an earlier output of this step"),
+    ("plan: --out a folder of the user's", "cli",
+     lambda ws, bad: ["plan", "--graph", ws.graph, "--partition", ws.P2, "--strategy", "pre", "--out",
+                      users_folder(bad)], "holds files but no plan.json: it is not an earlier output of this step"),
+    ("prepare: --out a partition", "cli",
+     lambda ws, bad: ["prepare", "synthetic-tiny", "--out", copy_of(ws.P2, bad / "p")], "holds files but no meta.json"),
     # the Snakemake config
     ("config: negative learning rate", "snakemake",
      lambda ws, bad: config_overlay(bad, training={"lr": -1}), "training.lr: -1 is less than"),

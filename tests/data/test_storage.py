@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from supergcn.data.storage import (
-    array_written_once,
     atomic_file,
     atomic_output_dir,
     files_written_together,
@@ -69,7 +68,7 @@ def _disk_full() -> OSError:
 def test_a_full_disk_while_writing_a_directory_is_one_error_and_leaves_nothing(tmp_path):
     destination = tmp_path / "plans" / "P4"
     with pytest.raises(SuperGCNError) as refused:
-        with atomic_output_dir(destination) as staging:
+        with atomic_output_dir(destination, "plan.json") as staging:
             (staging / "rank_00000.npz").write_bytes(b"x" * 3 * 2**20)
             raise _disk_full()  # what the next write would meet on a full device
     message = str(refused.value)
@@ -90,7 +89,7 @@ def test_a_full_disk_while_writing_a_file_is_one_error_and_leaves_nothing(tmp_pa
 
 def test_other_write_errors_pass_through_unchanged(tmp_path):
     with pytest.raises(PermissionError):
-        with atomic_output_dir(tmp_path / "out"):
+        with atomic_output_dir(tmp_path / "out", "plan.json"):
             raise PermissionError(errno.EACCES, "denied")
     assert list(tmp_path.iterdir()) == []
 
@@ -119,30 +118,21 @@ def test_files_written_together_fall_together(tmp_path):
     assert (shared / "done.csv").read_text() == "y"
 
 
-def test_a_copy_of_a_replaced_source_is_made_again_and_an_unchanged_one_reused(tmp_path):
-    """A float32 copy of a float16 source: reused while the source is the file it was made
-    from, made again once the source is replaced (the same shape, other values), and a
-    copy from before copies kept their source's record is kept only if newer than the source."""
-    source, copy = tmp_path / "half.npy", tmp_path / "wide.npy"
-    made = []
+def test_an_output_may_replace_only_an_earlier_output_of_its_step(tmp_path, monkeypatch):
+    """Missing, empty, or holding the step's manifest: replaceable. Another step's output or
+    a folder of the user's, and the working directory or one above it: refused."""
+    from supergcn.data.storage import check_replaceable
 
-    def widen(start, rows):
-        made.append(start)
-        rows[:] = np.load(source)[start:start + len(rows)]
-
-    def wide():
-        return array_written_once(copy, (3, 2), np.float32, widen, 2, made_from=source).tolist()
-
-    np.save(source, np.ones((3, 2), np.float16))
-    assert wide() == [[1.0, 1.0]] * 3 and made == [0, 2]
-    assert wide() == [[1.0, 1.0]] * 3 and made == [0, 2], "reused"
-    replaced = tmp_path / "new.npy"
-    np.save(replaced, np.full((3, 2), 2, np.float16))
-    replaced.replace(source)  # a new file in its place, as a repaired download
-    assert wide() == [[2.0, 2.0]] * 3 and made == [0, 2, 0, 2]
-    record = copy.with_name(copy.name + ".source.json")
-    record.unlink()  # a copy made before copies kept a record, and newer than its source: kept
-    assert wide() == [[2.0, 2.0]] * 3 and len(made) == 4 and record.is_file()
-    record.unlink()
-    os.utime(copy, ns=(0, 0))  # older than its source: made again
-    assert wide() == [[2.0, 2.0]] * 3 and len(made) == 6
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "plan.json").write_text("{}")
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "meta.json").write_text("{}")
+    for allowed in ("missing", "empty", "plan"):
+        check_replaceable(tmp_path / allowed, "plan.json")
+    with pytest.raises(SuperGCNError, match="graph holds files but no plan.json"):
+        check_replaceable(tmp_path / "graph", "plan.json")
+    monkeypatch.chdir(tmp_path / "empty")
+    for here in (".", ".."):
+        with pytest.raises(SuperGCNError, match="is the working directory or holds it"):
+            check_replaceable(here, "plan.json")

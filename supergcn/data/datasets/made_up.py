@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.storage import array_written_once
+from supergcn.data.written_once import array_written_once
 
 #: Rows generated per block of features.
 BLOCK_ROWS = 1 << 18

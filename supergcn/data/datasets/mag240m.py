@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from supergcn.data.graph import Graph, build_graph
-from supergcn.data.storage import array_written_once, reading_raw, release_pages
+from supergcn.data.storage import reading_raw, release_pages
+from supergcn.data.written_once import array_written_once
 from supergcn.errors import SuperGCNError
 
 FOLDER = "mag240m_kddcup2021"
@@ -60,7 +61,7 @@ def _load_pt(path: Path):
 
 def widened_features(source: Path) -> np.ndarray:
     """``source``'s float16 rows as a float32 memory map beside it, written once (again where
-    ``source`` was replaced since: :func:`~supergcn.data.storage.array_written_once`)."""
+    ``source`` was replaced since: :func:`~supergcn.data.written_once.array_written_once`)."""
     half = np.load(source, mmap_mode="r", allow_pickle=False)
 
     def widen(start, rows):
