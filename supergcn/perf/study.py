@@ -32,7 +32,7 @@ from supergcn.naming import (
     QUANTIZED_BITS,
     STRATEGIES,
 )
-from supergcn.partition.store import read_part_totals
+from supergcn.partition.store import read_part_totals, read_partition_manifest
 from supergcn.perf import methods
 from supergcn.perf import prediction as perfmodel
 from supergcn.perf.machines import load_profile
@@ -65,8 +65,8 @@ def predict(graph_dir: str | Path, partition_dir: str | Path, plan_dir: str | Pa
     entries are a training epoch's aggregation and exchanges (:func:`supergcn.perf.traffic.epoch_traffic`).
     """
     meta = read_graph_meta(graph_dir)
-    plan = read_plan_manifest(plan_dir)
-    partition = read_json(Path(partition_dir) / "partition.json", "partition")
+    partition = read_partition_manifest(partition_dir, meta["hash"])  # of this graph, or refused
+    plan = read_plan_manifest(plan_dir, meta["hash"], partition["partition_hash"])
     if plan["strategy"] != "hybrid":
         raise SuperGCNError(f"{plan_dir} is a {plan['strategy']} plan",
                             "pass a hybrid plan: the study reads pre, post and hybrid volumes from its manifest")

@@ -26,6 +26,17 @@ def test_predictions_never_favour_pre_or_post_over_hybrid(tiny_plans, tmp_path):
         study.predict(tiny_plans / "graph", tiny_plans / "P2", tiny_plans / "P2-pre", machines, 32, 3, [2])
 
 
+def test_a_partition_or_plan_of_another_graph_is_refused(tiny_plans, tmp_path):
+    """A graph of other content (another seed) with this graph's partition and plan: the
+    prediction would be of rows the graph does not have."""
+    from conftest import run_cli
+
+    assert run_cli("prepare", "synthetic-tiny", "--seed", 1, "--out", tmp_path / "other").returncode == 0
+    machines = [MachineProfile("fast", 1e-7, 1e10, 5e10, 5e10)]
+    with pytest.raises(SuperGCNError, match="was built from a different graph"):
+        study.predict(tmp_path / "other", tiny_plans / "P2", tiny_plans / "P2-hybrid", machines, 32, 3, [2])
+
+
 def test_gat_is_predicted_on_its_weighted_plan_beside_sage(tiny_plans):
     """GAT's epoch counts its scores and scalars; on its weighted plan hybrid sends no more
     bytes than pre or post; the tables keep the two models apart."""
