@@ -341,13 +341,25 @@ def files_written_together(directory: str | os.PathLike) -> Iterator[None]:
         raise
 
 
+def file_stamp(path: str | os.PathLike) -> tuple[int, int, int]:
+    """(inode, size, mtime in ns) of the file ``path``: a file rewritten, or another renamed
+    into its place (a new inode), has another.
+
+    Args:
+        path: an existing file.
+
+    Returns:
+        The stamp.
+    """
+    stat = os.stat(path)
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
 def _file_stamps(directory: Path) -> dict[Path, tuple[int, int, int]]:
-    """(inode, size, mtime) of every file under ``directory``: a file renamed into place
-    is a new inode."""
+    """:func:`file_stamp` of every file under ``directory``."""
     if not directory.is_dir():
         return {}
-    return {path: (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-            for path in directory.rglob("*") if path.is_file() for stat in [path.stat()]}
+    return {path: file_stamp(path) for path in directory.rglob("*") if path.is_file()}
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from supergcn.data.storage import atomic_file, release_pages, write_json
+from supergcn.data.storage import atomic_file, file_stamp, release_pages, write_json
 from supergcn.progress import progress
 
 
 def _source_identity(source: Path) -> dict:
-    """What a file derived from ``source`` records of it: a replaced or rewritten source
-    differs in inode, size or modification time."""
-    stat = source.stat()
-    return {"source": source.name, "inode": stat.st_ino, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    """What a file derived from ``source`` records of it: its name and
+    :func:`~supergcn.data.storage.file_stamp`."""
+    return {"source": source.name, "stamp": list(file_stamp(source))}
 
 
 def _made_from_current(path: Path, record: Path, source: Path) -> bool:
